@@ -1,0 +1,50 @@
+"""The client's types. UnifiedChunk is also the source of the merge tool's `output_schema`."""
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class UnifiedChunk(BaseModel):
+    """One numbered chunk, as the merge node puts it in `chunk_metadata`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="Global number as text, '1'..'N'; the LLM cites it as [C:N]")
+    source_type: Literal["rag", "web"] = Field(description="rag = knowledge base, web = web search")
+    content: str = Field(description="The chunk's text, as the LLM saw it")
+    document_title: str = Field(description="Title to show: document title or web page title")
+    url: str = Field(description="Link to the source: source_file_url for rag, an http(s) URL or '' for web")
+    score: float = Field(description="Retrieval or search relevance score; 0 when unknown")
+    display_subtitle: str = Field(description="The one subtitle line to show (knowledge base name, or site · date)")
+    document_name: str = Field(description="File name (rag) or URL (web)")
+    dataset_name: str = Field(description="Knowledge base name (rag only)")
+    site_name: str = Field(description="Site display name (web only)")
+    site_host: str = Field(description="Host of the URL without www. (web only)")
+    source_file_url: str = Field(description="Original file link (rag) or URL (web)")
+    segment_position: int = Field(description="Position of the segment in its document (rag only)")
+    published_date: str = Field(description="Publication date, YYYY-MM-DD when the provider gave an ISO date (web only)")
+    dataset_id: str = Field(description="Dify dataset id (rag only)")
+    document_id: str = Field(description="Dify document id (rag only)")
+    segment_id: str = Field(description="Dify segment id (rag only)")
+    provider: str = Field(description="Search provider, when the result names one (web only)")
+
+
+def json_schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    """A compact JSON Schema of `model` (types, enums, descriptions), as a tool's output_schema carries it."""
+    full = model.model_json_schema()
+    properties = {}
+    for name, spec in full["properties"].items():
+        prop: dict[str, Any] = {}
+        if "enum" in spec:
+            prop["type"] = spec.get("type", "string")
+            prop["enum"] = list(spec["enum"])
+        elif "const" in spec:
+            prop["type"] = spec.get("type", "string")
+            prop["enum"] = [spec["const"]]
+        else:
+            prop["type"] = spec["type"]
+        if "description" in spec:
+            prop["description"] = spec["description"]
+        properties[name] = prop
+    return {"type": "object", "properties": properties, "required": list(full.get("required", []))}

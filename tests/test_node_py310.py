@@ -1,0 +1,32 @@
+import ast
+
+from nodes import merge_chunks
+from tests.conftest import ROOT
+from tests.fixtures.web_shapes import WEB_SHAPES
+from tests.py310 import assert_same_under_310
+from tests.test_merge_chunks import FORGED
+from tests.test_seed_compatibility import RAG, SEED_WEB_FORMS
+
+
+def test_nodes_import_only_the_standard_library_and_nothing_from_the_repo():
+    import sys
+    for path in sorted((ROOT / "nodes").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                assert node.level == 0, f"{path.name}: relative import"
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                assert name.split(".")[0] in sys.stdlib_module_names, f"{path.name} imports {name}"
+
+
+def test_merge_node_behaves_the_same_under_python_310():
+    cases = [{"rag_chunks": RAG, "web_chunks": web} for web in SEED_WEB_FORMS.values()]
+    cases += [{"rag_chunks": None, "web_chunks": shape} for shape, _ in WEB_SHAPES.values()]
+    cases += [{"rag_chunks": str(RAG), "web_chunks": "", "max_chunks": 1}]
+    cases += [{"rag_chunks": [{"content": f"x {f} y"}], "web_chunks": None} for f in FORGED]
+    cases += [{"rag_chunks": "{bad", "web_chunks": None}, {"web_chunks": {"odd": 1}}, {"max_web_results": -2}]
+    assert_same_under_310("merge_chunks", merge_chunks.main, cases)
