@@ -8,7 +8,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gcite", description="G-Cite command line")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("demo", help="run the merge node on the built-in building-assistant sample")
-    commands.add_parser("sync-schema", help="write the UnifiedChunk schema into tools/merge_chunks.yaml")
+    commands.add_parser("sync-schema", help="write the models' item schemas into the tools' output_schema")
     args = parser.parse_args(argv)
 
     if args.command == "demo":
@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
         from gcite import schema_sync
 
         changed = schema_sync.sync()
-        print("tools/merge_chunks.yaml: " + ("schema updated" if changed else "schema already in step"))
+        print("updated: " + ", ".join(changed) if changed else "schemas already in step")
     return 0
 
 

@@ -3,10 +3,14 @@
 from typing import TextIO
 
 from gcite.knowledge import load_json, result_items
-from nodes import merge_chunks
+from nodes import merge_chunks, validate_citations
 
 DEMO_QUERY = "巡更时发现异常怎么上报？"
 TABLE_COLUMNS = ("id", "source_type", "score", "document_title", "display_subtitle", "url")
+# A fixed answer in the style an LLM writes, with sloppy markers, to show what the validator does with them.
+SAMPLE_ANSWER = ("巡检中发现异常时，在终端点击“异常上报”，拍照并选择异常类型，系统会通知值班主管【C：1】。"
+                 "巡更系统的异常上报可形成工单闭环[C: 4]，上报前应按点位顺序打卡[C:2, C:1]。"
+                 "（另见 [C:17]）")
 
 
 def table(rows: list[dict], columns: tuple[str, ...]) -> str:
@@ -37,3 +41,9 @@ def run(out: TextIO) -> None:
     out.write(table(merged["chunk_metadata"], TABLE_COLUMNS) + "\n")
     if merged["skipped"]:
         out.write("\nskipped: " + ", ".join(f"{s['source']}#{s['index']} {s['reason']}" for s in merged["skipped"]) + "\n")
+    checked = validate_citations.main(SAMPLE_ANSWER, merged["chunk_metadata"])
+    out.write("\n== validator on a fixed sample answer (not generated) ==\n")
+    out.write("raw:      " + SAMPLE_ANSWER + "\n")
+    out.write("answer:   " + checked["answer"] + "\n")
+    out.write(f"status:   {checked['status']}; id_map {checked['id_map']}; invalid_ids {checked['invalid_ids']}\n")
+    out.write("references_markdown:\n" + checked["references_markdown"] + "\n")

@@ -30,6 +30,22 @@ class UnifiedChunk(BaseModel):
     provider: str = Field(description="Search provider, when the result names one (web only)")
 
 
+class Citation(BaseModel):
+    """One cited source, as the validator reports it in `citations`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int = Field(description="Display number, 1..K in order of first appearance")
+    id: str = Field(description="The chunk id the LLM cited ([C:id])")
+    count: int = Field(description="How many markers cite it")
+    document_title: str = Field(description="Title of the cited chunk ('' when the chunk list is unknown)")
+    source_type: str = Field(description="rag or web ('' when the chunk list is unknown)")
+    url: str = Field(description="Link to the source, as in the chunk list")
+    display_subtitle: str = Field(description="The subtitle line to show")
+    site_name: str = Field(description="Site display name (web)")
+    published_date: str = Field(description="Publication date (web)")
+
+
 def json_schema_of(model: type[BaseModel]) -> dict[str, Any]:
     """A compact JSON Schema of `model` (types, enums, descriptions), as a tool's output_schema carries it."""
     full = model.model_json_schema()

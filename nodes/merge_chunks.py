@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 # The citation validator accepts markers that open with one of these brackets, then optional spaces, then
 # `C` in either case, optional spaces and an ASCII or full-width colon. Any such opening inside chunk
 # content is neutralised, so the only markers the LLM sees are the headers this node writes.
-MARKER_OPENING = re.compile(r"[\[【［][ \t\u3000]*[Cc][ \t\u3000]*[:：]")
+MARKER_OPENING = re.compile(r"[\[【［][ \t\u00a0\u3000]*[Cc][ \t\u00a0\u3000]*[:：]")
 NEUTRAL_BRACKET = {"[": "(", "【": "（", "［": "（"}
 MARKER_HEADER = "[C:{id}]"
 

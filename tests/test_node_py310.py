@@ -30,3 +30,13 @@ def test_merge_node_behaves_the_same_under_python_310():
     cases += [{"rag_chunks": [{"content": f"x {f} y"}], "web_chunks": None} for f in FORGED]
     cases += [{"rag_chunks": "{bad", "web_chunks": None}, {"web_chunks": {"odd": 1}}, {"max_web_results": -2}]
     assert_same_under_310("merge_chunks", merge_chunks.main, cases)
+
+
+def test_validator_behaves_the_same_under_python_310():
+    from nodes import validate_citations
+    from tests.test_validate_citations import CHUNKS
+    answers = ["a[C:1] b【C：2-4】 c[C:99] `[C:1]`\n```\n[C:2]\n```\n[[C:3]] [C:1", "根据现有资料无法确定", "",
+               "[C:1][C:2][C:1-20] [C:1,c：2]"]
+    cases = [{"answer": a, "chunk_metadata": CHUNKS} for a in answers]
+    cases += [{"answer": answers[0], "chunk_metadata": None}, {"answer": 3}, {"answer": "x", "chunk_metadata": "{"}]
+    assert_same_under_310("validate_citations", validate_citations.main, cases)

@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from gcite.models import UnifiedChunk, json_schema_of
-from gcite.schema_sync import with_chunk_schema
+from gcite.schema_sync import ITEM_SCHEMAS, with_item_schema
 from nodes import merge_chunks
 from tests import sdk
 from tests.conftest import ROOT
@@ -25,7 +25,7 @@ def reg():
 def test_the_plugin_loads_through_plugin_registration_with_the_merge_tool(reg):
     assert reg.configuration.name == "gcite"
     tools = {t.identity.name for p in reg.tools_configuration for t in p.tools}
-    assert "merge_chunks" in tools
+    assert {"merge_chunks", "validate_citations"} <= tools
     assert reg.get_tool_cls("gcite", "merge_chunks").__name__ == "MergeChunksTool"
 
 
@@ -102,12 +102,11 @@ def test_merge_tool_raises_naming_the_parameter(reg, parameters, field):
 
 # --- UnifiedChunk: model, YAML schema and node output agree -----------------------------------------------
 
-def test_tool_yaml_declares_the_unified_chunk_schema():
-    tool = load("tools/merge_chunks.yaml")
-    outputs = tool["output_schema"]["properties"]
-    assert outputs["chunk_metadata"]["items"] == json_schema_of(UnifiedChunk)
-    text = (ROOT / "tools/merge_chunks.yaml").read_text(encoding="utf-8")
-    assert with_chunk_schema(text) == text, "run `python -m gcite sync-schema`"
+@pytest.mark.parametrize("path,output,model", ITEM_SCHEMAS)
+def test_tool_yaml_declares_the_model_schema(path, output, model):
+    assert load(path)["output_schema"]["properties"][output]["items"] == json_schema_of(model)
+    text = (ROOT / path).read_text(encoding="utf-8")
+    assert with_item_schema(text, output, model) == text, "run `python -m gcite sync-schema`"
 
 
 def test_node_outputs_are_exactly_the_declared_outputs_and_validate_as_unified_chunks():
@@ -125,3 +124,37 @@ def test_schema_check_fails_when_the_model_gains_a_field():
     class Wider(UnifiedChunk):
         extra_field: str = ""
     assert json_schema_of(Wider) != load("tools/merge_chunks.yaml")["output_schema"]["properties"]["chunk_metadata"]["items"]
+
+
+# --- the validator tool ----------------------------------------------------------------------------------
+
+def test_validate_tool_over_the_merge_tools_output(reg):
+    merged = sdk.invoke(reg, "merge_chunks", {"rag_chunks": RAG, "web_chunks": WEB_SHAPES["baidu"][0]})
+    variables = sdk.invoke(reg, "validate_citations", {
+        "answer": "网页说分三类[C:2]，打卡见【C：1】[C:7]。", "chunk_metadata": merged["chunk_metadata"]})
+    from nodes import validate_citations
+    assert variables == validate_citations.main("网页说分三类[C:2]，打卡见【C：1】[C:7]。", merged["chunk_metadata"])
+    assert variables["answer"] == "网页说分三类[1]，打卡见[2]。"
+    assert variables["invalid_ids"] == ["7"]
+    assert set(variables) == set(load("tools/validate_citations.yaml")["output_schema"]["properties"])
+
+
+@pytest.mark.parametrize("unset", ["", [""], None])
+def test_validate_tool_treats_an_unset_chunk_list_as_unknown(reg, unset):
+    parameters = {"answer": "a[C:5]"} if unset is None else {"answer": "a[C:5]", "chunk_metadata": unset}
+    variables = sdk.invoke(reg, "validate_citations", parameters)
+    assert variables["answer"] == "a[1]" and variables["invalid_ids"] == []
+
+
+def test_validate_tool_raises_naming_the_parameter(reg):
+    with pytest.raises(ValueError, match=r"chunk_metadata\[0\]"):
+        sdk.invoke(reg, "validate_citations", {"answer": "a", "chunk_metadata": [{"id": "x"}]})
+
+
+def test_validate_outputs_validate_as_citations():
+    from gcite.models import Citation
+    from nodes import validate_citations
+    result = validate_citations.main("a[C:1] b[C:2]", merge_chunks.main(RAG, WEB_SHAPES["bocha_raw"][0])["chunk_metadata"])
+    assert len(result["citations"]) == 2
+    for citation in result["citations"]:
+        assert Citation.model_validate(citation).model_dump() == citation

@@ -1,0 +1,15 @@
+"""`make bench`: every benchmark in one run; exits non-zero when a target is missed."""
+
+import sys
+
+from bench import common  # noqa: F401  (puts the repository root on sys.path)
+from bench import streaming
+
+
+def main() -> int:
+    results = [streaming.run()]
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

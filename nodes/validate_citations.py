@@ -1,0 +1,310 @@
+"""G-Cite citation validator: [C:N] markers -> display numbers 1..K in order of first appearance.
+
+A Dify Code node (standard library only, Python 3.10 syntax, self-contained). `main` validates a whole answer;
+`CitationStream` does the same incrementally, delta by delta, and never emits part of a marker. Both run the
+same scanner, so for any split of an answer the streamed text equals `main(answer)["answer"]`.
+
+The marker grammar (here and nowhere else in this file):
+  - brackets [ ], 【 】 or ［ ］; `C` in either case; `:` or `：`; spaces allowed between the parts;
+  - one or more ids separated by , ， 、 ; ；  each optionally repeating `C:`;
+  - a range a-b or a–b (a < b, at most 20 ids) expands;
+  - a marker is at most 64 characters long, bracket included;
+  - nothing inside inline code (a backtick up to the next backtick or the end of the line) or a fenced code
+    block (from a line starting with three backticks to the next such line) is a marker.
+"""
+
+import json
+import re
+from urllib.parse import quote, urlsplit
+
+# --- The marker grammar ----------------------------------------------------------------------------------
+BRACKETS = {"[": "]", "【": "】", "［": "］"}
+SPACE = "[ \t\u00a0\u3000]*"
+COLON = "[:：]"
+PREFIX = f"[Cc]{SPACE}{COLON}{SPACE}"
+ID_ITEM = f"(?:{PREFIX})?(\\d+)(?:{SPACE}[-–]{SPACE}(\\d+))?"
+SEPARATOR = "[,，、;；]"
+MARKER_INNER = re.compile(f"{SPACE}{PREFIX}{ID_ITEM}(?:{SPACE}{SEPARATOR}{SPACE}{ID_ITEM})*{SPACE}")
+ID_ITEMS = re.compile(ID_ITEM)
+MARKER_HEAD = re.compile(f"{SPACE}(?:[Cc]{SPACE}(?:{COLON}[ \t\u00a0\u3000\\d,，、;；\\-–Cc:：]*)?)?")
+MAX_MARKER_LENGTH = 64
+MAX_RANGE_IDS = 20
+FENCE = "```"
+INSUFFICIENT_DEFAULT = "根据现有资料无法确定"
+
+TEXT_STOPS = re.compile("[`\n" + re.escape("".join(BRACKETS)) + "]")
+CODE_STOPS = re.compile("[`\n]")
+
+LINK_SCHEMES = ("http", "https")
+HIDDEN_SCHEMES = ("javascript", "vbscript", "data", "file")
+MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]()!|~])")  # inline markup; text never starts a line here
+CITATION_FIELDS = ("document_title", "source_type", "url", "display_subtitle", "site_name", "published_date")
+
+
+def marker_ids(candidate):
+    """The ids of `candidate` (a bracketed string) when it is a marker, else None."""
+    inner = candidate[1:-1]
+    if BRACKETS.get(candidate[0]) != candidate[-1] or not MARKER_INNER.fullmatch(inner):
+        return None
+    ids = []
+    for match in ID_ITEMS.finditer(inner):
+        first, last = int(match.group(1)), match.group(2)
+        if last is None:
+            ids.append(first)
+            continue
+        last = int(last)
+        if not first < last or last - first + 1 > MAX_RANGE_IDS:
+            return None
+        ids.extend(range(first, last + 1))
+    return list(dict.fromkeys(ids))
+
+
+def could_become_marker(candidate):
+    """True while `candidate` (opening bracket and what follows) may still grow into a marker."""
+    return len(candidate) < MAX_MARKER_LENGTH and MARKER_HEAD.fullmatch(candidate, 1) is not None
+
+
+# --- Inputs ----------------------------------------------------------------------------------------------
+
+def parse_chunk_metadata(value):
+    """{int id: chunk} from a list or JSON text; None means the list is unknown (every id is accepted)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if not value.strip():
+            return None
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ValueError(f"chunk_metadata: not valid JSON: {value[:80]!r}") from None
+    if isinstance(value, dict) and isinstance(value.get("chunk_metadata"), list):
+        value = value["chunk_metadata"]
+    if not isinstance(value, list):
+        raise ValueError(f"chunk_metadata: expected a list of chunks, got {type(value).__name__}")
+    chunks = {}
+    for position, chunk in enumerate(value):
+        if not isinstance(chunk, dict):
+            raise ValueError(f"chunk_metadata[{position}]: expected an object, got {type(chunk).__name__}")
+        try:
+            chunk_id = int(str(chunk.get("id")).strip())
+        except ValueError:
+            raise ValueError(f"chunk_metadata[{position}]: id {chunk.get('id')!r} is not a number") from None
+        chunks[chunk_id] = chunk
+    return chunks
+
+
+def parse_phrases(value):
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        items = value
+    elif isinstance(value, str):
+        items = re.split(r"[\n|]", value)
+    else:
+        raise ValueError(f"insufficient_phrases: expected text, got {type(value).__name__}")
+    return [str(p).strip() for p in items if str(p).strip()]
+
+
+# --- Rendering the references ----------------------------------------------------------------------------
+
+def escape_markdown(text):
+    """One line of text that renders as itself: HTML characters as entities, markdown ones backslashed."""
+    text = " ".join(str(text).split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def url_scheme(url):
+    try:
+        return urlsplit(url).scheme.lower()
+    except ValueError:
+        return ""
+
+
+def reference_line(citation):
+    title = escape_markdown(citation["document_title"] or f"C:{citation['id']}")
+    url = (citation.get("url") or "").strip()
+    scheme = url_scheme(url)
+    if scheme in LINK_SCHEMES and urlsplit(url).netloc:
+        line = f"[{title}]({quote(url, safe=':/?#@!$&*+,;=%~-._')})"
+    else:
+        line = title
+    if citation.get("display_subtitle"):
+        line += " — " + escape_markdown(citation["display_subtitle"])
+    if url and scheme not in LINK_SCHEMES and scheme not in HIDDEN_SCHEMES:
+        line += " — " + escape_markdown(url)
+    return line
+
+
+def references_markdown(citations):
+    return "\n".join(f"{c['index']}. {reference_line(c)}" for c in citations)
+
+
+def references_by_marker_markdown(citations):
+    return "\n".join(f"- [C:{c['id']}] {reference_line(c)}" for c in citations)
+
+
+# --- The scanner -----------------------------------------------------------------------------------------
+
+class CitationStream:
+    """Feed an answer delta by delta; each `feed` returns the text that is safe to show now.
+
+    Holds back at most one unfinished marker (under 64 characters). Total cost is linear in the answer.
+    """
+
+    def __init__(self, chunk_metadata=None, insufficient_phrases=INSUFFICIENT_DEFAULT):
+        self._chunks = parse_chunk_metadata(chunk_metadata)
+        self._phrases = parse_phrases(insufficient_phrases)
+        self._candidate = ""  # an opening bracket and what followed it, not yet decided
+        self._inline = False
+        self._fence = False
+        self._line_ticks = 0  # backticks seen at the start of this line; -1 once anything else was
+        self._index_of = {}  # id -> display number
+        self._citations = []
+        self._invalid = []
+        self._fresh = []
+        self._raw = []
+        self._shown = []
+        self._finished = False
+
+    # public API
+
+    def feed(self, delta):
+        if self._finished:
+            raise ValueError("answer: the stream is finished; start a new CitationStream")
+        if not isinstance(delta, str):
+            raise ValueError(f"answer: each delta must be text, got {type(delta).__name__}")
+        self._fresh = []
+        self._raw.append(delta)
+        out = []
+        self._scan(delta, out)
+        return self._show(out)
+
+    def finish(self):
+        if self._finished:
+            return ""
+        self._fresh = []
+        out = [self._candidate]
+        self._candidate = ""
+        self._finished = True
+        return self._show(out)
+
+    @property
+    def pending(self):
+        """The text held back: an unfinished marker candidate, never longer than 63 characters."""
+        return self._candidate
+
+    def new_citations(self):
+        """Citations that appeared for the first time in the last `feed` (or `finish`)."""
+        return [dict(c) for c in self._fresh]
+
+    def result(self):
+        if not self._finished:
+            self.finish()
+        raw = "".join(self._raw)
+        citations = [dict(c) for c in self._citations]
+        if any(p in raw for p in self._phrases):
+            status = "insufficient_evidence"
+        else:
+            status = "cited" if citations else "uncited"
+        return {
+            "answer": "".join(self._shown),
+            "citations": citations,
+            "id_map": {c["id"]: c["index"] for c in citations},
+            "invalid_ids": list(self._invalid),
+            "status": status,
+            "references_markdown": references_markdown(citations),
+            "references_by_marker_markdown": references_by_marker_markdown(citations),
+        }
+
+    # scanning
+
+    def _show(self, out):
+        text = "".join(out)
+        self._shown.append(text)
+        return text
+
+    def _scan(self, text, out):
+        i, n = 0, len(text)
+        while i < n:
+            if self._candidate:
+                self._grow_candidate(text[i], out)
+                i += 1
+                continue
+            stops = CODE_STOPS if (self._inline or self._fence) else TEXT_STOPS
+            match = stops.search(text, i)
+            j = match.start() if match else n
+            if j > i:
+                out.append(text[i:j])
+                self._line_ticks = -1
+            if j < n:
+                self._special(text[j], out)
+            i = j + 1
+
+    def _special(self, char, out):
+        if char == "\n":
+            self._inline = False
+            self._line_ticks = 0
+            out.append(char)
+        elif char == "`":
+            self._backtick()
+            out.append(char)
+        else:  # an opening bracket outside code
+            self._line_ticks = -1
+            self._candidate = char
+
+    def _backtick(self):
+        if self._line_ticks >= 0:
+            self._line_ticks += 1
+            if self._line_ticks == len(FENCE):
+                self._fence = not self._fence
+                self._inline = False
+                return
+            if self._line_ticks > len(FENCE):
+                return
+        if not self._fence:
+            self._inline = not self._inline
+
+    def _grow_candidate(self, char, out):
+        candidate = self._candidate + char
+        if char == BRACKETS[candidate[0]]:
+            self._candidate = ""
+            ids = marker_ids(candidate)
+            out.append(candidate if ids is None else self._render(ids))
+        elif could_become_marker(candidate):
+            self._candidate = candidate
+        else:
+            out.append(self._candidate)
+            self._candidate = ""
+            self._scan(char, out)
+
+    def _render(self, ids):
+        shown = []
+        for chunk_id in ids:
+            key = str(chunk_id)
+            if self._chunks is not None and chunk_id not in self._chunks:
+                if key not in self._invalid:
+                    self._invalid.append(key)
+                continue
+            if key not in self._index_of:
+                self._index_of[key] = len(self._citations) + 1
+                citation = {"index": self._index_of[key], "id": key, "count": 0}
+                chunk = (self._chunks or {}).get(chunk_id, {})
+                for field in CITATION_FIELDS:
+                    value = chunk.get(field)
+                    citation[field] = "" if value is None else value
+                self._citations.append(citation)
+                self._fresh.append(citation)
+            self._citations[self._index_of[key] - 1]["count"] += 1
+            shown.append(self._index_of[key])
+        return "".join(f"[{number}]" for number in sorted(shown))
+
+
+def main(answer, chunk_metadata=None, insufficient_phrases=INSUFFICIENT_DEFAULT) -> dict:
+    if answer is None:
+        answer = ""
+    if not isinstance(answer, str):
+        raise ValueError(f"answer: expected text, got {type(answer).__name__}")
+    stream = CitationStream(chunk_metadata, insufficient_phrases)
+    stream.feed(answer)
+    return stream.result()

@@ -1,0 +1,256 @@
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nodes import merge_chunks
+from nodes.validate_citations import MAX_MARKER_LENGTH, CitationStream, main
+
+CHUNKS = [{"id": str(i), "document_title": f"Doc {i}", "source_type": "rag" if i < 20 else "web",
+           "url": f"https://e.com/{i}", "display_subtitle": f"sub {i}", "site_name": "", "published_date": ""}
+          for i in range(1, 31)]
+
+
+def shown(answer, chunks=CHUNKS):
+    return main(answer, chunks)["answer"]
+
+
+# --- the grammar -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("marker,expected", [
+    ("[C:1]", "[1]"),
+    ("[c:1]", "[1]"),
+    ("【C:1】", "[1]"),
+    ("［C:1］", "[1]"),
+    ("[C：1]", "[1]"),
+    ("[ C : 1 ]", "[1]"),
+    ("[\u3000C：1\u3000]", "[1]"),
+    ("[C:1,2]", "[1][2]"),
+    ("[C:1，2]", "[1][2]"),
+    ("[C:1、2]", "[1][2]"),
+    ("[C:1;2]", "[1][2]"),
+    ("[C:1；2]", "[1][2]"),
+    ("[C:1, C:2]", "[1][2]"),
+    ("[C:1,c：2]", "[1][2]"),
+    ("[C:1-3]", "[1][2][3]"),
+    ("[C:1–3]", "[1][2][3]"),
+    ("[C: 1 - 3 ]", "[1][2][3]"),
+    ("[C:1-20]", "".join(f"[{i}]" for i in range(1, 21))),
+    ("[C:02]", "[1]"),
+    ("[C:1,1]", "[1]"),
+])
+def test_markers_the_grammar_accepts(marker, expected):
+    assert shown(f"a{marker}b") == f"a{expected}b"
+
+
+@pytest.mark.parametrize("text", [
+    "[1]", "[C]", "[C:]", "[C:x]", "[C1]", "(C:1)", "C:1", "see [C:1", "[C:3-1]", "[C:1-21]", "[C:1】", "【C:1]",
+    "[C:1,]", "[C:,1]", "[C:1 2]", "[D:1]", "[CC:1]", "[C::1]", "[C:1.5]", "[ref C:1]",
+    "`[C:1]`", "a `x [C:1] y` b", "`open [C:1]", "```\n[C:1]\n```", "```python\nx = [C:1]\n```",
+    "[C:" + ",".join(["1"] * 40) + "]",
+])
+def test_text_the_grammar_rejects_is_left_unchanged(text):
+    result = main(text, CHUNKS)
+    assert result["answer"] == text
+    assert result["citations"] == [] and result["invalid_ids"] == []
+
+
+def test_the_longest_marker_is_64_characters():
+    fits = "[C:1" + " " * (MAX_MARKER_LENGTH - 5) + "]"
+    assert len(fits) == MAX_MARKER_LENGTH and shown(fits) == "[1]"
+    too_long = "[C:1" + " " * (MAX_MARKER_LENGTH - 4) + "]"
+    assert len(too_long) == MAX_MARKER_LENGTH + 1 and shown(too_long) == too_long
+
+
+def test_code_spans_are_decided_left_to_right():
+    assert shown("`code` [C:1]") == "`code` [1]"
+    assert shown("unclosed ` [C:1]\n[C:2]") == "unclosed ` [C:1]\n[1]"
+    assert shown("```\n`\n```\n[C:1]") == "```\n`\n```\n[1]"
+    assert shown("x ```[C:1]") == "x ```[C:1]"  # mid-line backticks are inline code, not a fence
+    assert shown("``[C:1]``") == "``[1]``"
+
+
+def test_adjacent_and_nested_brackets():
+    assert shown("[C:1][C:2]") == "[1][2]"
+    assert shown("[[C:1]]") == "[[1]]"
+    assert shown("[C:1 [C:2]") == "[C:1 [1]"
+
+
+# --- numbering -------------------------------------------------------------------------------------------
+
+def test_renumbering_by_first_appearance_and_counts():
+    result = main("a[C:7] b[C:3] c[C:7] d[C:12,3]", CHUNKS)
+    assert result["answer"] == "a[1] b[2] c[1] d[2][3]"
+    assert [(c["index"], c["id"], c["count"]) for c in result["citations"]] == [(1, "7", 2), (2, "3", 2), (3, "12", 1)]
+    assert result["id_map"] == {"7": 1, "3": 2, "12": 3}
+    assert result["citations"][0] == {"index": 1, "id": "7", "count": 2, "document_title": "Doc 7", "source_type": "rag",
+                                      "url": "https://e.com/7", "display_subtitle": "sub 7", "site_name": "",
+                                      "published_date": ""}
+
+
+def test_invalid_ids_get_no_number_and_disappear():
+    result = main("a[C:99] b[C:2] c[C:98,2,99] d[C:0]", CHUNKS)
+    assert result["answer"] == "a b[1] c[1] d"
+    assert result["invalid_ids"] == ["99", "98", "0"]
+    assert result["id_map"] == {"2": 1}
+
+
+@pytest.mark.parametrize("answer,phrases,status", [
+    ("巡更需打卡[C:1]。", "根据现有资料无法确定", "cited"),
+    ("巡更需打卡。", "根据现有资料无法确定", "uncited"),
+    ("根据现有资料无法确定。", "根据现有资料无法确定", "insufficient_evidence"),
+    ("部分[C:1]，其余资料不足。", "无法确定|资料不足", "insufficient_evidence"),
+    ("I cannot tell.", "no idea\nI cannot tell", "insufficient_evidence"),
+    ("only invalid [C:99]", "根据现有资料无法确定", "uncited"),
+])
+def test_status(answer, phrases, status):
+    result = main(answer, CHUNKS, phrases)
+    assert result["status"] == status
+    if status == "insufficient_evidence" and "[C:1]" in answer:
+        assert result["citations"]  # still reported
+
+
+def test_chunk_metadata_as_json_text_and_unknown_list():
+    assert main("x[C:2]", json.dumps(CHUNKS))["id_map"] == {"2": 1}
+    unknown = main("x[C:42] y[C:5]", None)
+    assert unknown["answer"] == "x[1] y[2]" and unknown["invalid_ids"] == []
+    assert unknown["citations"][0] == {"index": 1, "id": "42", "count": 1, "document_title": "", "source_type": "",
+                                       "url": "", "display_subtitle": "", "site_name": "", "published_date": ""}
+    assert main("x[C:1]", [])["invalid_ids"] == ["1"]
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    ({"answer": 5}, "answer"),
+    ({"answer": "x", "chunk_metadata": "{bad"}, "chunk_metadata"),
+    ({"answer": "x", "chunk_metadata": {"a": 1}}, "chunk_metadata"),
+    ({"answer": "x", "chunk_metadata": [{"id": "one"}]}, r"chunk_metadata\[0\]"),
+    ({"answer": "x", "chunk_metadata": ["s"]}, r"chunk_metadata\[0\]"),
+    ({"answer": "x", "insufficient_phrases": 3}, "insufficient_phrases"),
+])
+def test_bad_input_names_the_field(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        main(**kwargs)
+
+
+# --- references ------------------------------------------------------------------------------------------
+
+def chunk(i, **fields):
+    return {"id": str(i), "document_title": f"Doc {i}", "source_type": "web", "url": "", "display_subtitle": "",
+            **fields}
+
+
+def test_references_list_only_cited_sources_in_display_order():
+    chunks = [chunk(1, url="https://a.com/x"), chunk(2, url="https://b.com", display_subtitle="知乎 · 2025-08-12"),
+              chunk(3)]
+    result = main("b[C:2] a[C:1] b[C:2]", chunks)
+    assert result["references_markdown"] == (
+        "1. [Doc 2](https://b.com) — 知乎 · 2025-08-12\n"
+        "2. [Doc 1](https://a.com/x)")
+    assert result["references_by_marker_markdown"] == (
+        "- [C:2] [Doc 2](https://b.com) — 知乎 · 2025-08-12\n"
+        "- [C:1] [Doc 1](https://a.com/x)")
+
+
+def test_titles_and_subtitles_cannot_inject_markdown_or_html():
+    evil = chunk(1, document_title="x](javascript:alert(1)) <img src=x onerror=alert(1)> *b*",
+                 display_subtitle="[y](http://evil) <script>", url="https://ok.com/a b)c")
+    line = main("[C:1]", [evil])["references_markdown"]
+    assert "<" not in line and ">" not in line.replace("&gt;", "")
+    assert line.count("](") == 1  # the one real link
+    assert "(https://ok.com/a%20b%29c)" in line
+    assert "[x\\]\\(javascript:alert\\(1\\)\\)" in line
+
+
+@pytest.mark.parametrize("url,link,text", [
+    ("https://ok.com", True, None),
+    ("http://ok.com", True, None),
+    ("oss://kb/巡更.pdf", False, "oss://kb/巡更.pdf"),
+    ("javascript:alert(1)", False, None),
+    ("data:text/html,hi", False, None),
+    ("", False, None),
+])
+def test_only_http_urls_become_links(url, link, text):
+    line = main("[C:1]", [chunk(1, url=url)])["references_markdown"]
+    assert ("](" in line) == link
+    assert "javascript" not in line and "data:" not in line
+    if text:
+        assert line.endswith(" — " + text)
+
+
+# --- streaming -------------------------------------------------------------------------------------------
+
+def feed_all(answer, cuts, chunks=CHUNKS):
+    stream = CitationStream(chunks)
+    pieces, bounds = [], [0, *sorted(cuts), len(answer)]
+    for a, b in zip(bounds, bounds[1:]):
+        pieces.append(stream.feed(answer[a:b]))
+        assert len(stream.pending) < MAX_MARKER_LENGTH
+    pieces.append(stream.finish())
+    return pieces, stream
+
+
+def test_a_marker_split_across_deltas_is_never_shown_in_part():
+    stream = CitationStream(CHUNKS)
+    assert stream.feed("巡更需打卡[") == "巡更需打卡"
+    assert stream.feed("C") == ""
+    assert stream.feed("：1") == ""
+    assert stream.feed("]。") == "[1]。"
+
+
+def test_a_bracket_that_never_closes_is_released_as_text():
+    stream = CitationStream(CHUNKS)
+    assert stream.feed("a [") == "a "
+    assert stream.feed("C:1 and more") == "[C:1 and more"
+    stream = CitationStream(CHUNKS)
+    assert stream.feed("tail [C:1") == "tail "
+    assert stream.finish() == "[C:1"
+    assert stream.result()["answer"] == "tail [C:1"
+
+
+def test_new_citations_are_announced_by_the_feed_that_brings_them():
+    stream = CitationStream(CHUNKS)
+    stream.feed("a [C:4")
+    assert stream.new_citations() == []
+    stream.feed("] b [C:4] [C:9]")
+    assert [(c["index"], c["id"], c["document_title"]) for c in stream.new_citations()] == [(1, "4", "Doc 4"), (2, "9", "Doc 9")]
+    stream.feed(" c [C:4]")
+    assert stream.new_citations() == []
+
+
+def test_stream_result_equals_main():
+    answer = "根据现有资料无法确定。但[C:3]与【C：1-2】，`[C:1]` [C:99]"
+    pieces, stream = feed_all(answer, [3, 9, 10, 20])
+    expected = main(answer, CHUNKS)
+    assert "".join(pieces) == expected["answer"]
+    assert stream.result() == expected
+
+
+MARKERISH = st.sampled_from(["[", "]", "【", "】", "［", "］", "C", "c", ":", "：", ",", "，", "、", ";", "-", "–",
+                             " ", "`", "```", "\n", "1", "2", "3", "12", "99", "x", "文", "[C:1]", "[C:2,3]", "【C：1-3】"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(MARKERISH, max_size=60).map("".join), st.lists(st.integers(min_value=0, max_value=400), max_size=12),
+       st.booleans())
+def test_streaming_equals_batch_for_any_answer_and_any_split(answer, cuts, known):
+    chunks = CHUNKS[:5] if known else None
+    cuts = [c for c in cuts if c <= len(answer)]
+    pieces, stream = feed_all(answer, cuts, chunks)
+    expected = main(answer, chunks)
+    assert "".join(pieces) == expected["answer"]
+    got = stream.result()
+    for key in ("citations", "id_map", "invalid_ids", "status", "answer"):
+        assert got[key] == expected[key]
+
+
+# --- the merge node's neutralisation agrees with this grammar ---------------------------------------------
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(MARKERISH | st.sampled_from(["\u3000", "\u00a0", "\t"]), max_size=40).map("".join))
+def test_merge_neutralises_everything_the_validator_would_read_as_a_marker(text):
+    neutral = merge_chunks.neutralise_markers(text)
+    result = main(neutral, None)
+    assert result["citations"] == [] and result["answer"] == neutral
+    if main(text, None)["citations"]:
+        assert merge_chunks.MARKER_OPENING.search(text)

@@ -1,0 +1,28 @@
+from collections.abc import Generator
+from typing import Any
+
+from dify_plugin import Tool
+from dify_plugin.entities.tool import ToolInvokeMessage
+
+from nodes import validate_citations
+
+
+class ValidateCitationsTool(Tool):
+    """Thin adapter: the node does the work; bad input raises with the parameter's name."""
+
+    def _invoke(self, tool_parameters: dict[str, Any]) -> Generator[ToolInvokeMessage, None, None]:
+        phrases = tool_parameters.get("insufficient_phrases")
+        outputs = validate_citations.main(
+            answer=tool_parameters.get("answer"),
+            chunk_metadata=_chunk_list(tool_parameters.get("chunk_metadata")),
+            insufficient_phrases=validate_citations.INSUFFICIENT_DEFAULT if phrases is None else phrases,
+        )
+        for name, value in outputs.items():
+            yield self.create_variable_message(name, value)
+
+
+def _chunk_list(value: Any) -> Any:
+    """Dify casts an unset array parameter to "" or [""]; both mean "no list given"."""
+    if value in (None, "", [""]):
+        return None
+    return value
