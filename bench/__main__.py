@@ -3,11 +3,11 @@
 import sys
 
 from bench import common  # noqa: F401  (puts the repository root on sys.path)
-from bench import streaming
+from bench import filtering, streaming
 
 
 def main() -> int:
-    results = [streaming.run()]
+    results = [streaming.run(), filtering.run()]
     return 0 if all(results) else 1
 
 

@@ -9,12 +9,31 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("demo", help="run the merge node on the built-in building-assistant sample")
     commands.add_parser("sync-schema", help="write the models' item schemas into the tools' output_schema")
+    pre = commands.add_parser("prefilter", help="print Knowledge Retrieval metadata_filtering_conditions for roles")
+    pre.add_argument("--acl-field", default="access_roles", help="document metadata field holding the roles")
+    pre.add_argument("--roles", help="literal conditions for these roles (comma-separated)")
+    pre.add_argument("--slots", type=int, default=3, help="templated conditions with this many role slots")
+    pre.add_argument("--slot-node", default="acl_roles", help="id of the Code node running nodes/acl_prefilter.py")
+    pre.add_argument("--missing-acl", choices=("visible", "hidden"), default="visible")
     args = parser.parse_args(argv)
 
     if args.command == "demo":
         from gcite import demo
 
         demo.run(sys.stdout)
+    elif args.command == "prefilter":
+        import yaml
+
+        from gcite import prefilter
+
+        if args.roles is not None:
+            roles = [r.strip() for r in args.roles.split(",") if r.strip()]
+            conditions = prefilter.conditions_for_roles(args.acl_field, roles, args.missing_acl)
+        else:
+            selectors = [f"{{{{#{args.slot_node}.role_{n}#}}}}" for n in range(1, args.slots + 1)]
+            conditions = prefilter.templated_conditions(args.acl_field, selectors, args.missing_acl)
+        print(yaml.safe_dump({"metadata_filtering_mode": "manual", "metadata_filtering_conditions": conditions},
+                             allow_unicode=True, sort_keys=False), end="")
     elif args.command == "sync-schema":
         from gcite import schema_sync
 

@@ -40,3 +40,23 @@ def test_validator_behaves_the_same_under_python_310():
     cases = [{"answer": a, "chunk_metadata": CHUNKS} for a in answers]
     cases += [{"answer": answers[0], "chunk_metadata": None}, {"answer": 3}, {"answer": "x", "chunk_metadata": "{"}]
     assert_same_under_310("validate_citations", validate_citations.main, cases)
+
+
+def test_access_nodes_behave_the_same_under_python_310():
+    import json
+
+    from nodes import acl_prefilter, filter_chunks
+    from tests.test_filter_chunks import DOC, chunk
+    items = [chunk(acl, str(n), **DOC) for n, acl in enumerate(
+        [["运维工程师"], '["运维工程师","物业经理"]', "前台；物业经理", '["bad', None, "", "[]", ",a,b,"])]
+    conditions = ["", json.dumps({"all": [{"field": "level", "op": "gte", "value": 3},
+                                          {"not": {"field": "updated", "op": "before", "value": "2026-01-01"}},
+                                          {"any": [{"field": "tags", "op": "contains", "value": "电梯"},
+                                                   {"field": "stamp", "op": "after", "value": 0}]}]}),
+                  json.dumps({"field": "updated", "op": "after", "value": "soon"})]
+    cases = [{"rag_chunks": items, "user_roles": roles, "condition": c}
+             for roles in ("物业经理", '["a"]', None) for c in conditions]
+    cases += [{"rag_chunks": items, "user_roles": "Admin", "case_sensitive": False, "missing_acl": "hidden"}]
+    assert_same_under_310("filter_chunks", filter_chunks.main, cases)
+    assert_same_under_310("acl_prefilter", acl_prefilter.main, [{"user_roles": "a,b"}, {"user_roles": "a,b,c,d"},
+                                                                 {"user_roles": '["x", 2]', "role_slots": 4}])

@@ -158,3 +158,44 @@ def test_validate_outputs_validate_as_citations():
     assert len(result["citations"]) == 2
     for citation in result["citations"]:
         assert Citation.model_validate(citation).model_dump() == citation
+
+
+# --- the access filter tool ------------------------------------------------------------------------------
+
+def acl_chunk(acl, segment_id, **meta):
+    return {"content": "x", "metadata": {"segment_id": segment_id, "doc_metadata": {"access_roles": acl, **meta}}}
+
+
+def test_filter_tool_through_the_sdk(reg):
+    items = [acl_chunk('["运维工程师","物业经理"]', "1", level=3), acl_chunk("前台", "2", level=3),
+             acl_chunk(None, "3", level=1)]
+    variables = sdk.invoke(reg, "filter_chunks", {
+        "rag_chunks": items, "user_roles": "物业经理", "condition": '{"field": "level", "op": "gte", "value": 2}'})
+    assert [c["metadata"]["segment_id"] for c in variables["chunks"]] == ["1"]
+    assert [d["reason"] for d in variables["dropped"]] == ["no_matching_role", "condition_false"]
+    assert set(variables) == set(load("tools/filter_chunks.yaml")["output_schema"]["properties"])
+
+
+def test_filter_tool_options(reg):
+    items = [acl_chunk(None, "1"), acl_chunk("Admin", "2")]
+    hidden = sdk.invoke(reg, "filter_chunks", {"rag_chunks": items, "user_roles": "admin", "missing_acl": "hidden",
+                                                "case_sensitive": False})
+    assert [c["metadata"]["segment_id"] for c in hidden["chunks"]] == ["2"]
+    default = sdk.invoke(reg, "filter_chunks", {"rag_chunks": items, "user_roles": "admin"})
+    assert [c["metadata"]["segment_id"] for c in default["chunks"]] == ["1"]
+
+
+@pytest.mark.parametrize("parameters,field", [
+    ({"rag_chunks": [], "user_roles": '["a"'}, "user_roles"),
+    ({"rag_chunks": [], "condition": '{"field": "a", "op": "eq", "value": 1}'}, "unknown op"),
+    ({"rag_chunks": [], "missing_acl": "sometimes"}, "missing_acl"),
+])
+def test_filter_tool_raises_on_bad_input(reg, parameters, field):
+    with pytest.raises(ValueError, match=field):
+        sdk.invoke(reg, "filter_chunks", parameters)
+
+
+def test_filter_tool_documents_that_roles_come_from_a_trusted_source():
+    parameter = next(p for p in load("tools/filter_chunks.yaml")["parameters"] if p["name"] == "user_roles")
+    assert "trusted source" in parameter["human_description"]["en_US"]
+    assert "可信来源" in parameter["human_description"]["zh_Hans"]

@@ -5,6 +5,7 @@ from dify_plugin import Tool
 from dify_plugin.entities.tool import ToolInvokeMessage
 
 from nodes import merge_chunks
+from tools.params import given
 
 
 class MergeChunksTool(Tool):
@@ -14,13 +15,9 @@ class MergeChunksTool(Tool):
         outputs = merge_chunks.main(
             rag_chunks=tool_parameters.get("rag_chunks"),
             web_chunks=tool_parameters.get("web_chunks"),
-            max_web_results=_given(tool_parameters, "max_web_results", merge_chunks.DEFAULT_MAX_WEB_RESULTS),
-            max_chunks=_given(tool_parameters, "max_chunks", merge_chunks.DEFAULT_MAX_CHUNKS),
+            max_web_results=given(tool_parameters, "max_web_results", merge_chunks.DEFAULT_MAX_WEB_RESULTS),
+            max_chunks=given(tool_parameters, "max_chunks", merge_chunks.DEFAULT_MAX_CHUNKS),
         )
         for name, value in outputs.items():
             yield self.create_variable_message(name, value)
 
-
-def _given(parameters: dict[str, Any], name: str, default: Any) -> Any:
-    value = parameters.get(name)
-    return default if value is None or value == "" else value

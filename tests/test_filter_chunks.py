@@ -1,0 +1,250 @@
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nodes.filter_chunks import main
+
+
+def chunk(acl="__unset__", segment_id="s", field="access_roles", **meta):
+    doc_meta = dict(meta)
+    if acl != "__unset__":
+        doc_meta[field] = acl
+    return {"content": "x", "title": "t", "metadata": {"segment_id": segment_id, "doc_metadata": doc_meta}}
+
+
+def kept(acl, roles, **kwargs):
+    return main([chunk(acl)], roles, **kwargs)["kept_count"] == 1
+
+
+def reason(acl, roles, **kwargs):
+    result = main([chunk(acl)], roles, **kwargs)
+    return result["dropped"][0]["reason"] if result["dropped"] else None
+
+
+# --- ACL forms -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("acl", [
+    ["运维工程师", "物业经理"], '["运维工程师","物业经理"]', '[ "运维工程师" , "物业经理" ]', "运维工程师,物业经理",
+    "运维工程师，物业经理", "运维工程师;物业经理", "运维工程师；物业经理", "运维工程师|物业经理", "运维工程师、物业经理",
+    " 物业经理 ", ",运维工程师,物业经理,", "物业经理",
+])
+def test_every_acl_form_is_read(acl):
+    assert kept(acl, "物业经理")
+    assert not kept(acl, "前台")
+
+
+@pytest.mark.parametrize("acl", ["__unset__", None, "", "  ", [], "[]", " [] "])
+def test_missing_or_empty_acl_is_visible_to_everyone(acl):
+    assert kept(acl, "前台")
+    assert kept(acl, None)
+
+
+@pytest.mark.parametrize("acl", ['["运维工程师"', '{"a": 1}', '["a", null]', '["a", {"b": 1}]', ["a", None],
+                                 ["a", ["b"]], '"[bad"', True, {"role": "a"}, ["a", float("nan")]])
+def test_unreadable_acl_fails_closed_and_says_so(acl):
+    if acl == '"[bad"':  # a plain string that only looks odd is a single role, not malformed
+        assert reason(acl, '"[bad"') is None
+        return
+    assert reason(acl, "a") == "malformed_acl"
+
+
+def test_numbers_in_a_list_are_role_names():
+    assert kept([1, 2.0], "2") and kept("[3]", ["3"])
+
+
+def test_user_roles_take_the_same_forms():
+    for roles in (["物业经理"], '["物业经理"]', "前台,物业经理", "前台；物业经理", "物业经理"):
+        assert kept("物业经理", roles)
+
+
+@pytest.mark.parametrize("roles", [None, "", [], "[]"])
+def test_no_roles_keep_only_unrestricted_chunks(roles):
+    result = main([chunk("a", "1"), chunk(None, "2"), chunk("[]", "3")], roles)
+    assert [c["metadata"]["segment_id"] for c in result["chunks"]] == ["2", "3"]
+
+
+def test_matching_is_exact_equality_not_substring():
+    assert not kept("高级运维工程师", "运维工程师")
+    assert not kept("运维", "运维工程师")
+    assert not kept(",hr,", "h")
+
+
+def test_case_sensitive_by_default():
+    assert not kept("Admin", "admin")
+    assert kept("Admin", "admin", case_sensitive=False)
+
+
+def test_malformed_user_roles_is_an_error():
+    with pytest.raises(ValueError, match="user_roles"):
+        main([chunk("a")], '["a"')
+
+
+def test_kept_chunks_are_unchanged_and_in_order_and_drops_are_reported():
+    items = [chunk("a", "1"), chunk("b", "2"), "junk", chunk('["a"', "4"), chunk(None, "5")]
+    before = json.loads(json.dumps(items))
+    result = main(items, "a")
+    assert result["chunks"] == [before[0], before[4]]
+    assert result["chunks"][0] is items[0]
+    assert (result["kept_count"], result["dropped_count"]) == (2, 3)
+    assert [(d["index"], d["segment_id"], d["reason"]) for d in result["dropped"]] == [
+        (1, "2", "no_matching_role"), (2, "", "not_an_object"), (3, "4", "malformed_acl")]
+
+
+def test_inputs_as_json_text_and_python_repr():
+    items = [chunk("a", "1", flag=True, none=None)]
+    assert main(json.dumps(items), "a")["kept_count"] == 1
+    assert main(str(items), "a")["kept_count"] == 1
+    assert main({"result": items}, "a")["kept_count"] == 1
+    with pytest.raises(ValueError, match="rag_chunks"):
+        main("{oops", "a")
+
+
+def test_warns_when_no_chunk_carries_the_field_and_missing_acl_hidden_fails_closed():
+    items = [chunk("a", field="acess_roles"), chunk("b", field="acess_roles")]
+    result = main(items, "x")
+    assert result["kept_count"] == 2
+    assert len(result["warnings"]) == 1 and "'access_roles'" in result["warnings"][0]
+    assert "acess_roles" in result["warnings"][0]
+    hidden = main(items, "x", missing_acl="hidden")
+    assert hidden["kept_count"] == 0 and {d["reason"] for d in hidden["dropped"]} == {"missing_acl"}
+    assert main([chunk("x")], "x")["warnings"] == []
+    assert kept("", "x", missing_acl="hidden")  # an explicit empty ACL stays public
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    ({"missing_acl": "maybe"}, "missing_acl"), ({"acl_field": ""}, "acl_field"), ({"case_sensitive": "yes"}, "case_sensitive"),
+])
+def test_bad_options_are_errors(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        main([chunk("a")], "a", **kwargs)
+
+
+# --- condition -------------------------------------------------------------------------------------------
+
+DOC = {"dept": "ops", "tags": '["电梯","消防"]', "tag_list": ["电梯", "消防"], "level": 3, "level_text": "3",
+       "updated": "2026-05-20", "stamp": 1767225600, "title": "电梯维保手册", "empty_text": ""}
+
+
+def passes(cond, doc=DOC):
+    result = main([chunk(None, **doc)], None, condition=json.dumps(cond))
+    return result["kept_count"] == 1
+
+
+@pytest.mark.parametrize("cond,expected", [
+    ({"field": "dept", "op": "is", "value": "ops"}, True),
+    ({"field": "dept", "op": "is_not", "value": "ops"}, False),
+    ({"field": "level", "op": "is", "value": 3}, True),
+    ({"field": "level_text", "op": "is", "value": 3}, True),
+    ({"field": "dept", "op": "in", "value": ["hr", "ops"]}, True),
+    ({"field": "dept", "op": "not_in", "value": ["hr", "ops"]}, False),
+    ({"field": "tags", "op": "contains", "value": "电梯"}, True),
+    ({"field": "tags", "op": "contains", "value": "电"}, False),  # element of a list, not a substring
+    ({"field": "tag_list", "op": "contains", "value": "消防"}, True),
+    ({"field": "title", "op": "contains", "value": "维保"}, True),  # plain text: substring
+    ({"field": "tags", "op": "intersects", "value": ["x", "消防"]}, True),
+    ({"field": "tags", "op": "intersects", "value": ["x"]}, False),
+    ({"field": "empty_text", "op": "empty"}, True),
+    ({"field": "nope", "op": "empty"}, True),
+    ({"field": "dept", "op": "not_empty"}, True),
+    ({"field": "level", "op": "gt", "value": 2}, True),
+    ({"field": "level", "op": "gte", "value": 3}, True),
+    ({"field": "level_text", "op": "lt", "value": 3}, False),
+    ({"field": "level", "op": "lte", "value": 3}, True),
+    ({"field": "updated", "op": "after", "value": "2026-05-01"}, True),
+    ({"field": "updated", "op": "before", "value": "2026-05-01T00:00:00Z"}, False),
+    ({"field": "stamp", "op": "after", "value": "2025-12-31"}, True),  # Dify time metadata is Unix time
+    ({"field": "stamp", "op": "before", "value": 1767225601}, True),
+])
+def test_each_op(cond, expected):
+    assert passes(cond) is expected
+
+
+@pytest.mark.parametrize("op,value", [("is", "x"), ("is_not", "x"), ("in", ["x"]), ("not_in", ["x"]), ("contains", "x"),
+                                      ("intersects", ["x"]), ("gt", 1), ("lt", 1), ("before", "2026-01-01"),
+                                      ("after", "2026-01-01"), ("not_empty", None)])
+def test_a_missing_field_is_empty_and_every_other_comparison_is_false(op, value):
+    cond = {"field": "absent", "op": op} if value is None else {"field": "absent", "op": op, "value": value}
+    assert passes(cond) is False
+    assert passes({"not": cond}) is True
+
+
+def test_nested_groups():
+    cond = {"all": [{"any": [{"field": "dept", "op": "is", "value": "hr"}, {"field": "level", "op": "gte", "value": 3}]},
+                    {"not": {"field": "tags", "op": "contains", "value": "保密"}}]}
+    assert passes(cond)
+    assert not passes({"all": [cond, {"field": "dept", "op": "is", "value": "hr"}]})
+
+
+@pytest.mark.parametrize("cond,message", [
+    ("{not json", "not valid JSON"),
+    ({"field": "a", "op": "eq", "value": 1}, "unknown op 'eq'"),
+    ({"field": "a", "op": "gt", "value": [1]}, "needs a number"),
+    ({"field": "a", "op": "gt", "value": True}, "needs a number"),
+    ({"field": "a", "op": "in", "value": "x"}, "needs a list"),
+    ({"field": "a", "op": "is", "value": ["x"]}, "string or number"),
+    ({"field": "a", "op": "before", "value": "soon"}, "needs a date"),
+    ({"field": "a", "op": "empty", "value": 1}, "takes no `value`"),
+    ({"field": "a", "op": "is"}, "needs a `value`"),
+    ({"field": "", "op": "is", "value": 1}, "field"),
+    ({"all": []}, "non-empty list"),
+    ({"any": {"field": "a"}}, "non-empty list"),
+    ({"all": [{"field": "a", "op": "is", "value": 1}], "any": []}, "exactly one key"),
+    ({"all": [{"field": "a", "op": "is", "value": 1, "extra": 2}]}, r"condition.all\[0\]: unknown keys"),
+    ([1], "expected an object"),
+])
+def test_condition_mistakes_are_errors_never_a_silent_pass(cond, message):
+    with pytest.raises(ValueError, match=message):
+        main([chunk(None)], None, condition=cond if isinstance(cond, str) else json.dumps(cond))
+    with pytest.raises(ValueError, match=message):
+        main([], None, condition=cond if isinstance(cond, str) else json.dumps(cond))  # even with no chunks
+
+
+def test_a_document_whose_value_cannot_be_compared_is_dropped_alone():
+    items = [chunk(None, "1", updated="soon"), chunk(None, "2", updated="2026-06-01"), chunk(None, "3", level="high"),
+             chunk(None, "4", tags='["broken')]
+    cond = {"any": [{"field": "updated", "op": "after", "value": "2026-01-01"}, {"field": "level", "op": "gt", "value": 1},
+                    {"field": "tags", "op": "contains", "value": "x"}]}
+    result = main(items, None, condition=json.dumps(cond))
+    assert [c["metadata"]["segment_id"] for c in result["chunks"]] == ["2"]
+    assert {d["segment_id"]: d["reason"] for d in result["dropped"]} == {
+        "1": "uncomparable_value", "3": "uncomparable_value", "4": "uncomparable_value"}
+    assert "soon" in result["dropped"][0]["detail"]
+
+
+def test_condition_applies_as_well_as_the_acl():
+    cond = json.dumps({"field": "dept", "op": "is", "value": "ops"})
+    items = [chunk("a", "1", dept="ops"), chunk("b", "2", dept="ops"), chunk("a", "3", dept="hr")]
+    result = main(items, "a", condition=cond)
+    assert [c["metadata"]["segment_id"] for c in result["chunks"]] == ["1"]
+    assert [d["reason"] for d in result["dropped"]] == ["no_matching_role", "condition_false"]
+
+
+def test_condition_given_as_an_object():
+    assert main([chunk(None, dept="ops")], None, condition={"field": "dept", "op": "is", "value": "ops"})["kept_count"] == 1
+
+
+# --- property: a chunk whose ACL does not intersect the user's roles is never kept ------------------------
+
+ROLE = st.sampled_from(["运维工程师", "物业经理", "前台", "admin", "Admin", "运维", "a b"])
+
+
+def encode(roles, form):
+    roles = list(roles)
+    return {"list": roles, "json": json.dumps(roles, ensure_ascii=False), "comma": ",".join(roles),
+            "convention": "," + ",".join(roles) + ",", "full": "，".join(roles), "pipe": " | ".join(roles),
+            "dun": "、".join(roles), "semi": "；".join(roles)}[form]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sets(ROLE, max_size=3), st.sampled_from(
+           ["list", "json", "comma", "convention", "full", "pipe", "dun", "semi"])), max_size=8),
+       st.sets(ROLE, max_size=3), st.sampled_from(["list", "json", "comma"]))
+def test_no_chunk_outside_the_users_roles_is_ever_kept(docs, user, user_form):
+    items = [chunk(encode(roles, form), str(n)) for n, (roles, form) in enumerate(docs)]
+    result = main(items, encode(user, user_form) if user else None)
+    kept_ids = {c["metadata"]["segment_id"] for c in result["chunks"]}
+    for n, (roles, _) in enumerate(docs):
+        visible = not roles or bool(set(roles) & set(user))
+        assert (str(n) in kept_ids) == visible
