@@ -3,7 +3,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | cksum | cut -d' ' -f1)
 
-.PHONY: venv test demo bench clean
+.PHONY: venv test demo bench package clean
 
 venv: $(STAMP)
 
@@ -24,6 +24,9 @@ test: $(STAMP)
 
 demo: $(STAMP)
 	$(PY) -m gcite demo
+
+package: $(STAMP)
+	$(PY) -m gcite package
 
 bench: $(STAMP)
 	$(PY) -m bench

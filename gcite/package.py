@@ -1,0 +1,241 @@
+"""Build the plugin's .difypkg the way the daemon's packager (`dify plugin package`) does, and validate it first.
+
+- Files are walked from the plugin root. Each line of `.difyignore` (else `.gitignore`) is a gitignore pattern; as in
+  the daemon, a path is skipped as soon as one pattern matches it, so `!negation` lines have no effect.
+- Entries are sorted, use `/` separators, and no directory entries are written.
+- The unique identifier is `author/name:version@checksum`, the checksum being sha256 over the sorted paths of
+  sha256(path) followed by sha256(content), as the daemon computes it when a package is uploaded.
+"""
+
+import hashlib
+import io
+import os
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pathspec
+import yaml
+
+MAX_UNCOMPRESSED = 50 * 1024 * 1024  # the daemon's default MAX_PLUGIN_PACKAGE_SIZE
+AUTHOR = re.compile(r"[a-z0-9_-]{1,64}")
+NAME = re.compile(r"[a-z0-9_-]{1,128}")
+VERSION = re.compile(r"\d{1,4}(\.\d{1,4}){2}(-\w{1,16})?")
+META_VERSION = re.compile(r"\d+\.\d+\.\d+")
+PROVIDER_NAME = re.compile(r"[a-zA-Z0-9_-]+")
+ARCHES = {"amd64", "arm64"}
+ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+class PackageError(Exception):
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+@dataclass
+class Package:
+    path: Path
+    identifier: str
+    size: int  # bytes of the .difypkg
+    uncompressed: int
+    files: list[str]
+
+
+# --- which files --------------------------------------------------------------------------------------------
+
+def ignore_patterns(root: Path) -> list[pathspec.patterns.GitWildMatchPattern]:
+    for name in (".difyignore", ".gitignore"):
+        path = root / name
+        if path.is_file():
+            lines = path.read_text(encoding="utf-8").split("\n")
+            return [pathspec.patterns.GitWildMatchPattern(line.strip()) for line in lines
+                    if line.strip() and not line.strip().startswith("#")]
+    return []
+
+
+def excluded(relative: str, is_dir: bool, patterns) -> bool:
+    candidate = relative + "/" if is_dir else relative
+    return any(p.include is True and p.match_file(candidate) is not None for p in patterns)
+
+
+def collect_files(root: Path) -> list[str]:
+    """The plugin's files as the daemon's packager walks them: relative `/` paths, sorted."""
+    patterns = ignore_patterns(root)
+    files = []
+    for directory, dirnames, filenames in os.walk(root):
+        base = Path(directory).relative_to(root)
+        dirnames[:] = [d for d in dirnames
+                       if not excluded((base / d).as_posix(), True, patterns) and not (Path(directory, d).is_symlink())]
+        for name in filenames:
+            relative = (base / name).as_posix()
+            if not excluded(relative, False, patterns):
+                files.append(relative)
+    return sorted(files)
+
+
+# --- identity -------------------------------------------------------------------------------------------
+
+def checksum(entries: dict[str, bytes]) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(entries, key=lambda p: p.encode("utf-8")):
+        digest.update(hashlib.sha256(path.encode("utf-8")).digest())
+        digest.update(hashlib.sha256(entries[path]).digest())
+    return digest.hexdigest()
+
+
+def unique_identifier(manifest: dict[str, Any], entries: dict[str, bytes]) -> str:
+    return f"{manifest['author']}/{manifest['name']}:{manifest['version']}@{checksum(entries)}"
+
+
+def identifier_of_package(path: Path) -> str:
+    """The identifier the daemon computes from an uploaded package's entries."""
+    with zipfile.ZipFile(path) as archive:
+        entries = {info.filename: archive.read(info) for info in archive.infolist() if not info.is_dir()}
+    return unique_identifier(yaml.safe_load(entries["manifest.yaml"]), entries)
+
+
+# --- validation -----------------------------------------------------------------------------------------
+
+def load_yaml(root: Path, relative: str, problems: list[str]) -> dict[str, Any] | None:
+    path = root / relative
+    if not path.is_file():
+        problems.append(f"{relative}: file not found")
+        return None
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        problems.append(f"{relative}: not valid YAML ({error})".replace("\n", " "))
+        return None
+    if not isinstance(data, dict):
+        problems.append(f"{relative}: expected a mapping at the top")
+        return None
+    return data
+
+
+def sdk_problems(model, data: dict[str, Any], relative: str) -> list[str]:
+    from pydantic import ValidationError
+
+    try:
+        model.model_validate(data)
+    except ValidationError as error:
+        return [f"{relative}: {'.'.join(map(str, e['loc'])) or '(top)'}: {e['msg']}" for e in error.errors()]
+    return []
+
+
+def check_manifest(manifest: dict[str, Any], problems: list[str]) -> None:
+    def need(ok: bool, message: str) -> None:
+        if not ok:
+            problems.append(f"manifest.yaml: {message}")
+
+    need(manifest.get("type") == "plugin", "type must be 'plugin'")
+    need(bool(AUTHOR.fullmatch(str(manifest.get("author", "")))),
+         f"author {manifest.get('author')!r} must match ^[a-z0-9_-]{{1,64}}$ (the daemon rejects anything else)")
+    need(bool(NAME.fullmatch(str(manifest.get("name", "")))), f"name {manifest.get('name')!r} must match ^[a-z0-9_-]{{1,128}}$")
+    need(bool(VERSION.fullmatch(str(manifest.get("version", "")))), f"version {manifest.get('version')!r} must be X.Y.Z")
+    meta = manifest.get("meta") or {}
+    need(bool(META_VERSION.fullmatch(str(meta.get("version", "")))), "meta.version must be X.Y.Z")
+    need(bool(meta.get("arch")) and set(meta.get("arch") or []) <= ARCHES, "meta.arch must list amd64 and/or arm64")
+    runner = meta.get("runner") or {}
+    need(runner.get("language") == "python", "meta.runner.language must be python")
+    need(str(runner.get("version")) == "3.12", "meta.runner.version must be \"3.12\" (Dify runs plugins on 3.12)")
+    for key in ("label", "description"):
+        need(isinstance(manifest.get(key), dict) and bool(manifest[key].get("en_US")), f"{key}.en_US is required")
+    need(bool((manifest.get("plugins") or {}).get("tools")), "plugins.tools must list at least one provider YAML")
+
+
+def validate(root: Path, files: list[str]) -> tuple[dict[str, Any] | None, list[str]]:
+    """Everything the daemon checks before it packages or installs: one message per problem."""
+    from dify_plugin.core.entities.plugin.setup import PluginConfiguration
+    from dify_plugin.entities.tool import ToolConfiguration, ToolProviderConfiguration
+
+    problems: list[str] = []
+    packaged = set(files)
+    manifest = load_yaml(root, "manifest.yaml", problems)
+    if manifest is None:
+        return None, problems
+    check_manifest(manifest, problems)
+    problems += sdk_problems(PluginConfiguration, manifest, "manifest.yaml")
+
+    def must_ship(relative: str, what: str) -> None:
+        if relative not in packaged:
+            problems.append(f"{what} {relative} is not in the package (missing, or excluded by .difyignore)")
+
+    icons = [manifest.get("icon"), manifest.get("icon_dark")]
+    runner = ((manifest.get("meta") or {}).get("runner") or {})
+    must_ship(f"{runner.get('entrypoint', 'main')}.py", "the entrypoint")
+    must_ship("requirements.txt", "the dependency file")
+    if manifest.get("privacy"):
+        must_ship(str(manifest["privacy"]), "the privacy policy")
+    for provider_path in (manifest.get("plugins") or {}).get("tools") or []:
+        must_ship(provider_path, "the provider")
+        provider = load_yaml(root, provider_path, problems)
+        if provider is None:
+            continue
+        problems += sdk_problems(ToolProviderConfiguration, {**provider, "tools": []}, provider_path)
+        identity = provider.get("identity") or {}
+        icons.append(identity.get("icon"))
+        if not PROVIDER_NAME.fullmatch(str(identity.get("name", ""))):
+            problems.append(f"{provider_path}: identity.name must match ^[a-zA-Z0-9_-]+$")
+        must_ship(str(((provider.get("extra") or {}).get("python") or {}).get("source")), "the provider class")
+        for tool_path in provider.get("tools") or []:
+            must_ship(tool_path, "the tool")
+            tool = load_yaml(root, tool_path, problems)
+            if tool is None:
+                continue
+            problems += sdk_problems(ToolConfiguration, tool, tool_path)
+            must_ship(str(((tool.get("extra") or {}).get("python") or {}).get("source")), "the tool class")
+    for icon in filter(None, icons):
+        must_ship(f"_assets/{icon}", "the icon")
+    size = sum((root / f).stat().st_size for f in files)
+    if size >= MAX_UNCOMPRESSED:
+        problems.append(f"the plugin is {size:,} bytes uncompressed; the daemon accepts less than {MAX_UNCOMPRESSED:,}")
+    return manifest, problems
+
+
+# --- building -------------------------------------------------------------------------------------------
+
+def build(root: Path, out_dir: Path) -> Package:
+    files = collect_files(root)
+    manifest, problems = validate(root, files)
+    if problems or manifest is None:
+        raise PackageError(problems)
+    entries = {f: (root / f).read_bytes() for f in files}
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name in files:
+            info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, entries[name])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{manifest['name']}-{manifest['version']}.difypkg"
+    path.write_bytes(buffer.getvalue())
+    return Package(path=path, identifier=unique_identifier(manifest, entries), size=path.stat().st_size,
+                   uncompressed=sum(map(len, entries.values())), files=files)
+
+
+# --- keeping DSL dependencies in step -------------------------------------------------------------------
+
+def identifier_pattern(author: str, name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w/-]){re.escape(author)}/{re.escape(name)}:[0-9][\w.+-]*@[a-f0-9]{{32,64}}")
+
+
+def update_dsl_dependencies(dsl_dir: Path, identifier: str) -> list[Path]:
+    """Point every reference to this plugin in dsl/*.yml at `identifier`; returns the files changed."""
+    author, rest = identifier.split("/", 1)
+    pattern = identifier_pattern(author, rest.split(":", 1)[0])
+    changed = []
+    for path in sorted(dsl_dir.glob("*.yml")) if dsl_dir.is_dir() else []:
+        text = path.read_text(encoding="utf-8")
+        updated = pattern.sub(identifier, text)
+        if updated != text:
+            path.write_text(updated, encoding="utf-8")
+            changed.append(path)
+    return changed
+
+
+def plugin_references(text: str, author: str, name: str) -> list[str]:
+    return identifier_pattern(author, name).findall(text)
