@@ -1,13 +1,14 @@
 # `make demo` and `make test` set up everything they need: a .venv with Python 3.12 and the pinned packages.
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | cksum | cut -d' ' -f1)
+REQS   := requirements.txt requirements-dev.txt requirements-engine.txt
+STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 
-.PHONY: venv test demo bench package clean
+.PHONY: venv test demo bench package dsl clean
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt requirements-dev.txt scripts/find_python.sh
+$(STAMP): $(REQS) scripts/find_python.sh
 	@set -e; \
 	if [ ! -x $(PY) ] || ! $(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then \
 		py312=$$(scripts/find_python.sh 3.12); \
@@ -16,6 +17,7 @@ $(STAMP): requirements.txt requirements-dev.txt scripts/find_python.sh
 	fi
 	$(PY) -m pip install --disable-pip-version-check -q --upgrade pip
 	$(PY) -m pip install --disable-pip-version-check -q -r requirements-dev.txt
+	$(PY) -m pip install --disable-pip-version-check -q --no-deps -r requirements-engine.txt
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -27,6 +29,9 @@ demo: $(STAMP)
 
 package: $(STAMP)
 	$(PY) -m gcite package
+
+dsl: $(STAMP)
+	$(PY) -m gcite build-dsl
 
 bench: $(STAMP)
 	$(PY) -m bench

@@ -7,11 +7,20 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gcite", description="G-Cite command line")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("demo", help="run the merge node on the built-in building-assistant sample")
+    commands.add_parser("demo", help="run the G-Cite chatflow on the built-in building-assistant data")
+    run = commands.add_parser("run", help="run a chatflow DSL on graphon and print the Service API stream")
+    run.add_argument("dsl", help="path of the DSL file")
+    run.add_argument("--query", required=True, help="the user's question (sys.query)")
+    run.add_argument("--inputs", default="{}", help="Start node inputs as a JSON object, e.g. '{\"user_roles\": \"物业经理\"}'")
+    run.add_argument("--llm-base-url", help="an OpenAI-compatible endpoint (key in GCITE_LLM_API_KEY); "
+                                            "default: the built-in extractive stand-in")
+    run.add_argument("--llm-model", help="model name for --llm-base-url")
+    run.add_argument("--web-search-fails", action="store_true", help="make the sample web search fail")
     commands.add_parser("sync-schema", help="write the models' item schemas into the tools' output_schema")
     pack = commands.add_parser("package", help="validate the plugin and write dist/<name>-<version>.difypkg")
     pack.add_argument("--out", default="dist", help="output directory (default: dist)")
     pack.add_argument("--no-dsl-update", action="store_true", help="do not rewrite the dependency in dsl/*.yml")
+    commands.add_parser("build-dsl", help="regenerate dsl/*.yml from gcite/dsl_build.py and nodes/*.py")
     pre = commands.add_parser("prefilter", help="print Knowledge Retrieval metadata_filtering_conditions for roles")
     pre.add_argument("--acl-field", default="access_roles", help="document metadata field holding the roles")
     pre.add_argument("--roles", help="literal conditions for these roles (comma-separated)")
@@ -24,6 +33,13 @@ def main(argv: list[str] | None = None) -> int:
         from gcite import demo
 
         demo.run(sys.stdout)
+    elif args.command == "run":
+        return run_command(args)
+    elif args.command == "build-dsl":
+        from gcite import ROOT, dsl_build
+
+        changed = dsl_build.write()
+        print("\n".join(f"wrote {p.relative_to(ROOT)}" for p in changed) or "dsl/ already in step")
     elif args.command == "package":
         return package_command(args)
     elif args.command == "prefilter":
@@ -45,6 +61,41 @@ def main(argv: list[str] | None = None) -> int:
         changed = schema_sync.sync()
         print("updated: " + ", ".join(changed) if changed else "schemas already in step")
     return 0
+
+
+def run_command(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from gcite.demo import SAMPLE_SEARCH_KEY
+    from gcite.llm import ExtractiveModel, OpenAICompatibleModel
+    from gcite.runner import Services, run_chatflow, sse
+    from gcite.web_search import SampleSearchHttpClient
+
+    try:
+        inputs = json.loads(args.inputs)
+    except ValueError as error:
+        print(f"error: --inputs is not JSON: {error}", file=sys.stderr)
+        return 2
+    if not isinstance(inputs, dict):
+        print("error: --inputs must be a JSON object", file=sys.stderr)
+        return 2
+    if args.llm_base_url and not args.llm_model:
+        print("error: --llm-base-url needs --llm-model", file=sys.stderr)
+        return 2
+    llm = OpenAICompatibleModel(args.llm_base_url, args.llm_model) if args.llm_base_url else ExtractiveModel()
+    services = Services(llm=llm, search_http=SampleSearchHttpClient(fail=args.web_search_fails),
+                        tavily_fail=args.web_search_fails,
+                        tool_credentials={"langgenius/tavily:": {"tavily_api_key": SAMPLE_SEARCH_KEY}})
+    failed = False
+    try:
+        for event in run_chatflow(Path(args.dsl).read_text(encoding="utf-8"), args.query, inputs, services):
+            failed |= event["event"] == "error"
+            sys.stdout.write(sse(event))
+            sys.stdout.flush()
+    finally:
+        services.close()
+    return 1 if failed else 0
 
 
 def package_command(args: argparse.Namespace) -> int:

@@ -1,16 +1,17 @@
-"""`make demo`: the merge node on the built-in building-assistant sample."""
+"""`make demo`: the G-Cite chatflow on the built-in building-assistant data, run on graphon, shown as a client sees it."""
 
+import sys
 from typing import TextIO
 
-from gcite.knowledge import load_json, result_items
-from nodes import merge_chunks, validate_citations
+from gcite.client import CitedAnswer
+from gcite.dsl_build import PLUGIN_DSL
+from gcite.llm import EXTRACTIVE_LABEL
+from gcite.runner import Conversation, Services, run_chatflow
 
-DEMO_QUERY = "巡更时发现异常怎么上报？"
-TABLE_COLUMNS = ("id", "source_type", "score", "document_title", "display_subtitle", "url")
-# A fixed answer in the style an LLM writes, with sloppy markers, to show what the validator does with them.
-SAMPLE_ANSWER = ("巡检中发现异常时，在终端点击“异常上报”，拍照并选择异常类型，系统会通知值班主管【C：1】。"
-                 "巡更系统的异常上报可形成工单闭环[C: 4]，上报前应按点位顺序打卡[C:2, C:1]。"
-                 "（另见 [C:17]）")
+DEMO_TURNS = ("巡更时发现异常怎么上报？", "会议室怎么预约？")
+DEMO_ROLES = "物业经理"
+TABLE_COLUMNS = ("id", "source_type", "score", "document_title", "display_subtitle")
+SAMPLE_SEARCH_KEY = "tvly-local-sample-key"  # the sample search needs a key to be set, like the real plugin
 
 
 def table(rows: list[dict], columns: tuple[str, ...]) -> str:
@@ -29,21 +30,34 @@ def _row(cells, widths) -> str:
     return " | ".join(c + " " * (w - _width(c)) for c, w in zip(cells, widths)).rstrip()
 
 
-def run(out: TextIO) -> None:
-    rag = result_items(load_json("knowledge_base.json"), DEMO_QUERY)
-    web = load_json("web_baidu.json")
-    merged = merge_chunks.main(rag, web, max_web_results=3)
-    out.write(f"Query: {DEMO_QUERY}\n")
-    out.write(f"Merged {merged['chunk_count']} chunks ({len(rag)} from the knowledge base, web from Baidu's shape)\n\n")
-    out.write("== formatted_chunks (the LLM's context) ==\n")
-    out.write(merged["formatted_chunks"] + "\n\n")
-    out.write("== chunk_metadata (sent to the client in node_finished) ==\n")
-    out.write(table(merged["chunk_metadata"], TABLE_COLUMNS) + "\n")
-    if merged["skipped"]:
-        out.write("\nskipped: " + ", ".join(f"{s['source']}#{s['index']} {s['reason']}" for s in merged["skipped"]) + "\n")
-    checked = validate_citations.main(SAMPLE_ANSWER, merged["chunk_metadata"])
-    out.write("\n== validator on a fixed sample answer (not generated) ==\n")
-    out.write("raw:      " + SAMPLE_ANSWER + "\n")
-    out.write("answer:   " + checked["answer"] + "\n")
-    out.write(f"status:   {checked['status']}; id_map {checked['id_map']}; invalid_ids {checked['invalid_ids']}\n")
-    out.write("references_markdown:\n" + checked["references_markdown"] + "\n")
+def run(out: TextIO = sys.stdout) -> None:
+    services = Services(tool_credentials={"langgenius/tavily:": {"tavily_api_key": SAMPLE_SEARCH_KEY}})
+    conversation = Conversation()
+    out.write(f"Chatflow: {PLUGIN_DSL.name} on graphon (Dify's workflow engine); user_roles = {DEMO_ROLES}\n")
+    out.write(f"LLM: {EXTRACTIVE_LABEL}\n")
+    try:
+        for turn, query in enumerate(DEMO_TURNS, start=1):
+            show_turn(turn, query, services, conversation, out)
+    finally:
+        services.close()
+
+
+def show_turn(turn: int, query: str, services: Services, conversation: Conversation, out: TextIO) -> None:
+    out.write(f"\n===== turn {turn}: {query}\n")
+    sources: list[dict] = []
+    client = CitedAnswer(on_text=lambda text: (out.write(text), out.flush()), on_source=sources.append)
+    for event in run_chatflow(PLUGIN_DSL.read_text(encoding="utf-8"), query, {"user_roles": DEMO_ROLES},
+                              services, conversation):
+        if event["event"] == "message" and client.chunk_list_before_answer is None:
+            out.write("\n-- answer, as it streams (markers shown as display numbers by CitationStream) --\n")
+        client.feed(event)
+        if event["event"] == "node_finished" and event["data"]["node_id"] == client.merge_node:
+            chunks = event["data"]["outputs"]["chunk_metadata"]
+            out.write(f"-- node_finished(merge): {len(chunks)} numbered chunks, before the first token --\n")
+            out.write(table(chunks, TABLE_COLUMNS) + "\n")
+    out.write("\n\n-- cited sources (only those the answer used, renumbered) --\n")
+    for source in sources:
+        out.write(f"[{source['index']}] {source['document_title']} · {source['display_subtitle']} "
+                  f"({source['source_type']}, chunk {source['id']})\n")
+    result = client.result
+    out.write(f"status: {result.get('status')}; chunk list before answer: {client.chunk_list_before_answer}\n")

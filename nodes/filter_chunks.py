@@ -22,6 +22,7 @@ import re
 
 ROLE_DELIMITERS = re.compile(r"[,，;；|、]")
 MISSING_ACL_CHOICES = ("visible", "hidden")
+MAX_DROPPED_REPORTED = 30  # a Dify Code node outputs at most 30 objects in one array
 
 # Condition language: {"all": [...]}, {"any": [...]}, {"not": {...}}, {"field": f, "op": op, "value": v}
 SCALAR_OPS = ("is", "is_not", "contains")
@@ -354,8 +355,16 @@ def main(rag_chunks=None, user_roles=None, acl_field="access_roles", condition="
             f"no chunk carries the ACL field {acl_field!r}: check its name"
             + (" - with missing_acl='visible' every chunk is public" if missing_acl == "visible" else "")
             + (f" (fields present: {', '.join(sorted(fields_seen)[:10])})" if fields_seen else ""))
-    return {"chunks": kept, "kept_count": len(kept), "dropped_count": len(dropped), "dropped": dropped,
+    return {"chunks": kept, "kept_count": len(kept), "dropped_count": len(dropped), "dropped": capped(dropped),
             "warnings": warnings}
+
+
+def capped(dropped):
+    if len(dropped) <= MAX_DROPPED_REPORTED:
+        return dropped
+    rest = len(dropped) - (MAX_DROPPED_REPORTED - 1)
+    return dropped[:MAX_DROPPED_REPORTED - 1] + [
+        {"index": -1, "segment_id": "", "reason": "truncated", "detail": f"and {rest} more dropped"}]
 
 
 def drop(index, item, reason, detail):

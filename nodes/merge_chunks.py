@@ -53,6 +53,7 @@ TOOL_ENVELOPE_KEY = "json"  # a Dify tool node's outputs {text, files, json}
 
 DEFAULT_MAX_WEB_RESULTS = 5
 DEFAULT_MAX_CHUNKS = 30  # the most objects a Dify Code node may output in one array
+MAX_SKIPPED_REPORTED = 30  # the same limit for `skipped`: past it, one entry counts the rest
 
 HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
 ISO_DATE = re.compile(r"^(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?:$|[T ]\d)")
@@ -137,8 +138,18 @@ def looks_like_result(obj):
     return any(obj.get(k) for k in URL_FIELDS + CONTENT_FIELDS + TITLE_FIELDS)
 
 
-def flatten_web(data, out, depth=0):
-    """Append every result found in `data` (a list of results and/or envelopes, or one envelope) to `out`."""
+def provider_error(obj):
+    """The message of a search API's error response (`{"code": 401, "msg": …}` and no results), else None."""
+    code = obj.get("code", obj.get("status"))
+    message = obj.get("msg") or obj.get("message") or obj.get("error")
+    if code in (None, 0, 200, "0", "200") and not obj.get("error"):
+        return None
+    return f"{code}: {message}" if message else str(code)
+
+
+def flatten_web(data, out, skipped, depth=0):
+    """Append every result found in `data` (a list of results and/or envelopes, or one envelope) to `out`.
+    A search API's error response is recorded in `skipped` and yields no result."""
     if depth > 4:
         raise ValueError("web_chunks: nested too deeply to be a search response")
     if isinstance(data, dict):
@@ -147,26 +158,33 @@ def flatten_web(data, out, depth=0):
             if looks_like_result(data):
                 out.append(data)
                 return
+            error = provider_error(data)
+            if error is not None:
+                skipped.append(skip("web", -1, f"search provider error {error}"))
+                return
             raise ValueError(
                 "web_chunks: unrecognised search response (keys: " + ", ".join(sorted(map(str, data))[:10])
                 + "); expected a list of results or a known provider shape (Baidu, Bocha, Tavily, SerpAPI, "
                 "Serper, Bing, Brave, Google CSE, Jina, Exa, SearXNG, DuckDuckGo)"
             )
-        flatten_web(results, out, depth + 1)
+        flatten_web(results, out, skipped, depth + 1)
         return
     for element in data:
-        if isinstance(element, dict) and envelope_results(element) is not None:
-            flatten_web(element, out, depth + 1)
+        if isinstance(element, str) and element.strip()[:1] in ("{", "["):
+            element = parse_structured(element, "web_chunks")  # Dify wraps a JSON body given to an array in a list
+        if isinstance(element, list) or (isinstance(element, dict) and (
+                envelope_results(element) is not None or (not looks_like_result(element) and provider_error(element)))):
+            flatten_web(element, out, skipped, depth + 1)
         else:
             out.append(element)
 
 
-def web_items(raw):
+def web_items(raw, skipped):
     data = parse_structured(raw, "web_chunks")
     if not isinstance(data, (list, dict)):
         raise ValueError(f"web_chunks: expected a list of objects, got {type(data).__name__}")
     out = []
-    flatten_web(data, out)
+    flatten_web(data, out, skipped)
     return out
 
 
@@ -378,7 +396,7 @@ def main(rag_chunks=None, web_chunks=None, max_web_results=DEFAULT_MAX_WEB_RESUL
     max_chunks = parse_count(max_chunks, "max_chunks", 1)
     skipped = []
     rag = unique_chunks(rag_items(rag_chunks), "rag", rag_chunk, lambda c: c["segment_id"], skipped)
-    web = unique_chunks(web_items(web_chunks), "web", web_chunk,
+    web = unique_chunks(web_items(web_chunks, skipped), "web", web_chunk,
                         lambda c: url_identity(c["url"]) if c["url"] else "", skipped, limit=max_web_results)
     merged = ordered(rag + web)
     for index, chunk in merged[max_chunks:]:
@@ -388,5 +406,12 @@ def main(rag_chunks=None, web_chunks=None, max_web_results=DEFAULT_MAX_WEB_RESUL
         "formatted_chunks": format_context(chunk_metadata),
         "chunk_count": len(chunk_metadata),
         "chunk_metadata": chunk_metadata,
-        "skipped": skipped,
+        "skipped": capped(skipped),
     }
+
+
+def capped(skipped):
+    if len(skipped) <= MAX_SKIPPED_REPORTED:
+        return skipped
+    rest = len(skipped) - (MAX_SKIPPED_REPORTED - 1)
+    return skipped[:MAX_SKIPPED_REPORTED - 1] + [skip("all", -1, f"and {rest} more items not used")]

@@ -165,6 +165,7 @@ class CitationStream:
         self._fresh = []
         self._raw = []
         self._shown = []
+        self._plain = []  # the answer with every marker removed, for conversation memory
         self._finished = False
 
     # public API
@@ -209,6 +210,7 @@ class CitationStream:
             status = "cited" if citations else "uncited"
         return {
             "answer": "".join(self._shown),
+            "answer_without_markers": "".join(self._plain),
             "citations": citations,
             "id_map": {c["id"]: c["index"] for c in citations},
             "invalid_ids": list(self._invalid),
@@ -220,8 +222,9 @@ class CitationStream:
     # scanning
 
     def _show(self, out):
-        text = "".join(out)
+        text = "".join(piece if isinstance(piece, str) else piece[0] for piece in out)
         self._shown.append(text)
+        self._plain.extend(piece for piece in out if isinstance(piece, str))
         return text
 
     def _scan(self, text, out):
@@ -270,7 +273,7 @@ class CitationStream:
         if char == BRACKETS[candidate[0]]:
             self._candidate = ""
             ids = marker_ids(candidate)
-            out.append(candidate if ids is None else self._render(ids))
+            out.append(candidate if ids is None else (self._render(ids),))  # a tuple marks a rendered marker
         elif could_become_marker(candidate):
             self._candidate = candidate
         else:

@@ -22,4 +22,7 @@ def test_prefilter_command_prints_literal_and_templated_conditions(capsys):
 def test_demo_runs_as_a_module():
     done = subprocess.run([sys.executable, "-m", "gcite", "demo"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "[C:1]\n" in done.stdout and "chunk_metadata" in done.stdout
+    out = done.stdout
+    assert out.index("node_finished(merge)") < out.index("answer, as it streams") < out.index("cited sources")
+    assert "status: cited; chunk list before answer: True" in out
+    assert "[C:" not in out.split("answer, as it streams")[1].split("cited sources")[0]  # no raw marker shown

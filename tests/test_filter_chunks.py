@@ -248,3 +248,9 @@ def test_no_chunk_outside_the_users_roles_is_ever_kept(docs, user, user_form):
     for n, (roles, _) in enumerate(docs):
         visible = not roles or bool(set(roles) & set(user))
         assert (str(n) in kept_ids) == visible
+
+
+def test_dropped_is_capped_at_thirty_entries_but_counted_in_full():
+    result = main([chunk("b", str(n)) for n in range(45)], "a")
+    assert result["dropped_count"] == 45 and len(result["dropped"]) == 30
+    assert result["dropped"][-1] == {"index": -1, "segment_id": "", "reason": "truncated", "detail": "and 16 more dropped"}

@@ -247,7 +247,10 @@ def test_max_chunks_caps_after_ordering_and_defaults_to_thirty():
     assert result["chunk_metadata"][-1]["content"] == "r10"
     capped = main(rag, [web_item()], max_chunks=3)
     assert [c["content"] for c in capped["chunk_metadata"]] == ["r39", "r38", "r37"]
-    assert {"source": "web", "index": 0, "reason": "over max_chunks"} in capped["skipped"]
+    assert len(capped["skipped"]) == 30  # the Code node's array limit: 29 entries, then one that counts the rest
+    assert capped["skipped"][-1] == {"source": "all", "index": -1, "reason": "and 9 more items not used"}
+    few = main(rag[:5], [web_item()], max_chunks=5)
+    assert few["skipped"] == [{"source": "web", "index": 0, "reason": "over max_chunks"}]
 
 
 # --- output format -------------------------------------------------------------------------------------
@@ -294,3 +297,18 @@ def test_numbering_invariants_hold_for_any_input(rag_specs, web_specs, max_chunk
     assert kinds == sorted(kinds)  # every rag before every web
     used = len(meta) + len(result["skipped"])
     assert used == len(rag) + len(web_specs)  # nothing vanishes without a record
+
+
+def test_a_json_body_wrapped_in_a_list_is_read():
+    # Dify casts an HTTP Request node's body (a JSON object as text) given to an array parameter to [body].
+    body = json.dumps(WEB_SHAPES["bocha_raw"][0], ensure_ascii=False)
+    assert only(main(None, [body]))["document_title"] == "巡检标准"
+    assert only(main(None, body))["document_title"] == "巡检标准"
+
+
+@pytest.mark.parametrize("response", [{"code": 401, "msg": "invalid api key", "data": None, "log_id": "x"},
+                                      {"error": "rate limited"}, [{"status": 500, "message": "upstream"}]])
+def test_a_search_provider_error_gives_no_web_results_and_is_reported(response):
+    result = main([rag_item()], response)
+    assert result["chunk_count"] == 1
+    assert len(result["skipped"]) == 1 and result["skipped"][0]["reason"].startswith("search provider error")

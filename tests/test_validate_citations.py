@@ -240,7 +240,7 @@ def test_streaming_equals_batch_for_any_answer_and_any_split(answer, cuts, known
     expected = main(answer, chunks)
     assert "".join(pieces) == expected["answer"]
     got = stream.result()
-    for key in ("citations", "id_map", "invalid_ids", "status", "answer"):
+    for key in ("citations", "id_map", "invalid_ids", "status", "answer", "answer_without_markers"):
         assert got[key] == expected[key]
 
 
@@ -254,3 +254,8 @@ def test_merge_neutralises_everything_the_validator_would_read_as_a_marker(text)
     assert result["citations"] == [] and result["answer"] == neutral
     if main(text, None)["citations"]:
         assert merge_chunks.MARKER_OPENING.search(text)
+
+
+def test_answer_without_markers_drops_every_marker_and_keeps_the_rest():
+    result = main("a[C:1] b【C：2,99】 `[C:1]` [1] [C:7", CHUNKS)
+    assert result["answer_without_markers"] == "a b `[C:1]` [1] [C:7"

@@ -6,6 +6,10 @@ from dify_plugin.entities.tool import ToolInvokeMessage
 
 from nodes import validate_citations
 
+# Text an Answer node shows. Sent as stream variables: Dify's Answer node streams a tool's stream variables, while a
+# plain tool variable placed after the LLM text reaches only the node's final output, not the stream.
+STREAMED = ("answer", "answer_without_markers", "references_markdown", "references_by_marker_markdown")
+
 
 class ValidateCitationsTool(Tool):
     """Thin adapter: the node does the work; bad input raises with the parameter's name."""
@@ -18,7 +22,10 @@ class ValidateCitationsTool(Tool):
             insufficient_phrases=validate_citations.INSUFFICIENT_DEFAULT if phrases is None else phrases,
         )
         for name, value in outputs.items():
-            yield self.create_variable_message(name, value)
+            if name in STREAMED:
+                yield self.create_stream_variable_message(name, value)
+            else:
+                yield self.create_variable_message(name, value)
 
 
 def _chunk_list(value: Any) -> Any:

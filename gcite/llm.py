@@ -1,0 +1,170 @@
+"""LLMs for the local runner, behind graphon's `LLMProtocol`.
+
+- `ExtractiveModel`: a deterministic built-in stand-in, NOT a language model. It reads the numbered chunks in the
+  system prompt, picks the ones that share the most with the question, quotes their first sentence and cites each
+  with `[C:N]`; with nothing relevant it gives the insufficient-evidence answer. It lets the demo and the tests run
+  the real chatflow offline and repeatably.
+- `OpenAICompatibleModel`: any `/chat/completions` endpoint, streamed with `requests`.
+"""
+
+import json
+import os
+import re
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from typing import Any
+
+import requests
+from graphon.model_runtime.entities.common_entities import I18nObject
+from graphon.model_runtime.entities.llm_entities import LLMResultChunk, LLMResultChunkDelta, LLMUsage
+from graphon.model_runtime.entities.message_entities import AssistantPromptMessage, PromptMessage
+from graphon.model_runtime.entities.model_entities import AIModelEntity, FetchFrom, ModelPropertyKey, ModelType
+
+EXTRACTIVE_LABEL = "gcite-extractive (built-in extractive stand-in, not an LLM)"
+INSUFFICIENT = "根据现有资料无法确定。"
+CHUNK_HEADER = re.compile(r"^\[C:(\d+)\]$", re.MULTILINE)
+SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|(?<=\.)\s")
+DELTA_SIZE = 4  # characters per streamed chunk, like an LLM's tokens
+
+
+def message_text(message: PromptMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "".join(getattr(part, "data", "") for part in content or [])
+
+
+def numbered_chunks(system_prompt: str) -> list[tuple[str, str]]:
+    """(id, text) of every `[C:N]` header and the text under it, in the order of the context."""
+    headers = list(CHUNK_HEADER.finditer(system_prompt))
+    chunks = []
+    for n, header in enumerate(headers):
+        end = headers[n + 1].start() if n + 1 < len(headers) else len(system_prompt)
+        chunks.append((header.group(1), system_prompt[header.end():end].strip()))
+    return chunks
+
+
+def bigrams(text: str) -> set[str]:
+    chars = [c for c in text.lower() if c.isalnum()]
+    return {a + b for a, b in zip(chars, chars[1:])}
+
+
+def first_sentence(text: str) -> str:
+    sentence = SENTENCE_END.split(text.strip(), maxsplit=1)[0].strip()
+    return sentence.rstrip("。.!！?？;；") or text.strip()
+
+
+def extractive_answer(prompt_messages: Sequence[PromptMessage], top: int = 2, threshold: float = 0.2) -> str:
+    system = "\n".join(message_text(m) for m in prompt_messages if m.role.value == "system")
+    question = message_text(next((m for m in reversed(prompt_messages) if m.role.value == "user"), prompt_messages[-1]))
+    wanted = bigrams(question)
+    scored = []
+    for chunk_id, text in numbered_chunks(system):
+        overlap = len(wanted & bigrams(text)) / len(wanted) if wanted else 0.0
+        if overlap >= threshold:
+            scored.append((overlap, chunk_id, text))
+    scored.sort(key=lambda s: -s[0])  # stable: ties keep the context's order
+    if not scored:
+        return INSUFFICIENT
+    return "".join(f"{first_sentence(text)}[C:{chunk_id}]。" for _, chunk_id, text in scored[:top])
+
+
+class _ModelBase:
+    """What graphon's LLM node needs besides `invoke_llm`."""
+
+    def __init__(self, provider: str, model_name: str) -> None:
+        self._provider, self._model_name = provider, model_name
+        self._parameters: Mapping[str, Any] = {}
+        self.prompts: list[Sequence[PromptMessage]] = []  # every prompt received, for inspection
+
+    @property
+    def provider(self) -> str:
+        return self._provider
+
+    @property
+    def model_name(self) -> str:
+        return self._model_name
+
+    @property
+    def parameters(self) -> Mapping[str, Any]:
+        return self._parameters
+
+    @parameters.setter
+    def parameters(self, value: Mapping[str, Any]) -> None:
+        self._parameters = value
+
+    @property
+    def stop(self) -> Sequence[str] | None:
+        return None
+
+    def get_model_schema(self) -> AIModelEntity:
+        return AIModelEntity(model=self._model_name, label=I18nObject(en_US=self._model_name), model_type=ModelType.LLM,
+                             fetch_from=FetchFrom.PREDEFINED_MODEL,
+                             model_properties={ModelPropertyKey.MODE: "chat", ModelPropertyKey.CONTEXT_SIZE: 128000})
+
+    def get_llm_num_tokens(self, prompt_messages: Sequence[PromptMessage]) -> int:
+        return sum(len(message_text(m)) for m in prompt_messages) // 2
+
+    def invoke_llm_with_structured_output(self, **kwargs: Any) -> Any:
+        raise NotImplementedError("structured output is not used by the G-Cite chatflow")
+
+    def is_structured_output_parse_error(self, error: Exception) -> bool:
+        return False
+
+    def _chunks(self, prompt_messages: Sequence[PromptMessage], pieces: Iterator[str]) -> Generator[LLMResultChunk]:
+        index = 0
+        for piece in pieces:
+            yield LLMResultChunk(model=self._model_name, prompt_messages=prompt_messages,
+                                 delta=LLMResultChunkDelta(index=index, message=AssistantPromptMessage(content=piece)))
+            index += 1
+        usage = LLMUsage.empty_usage()
+        yield LLMResultChunk(model=self._model_name, prompt_messages=prompt_messages,
+                             delta=LLMResultChunkDelta(index=index, message=AssistantPromptMessage(content=""),
+                                                       usage=usage, finish_reason="stop"))
+
+
+class ExtractiveModel(_ModelBase):
+    def __init__(self) -> None:
+        super().__init__("gcite", EXTRACTIVE_LABEL)
+
+    def invoke_llm(self, *, prompt_messages: Sequence[PromptMessage], model_parameters: Mapping[str, Any],
+                   tools: Any = None, stop: Any = None, stream: bool = True) -> Generator[LLMResultChunk]:
+        self.prompts.append(list(prompt_messages))
+        answer = extractive_answer(prompt_messages)
+        return self._chunks(prompt_messages, (answer[i:i + DELTA_SIZE] for i in range(0, len(answer), DELTA_SIZE)))
+
+
+class OpenAICompatibleModel(_ModelBase):
+    """Streams `POST {base_url}/chat/completions`. The key comes from GCITE_LLM_API_KEY (never from the DSL)."""
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 120) -> None:
+        super().__init__("openai_api_compatible", model)
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._key = api_key if api_key is not None else os.environ.get("GCITE_LLM_API_KEY", "")
+        self._timeout = timeout
+
+    def invoke_llm(self, *, prompt_messages: Sequence[PromptMessage], model_parameters: Mapping[str, Any],
+                   tools: Any = None, stop: Any = None, stream: bool = True) -> Generator[LLMResultChunk]:
+        self.prompts.append(list(prompt_messages))
+        body = {"model": self.model_name, "stream": True, **{k: v for k, v in model_parameters.items() if v is not None},
+                "messages": [{"role": m.role.value, "content": message_text(m)} for m in prompt_messages]}
+        headers = {"Content-Type": "application/json"}
+        if self._key:
+            headers["Authorization"] = f"Bearer {self._key}"
+        response = requests.post(self._url, json=body, headers=headers, stream=True, timeout=self._timeout)
+        if response.status_code >= 400:
+            raise RuntimeError(f"LLM endpoint answered {response.status_code}: {response.text[:300]}")
+        return self._chunks(prompt_messages, self._deltas(response))
+
+    @staticmethod
+    def _deltas(response: requests.Response) -> Iterator[str]:
+        for raw in response.iter_lines(decode_unicode=True):
+            if not raw or not raw.startswith("data:"):
+                continue
+            data = raw[5:].strip()
+            if data == "[DONE]":
+                return
+            event = json.loads(data)
+            for choice in event.get("choices") or []:
+                piece = (choice.get("delta") or {}).get("content")
+                if piece:
+                    yield piece

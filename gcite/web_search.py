@@ -1,0 +1,94 @@
+"""Web search for the local runner, answered from built-in sample results in each provider's real shape.
+
+Nothing leaves the machine: the HTTP Request node gets `SampleSearchHttpClient` (graphon's `HttpClientProtocol`),
+which answers Bocha's `POST /v1/web-search`; the official Tavily plugin is answered by `tavily_messages` in the
+shape the plugin yields. Each records what it was asked, and can be told to fail, to test the fallback.
+"""
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from graphon.http.response import HttpResponse
+
+from gcite.knowledge import load_json, relevance
+
+BOCHA_HOST, BOCHA_PATH = "api.bochaai.com", "/v1/web-search"
+
+
+class SearchUnavailable(Exception):
+    """The sample search was told to fail, or was asked for a host it does not serve."""
+
+
+def ranked_results(query: str, count: int) -> list[dict[str, Any]]:
+    results = load_json("web_results.json")
+    ordered = sorted(results, key=lambda r: -relevance(query, r["title"] + r["content"]))
+    return ordered[:max(0, count)]
+
+
+def bocha_response(query: str, count: int) -> dict[str, Any]:
+    value = [{"id": f"https://api.bochaai.com/v1/#WebPages.{n}", "name": r["title"], "url": r["url"],
+              "displayUrl": r["url"], "snippet": r["content"][:60], "summary": r["content"], "siteName": r["site_name"],
+              "siteIcon": "", "datePublished": r["date"], "dateLastCrawled": r["date"], "cachedPageUrl": None,
+              "language": None, "isFamilyFriendly": None, "isNavigational": None}
+             for n, r in enumerate(ranked_results(query, count))]
+    return {"code": 200, "log_id": "gcite-sample", "msg": None, "data": {
+        "_type": "SearchResponse", "queryContext": {"originalQuery": query},
+        "webPages": {"webSearchUrl": "", "totalEstimatedMatches": len(value), "value": value, "someResultsRemoved": False},
+        "images": None, "videos": None}}
+
+
+def tavily_response(query: str, count: int) -> dict[str, Any]:
+    return {"query": query, "follow_up_questions": None, "answer": None, "images": [], "response_time": 0.01,
+            "results": [{"title": r["title"], "url": r["url"], "content": r["content"], "score": r["score"],
+                         "raw_content": None} for r in ranked_results(query, count)]}
+
+
+@dataclass
+class SampleSearchHttpClient:
+    """graphon `HttpClientProtocol` that serves Bocha's API from the samples; `fail` answers HTTP 500."""
+
+    fail: bool = False
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def max_retries_exceeded_error(self) -> type[Exception]:
+        return SearchUnavailable
+
+    @property
+    def request_error(self) -> type[Exception]:
+        return SearchUnavailable
+
+    def post(self, url: str, max_retries: int = 0, **kwargs: Any) -> HttpResponse:
+        return self._answer("POST", url, kwargs)
+
+    def get(self, url: str, max_retries: int = 0, **kwargs: Any) -> HttpResponse:
+        return self._answer("GET", url, kwargs)
+
+    head = put = delete = patch = get
+
+    def _answer(self, method: str, url: str, kwargs: dict[str, Any]) -> HttpResponse:
+        body = kwargs.get("content") or kwargs.get("data") or kwargs.get("json")
+        if isinstance(body, bytes):
+            body = body.decode("utf-8")
+        self.requests.append({"method": method, "url": url, "headers": dict(kwargs.get("headers") or {}), "body": body})
+        parts = urlsplit(url)
+        if (parts.hostname, parts.path) != (BOCHA_HOST, BOCHA_PATH):
+            raise SearchUnavailable(f"the local runner has no network; it only answers {BOCHA_HOST}{BOCHA_PATH}, not {url}")
+        if self.fail:
+            return HttpResponse(status_code=500, content=b'{"code":500,"msg":"sample outage"}', url=url,
+                                headers={"Content-Type": "application/json"}, reason_phrase="Internal Server Error")
+        request = json.loads(body) if isinstance(body, str) else dict(body or {})
+        payload = json.dumps(bocha_response(str(request.get("query", "")), int(request.get("count", 10))),
+                             ensure_ascii=False).encode("utf-8")
+        return HttpResponse(status_code=200, content=payload, url=url, headers={"Content-Type": "application/json"},
+                            reason_phrase="OK")
+
+
+def tavily_messages(parameters: dict[str, Any], fail: bool = False) -> list[dict[str, Any]]:
+    """What the official Tavily plugin's `tavily_search` yields: one JSON message with the raw response."""
+    if fail:
+        raise SearchUnavailable("Tavily search failed (sample outage)")
+    response = tavily_response(str(parameters.get("query", "")), int(parameters.get("max_results") or 5))
+    return [{"type": "json", "message": {"json_object": response}, "meta": None}]
