@@ -28,11 +28,12 @@ class Session:
 
     @property
     def variables(self) -> dict[str, Any]:
-        out = {}
+        out: dict[str, Any] = {}
         for message in self.messages:
             if message.get("type") == "variable":
                 body = message["message"]
-                out[body["variable_name"]] = body["variable_value"]
+                name, value = body["variable_name"], body["variable_value"]
+                out[name] = out.get(name, "") + value if body.get("stream") else value
         return out
 
 

@@ -72,6 +72,8 @@ class SampleSearchHttpClient:
         body = kwargs.get("content") or kwargs.get("data") or kwargs.get("json")
         if isinstance(body, bytes):
             body = body.decode("utf-8")
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body, ensure_ascii=False)  # what the client would put on the wire
         self.requests.append({"method": method, "url": url, "headers": dict(kwargs.get("headers") or {}), "body": body})
         parts = urlsplit(url)
         if (parts.hostname, parts.path) != (BOCHA_HOST, BOCHA_PATH):
@@ -79,7 +81,7 @@ class SampleSearchHttpClient:
         if self.fail:
             return HttpResponse(status_code=500, content=b'{"code":500,"msg":"sample outage"}', url=url,
                                 headers={"Content-Type": "application/json"}, reason_phrase="Internal Server Error")
-        request = json.loads(body) if isinstance(body, str) else dict(body or {})
+        request = json.loads(body) if body else {}
         payload = json.dumps(bocha_response(str(request.get("query", "")), int(request.get("count", 10))),
                              ensure_ascii=False).encode("utf-8")
         return HttpResponse(status_code=200, content=payload, url=url, headers={"Content-Type": "application/json"},

@@ -1,8 +1,8 @@
 """G-Cite pre-filter roles: a user's roles laid out in the fixed slots the Knowledge Retrieval conditions use.
 
 A Dify Code node (standard library only, Python 3.10 syntax, self-contained). Knowledge Retrieval's manual
-metadata conditions are fixed in the chatflow, but a user has any number of roles: each condition names a slot
-(`{{#acl_roles.role_1#}}` …) and this node fills the slots. An unused slot holds a sentinel that no document
+metadata conditions are fixed in the chatflow, but a user has any number of roles: each condition reads a slot
+(the output `role_1` of this node, …) and this node fills the slots. An unused slot holds a sentinel that no document
 contains, never `None` (Dify skips the condition) or `""` (`contains ""` matches every document).
 
 Outputs: role_1 .. role_N (N = role_slots, default 3) and role_count.
