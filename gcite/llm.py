@@ -19,6 +19,8 @@ from graphon.model_runtime.entities.llm_entities import LLMResultChunk, LLMResul
 from graphon.model_runtime.entities.message_entities import AssistantPromptMessage, PromptMessage
 from graphon.model_runtime.entities.model_entities import AIModelEntity, FetchFrom, ModelPropertyKey, ModelType
 
+from gcite.knowledge import relevance
+
 EXTRACTIVE_LABEL = "gcite-extractive (built-in extractive stand-in, not an LLM)"
 INSUFFICIENT = "根据现有资料无法确定。"
 CHUNK_HEADER = re.compile(r"^\[C:(\d+)\]$", re.MULTILINE)
@@ -43,11 +45,6 @@ def numbered_chunks(system_prompt: str) -> list[tuple[str, str]]:
     return chunks
 
 
-def bigrams(text: str) -> set[str]:
-    chars = [c for c in text.lower() if c.isalnum()]
-    return {a + b for a, b in zip(chars, chars[1:])}
-
-
 def first_sentence(text: str) -> str:
     sentence = SENTENCE_END.split(text.strip(), maxsplit=1)[0].strip()
     return sentence.rstrip("。.!！?？;；") or text.strip()
@@ -56,10 +53,9 @@ def first_sentence(text: str) -> str:
 def extractive_answer(prompt_messages: Sequence[PromptMessage], top: int = 2, threshold: float = 0.2) -> str:
     system = "\n".join(message_text(m) for m in prompt_messages if m.role.value == "system")
     question = message_text(next((m for m in reversed(prompt_messages) if m.role.value == "user"), prompt_messages[-1]))
-    wanted = bigrams(question)
     scored = []
     for chunk_id, text in numbered_chunks(system):
-        overlap = len(wanted & bigrams(text)) / len(wanted) if wanted else 0.0
+        overlap = relevance(question, text)
         if overlap >= threshold:
             scored.append((overlap, chunk_id, text))
     scored.sort(key=lambda s: -s[0])  # stable: ties keep the context's order
