@@ -67,6 +67,8 @@ def run_command(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
+    from graphon.dsl.errors import DslError
+
     from gcite.demo import SAMPLE_SEARCH_KEY
     from gcite.llm import ExtractiveModel, OpenAICompatibleModel
     from gcite.runner import Services, run_chatflow, sse
@@ -89,10 +91,14 @@ def run_command(args: argparse.Namespace) -> int:
                         tool_credentials={"langgenius/tavily:": {"tavily_api_key": SAMPLE_SEARCH_KEY}})
     failed = False
     try:
-        for event in run_chatflow(Path(args.dsl).read_text(encoding="utf-8"), args.query, inputs, services):
+        dsl = Path(args.dsl).read_text(encoding="utf-8")
+        for event in run_chatflow(dsl, args.query, inputs, services):
             failed |= event["event"] == "error"
             sys.stdout.write(sse(event))
             sys.stdout.flush()
+    except (OSError, ValueError, DslError) as error:  # unreadable file, or not a runnable chatflow DSL
+        print(f"error: {args.dsl}: {type(error).__name__}: {error}", file=sys.stderr)
+        return 2
     finally:
         services.close()
     return 1 if failed else 0

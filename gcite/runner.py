@@ -391,6 +391,8 @@ def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = N
     conversation = conversation or Conversation()
     inputs = dict(inputs or {})
     document = yaml.safe_load(dsl_text)
+    if not isinstance(document, dict) or not isinstance((document.get("workflow") or {}).get("graph"), dict):
+        raise ValueError("not a chatflow DSL: it has no workflow.graph")
     graph_config = _normalize_graph_config(document["workflow"]["graph"], kind=DslKind.APP)
     root = _select_root_node_id(graph_config)
     titles = {n["id"]: n["data"].get("title", n["id"]) for n in graph_config["nodes"]}

@@ -354,3 +354,24 @@ def test_every_variable_reference_resolves_to_an_upstream_output(kind):
                 assert source in upstream(node_id), f"{node_id} reads {ref} from a node that is not upstream"
                 assert name in declared_outputs(nodes[source]), f"{node_id} reads undeclared {ref}"
     assert checked >= 15
+
+
+@pytest.mark.parametrize("dsl,extra,message", [
+    ("missing.yml", [], "FileNotFoundError"),
+    ("not_a_flow.yml", [], "not a chatflow DSL"),
+    ("no_start.yml", [], "exactly one start node"),
+    ("code", ["--inputs", "[1]"], "--inputs must be a JSON object"),
+    ("code", ["--inputs", "{oops"], "--inputs is not JSON"),
+    ("code", ["--llm-base-url", "http://127.0.0.1:9"], "--llm-base-url needs --llm-model"),
+])
+def test_run_command_reports_bad_input_clearly(tmp_path, dsl, extra, message):
+    from gcite.__main__ import main as cli
+    (tmp_path / "not_a_flow.yml").write_text("kind: app\n")
+    (tmp_path / "no_start.yml").write_text("workflow:\n  graph:\n    nodes: []\n    edges: []\n")
+    path = str(DSLS["code"]) if dsl == "code" else str(tmp_path / dsl)
+    import contextlib
+    import io
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert cli(["run", path, "--query", "q", *extra]) == 2
+    assert message in err.getvalue()
