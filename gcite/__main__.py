@@ -104,6 +104,17 @@ def run_command(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def untracked(root, files: list[str]) -> list[str]:
+    """Packaged files that git does not track (none when this is not a git checkout)."""
+    import subprocess
+
+    done = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True)
+    if done.returncode != 0:
+        return []
+    tracked = set(done.stdout.decode("utf-8").split("\0"))
+    return [f for f in files if f not in tracked]
+
+
 def package_command(args: argparse.Namespace) -> int:
     from gcite import ROOT
     from gcite.package import PackageError, build, update_dsl_dependencies
@@ -115,6 +126,9 @@ def package_command(args: argparse.Namespace) -> int:
             print(f"error: {problem}", file=sys.stderr)
         print(f"no package written ({len(error.problems)} problem(s))", file=sys.stderr)
         return 1
+    for path in untracked(ROOT, built.files):
+        print(f"warning: {path} is packaged but not tracked by git: the identifier will differ on a clean clone "
+              f"(add it to .difyignore, or commit it)", file=sys.stderr)
     print(f"package:    {built.path.relative_to(ROOT)}")
     print(f"identifier: {built.identifier}")
     print(f"size:       {built.size:,} bytes ({built.size / 1024:.1f} KB; {built.uncompressed:,} bytes uncompressed, "

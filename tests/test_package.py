@@ -267,3 +267,13 @@ def test_serverless_mode_health_and_invoke(unpacked, python):
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_packaged_files_that_git_does_not_track_are_reported(tmp_path):
+    from gcite.__main__ import untracked
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "kept.py").write_text("x")
+    (tmp_path / "stray.txt").write_text("y")
+    subprocess.run(["git", "add", "kept.py"], cwd=tmp_path, check=True)
+    assert untracked(tmp_path, ["kept.py", "stray.txt"]) == ["stray.txt"]
+
