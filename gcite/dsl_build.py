@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from gcite import ROOT
-from gcite.package import checksum, collect_files
+from gcite.package import collect_files, unique_identifier
 from gcite.prefilter import templated_conditions
 
 DSL_DIR = ROOT / "dsl"
@@ -55,7 +55,7 @@ def plugin_identifier(root: Path = ROOT) -> str:
     """The unique identifier `make package` would print for the plugin as it is now."""
     manifest = yaml.safe_load((root / "manifest.yaml").read_text(encoding="utf-8"))
     entries = {f: (root / f).read_bytes() for f in collect_files(root)}
-    return f"{manifest['author']}/{manifest['name']}:{manifest['version']}@{checksum(entries)}"
+    return unique_identifier(manifest, entries)
 
 
 def node_code(name: str) -> str:
