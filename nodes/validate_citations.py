@@ -181,14 +181,37 @@ class CitationStream:
         self._scan(delta, out)
         return self._show(out)
 
-    def finish(self):
+    def feed_pieces(self, delta):
+        """Like `feed`, but returns what is safe to show as pieces, in order:
+        `{"type": "text", "text": ...}` (never any part of a marker) and
+        `{"type": "cite", "numbers": [...], "ids": [...], "new": [...]}` where a marker stood (`new`: the numbers
+        shown for the first time). The text pieces of a whole stream join to `answer_without_markers`."""
         if self._finished:
-            return ""
+            raise ValueError("answer: the stream is finished; start a new CitationStream")
+        if not isinstance(delta, str):
+            raise ValueError(f"answer: each delta must be text, got {type(delta).__name__}")
+        self._fresh = []
+        self._raw.append(delta)
+        out = []
+        self._scan(delta, out)
+        self._show(out)
+        return pieces_of(out)
+
+    def finish(self):
+        return self._show(self._finish_out())
+
+    def finish_pieces(self):
+        """Like `finish`, as pieces (see `feed_pieces`)."""
+        return pieces_of(self._finish_out())
+
+    def _finish_out(self):
+        if self._finished:
+            return []
         self._fresh = []
         out = [self._candidate]
         self._candidate = ""
         self._finished = True
-        return self._show(out)
+        return out
 
     @property
     def pending(self):
@@ -273,7 +296,7 @@ class CitationStream:
         if char == BRACKETS[candidate[0]]:
             self._candidate = ""
             ids = marker_ids(candidate)
-            out.append(candidate if ids is None else (self._render(ids),))  # a tuple marks a rendered marker
+            out.append(candidate if ids is None else self._render(ids))  # a tuple marks a rendered marker
         elif could_become_marker(candidate):
             self._candidate = candidate
         else:
@@ -282,7 +305,9 @@ class CitationStream:
             self._scan(char, out)
 
     def _render(self, ids):
+        """(shown text, display numbers, chunk ids, numbers new here) for a marker citing `ids`."""
         shown = []
+        new = []
         for chunk_id in ids:
             key = str(chunk_id)
             if self._chunks is not None and chunk_id not in self._chunks:
@@ -298,9 +323,28 @@ class CitationStream:
                     citation[field] = "" if value is None else value
                 self._citations.append(citation)
                 self._fresh.append(citation)
+                new.append(self._index_of[key])
             self._citations[self._index_of[key] - 1]["count"] += 1
             shown.append(self._index_of[key])
-        return "".join(f"[{number}]" for number in sorted(shown))
+        numbers = sorted(set(shown))
+        ids_shown = [self._citations[number - 1]["id"] for number in numbers]
+        return "".join(f"[{number}]" for number in sorted(shown)), numbers, ids_shown, sorted(new)
+
+
+def pieces_of(out):
+    """The scanner's output as text and citation pieces, adjacent text joined, empty pieces dropped."""
+    pieces = []
+    for piece in out:
+        if isinstance(piece, str):
+            if not piece:
+                continue
+            if pieces and pieces[-1]["type"] == "text":
+                pieces[-1]["text"] += piece
+            else:
+                pieces.append({"type": "text", "text": piece})
+        elif piece[1]:
+            pieces.append({"type": "cite", "numbers": list(piece[1]), "ids": list(piece[2]), "new": list(piece[3])})
+    return pieces
 
 
 def main(answer, chunk_metadata=None, insufficient_phrases=INSUFFICIENT_DEFAULT) -> dict:

@@ -259,3 +259,40 @@ def test_merge_neutralises_everything_the_validator_would_read_as_a_marker(text)
 def test_answer_without_markers_drops_every_marker_and_keeps_the_rest():
     result = main("a[C:1] b【C：2,99】 `[C:1]` [1] [C:7", CHUNKS)
     assert result["answer_without_markers"] == "a b `[C:1]` [1] [C:7"
+
+
+# --- structured pieces: text and citations, for front ends that draw citations themselves ------------------
+
+def stream_pieces(answer, cuts, chunks):
+    stream = CitationStream(chunks)
+    pieces, start = [], 0
+    for cut in sorted(cuts) + [len(answer)]:
+        pieces += stream.feed_pieces(answer[start:cut])
+        start = cut
+    return pieces + stream.finish_pieces(), stream
+
+
+def test_pieces_carry_numbers_ids_and_what_is_new():
+    pieces, _ = stream_pieces("A[C:4] b[C:9,4] c[C:99]", [2, 9], CHUNKS[:10])
+    assert pieces == [
+        {"type": "text", "text": "A"},
+        {"type": "cite", "numbers": [1], "ids": ["4"], "new": [1]},
+        {"type": "text", "text": " b"},
+        {"type": "cite", "numbers": [1, 2], "ids": ["4", "9"], "new": [2]},
+        {"type": "text", "text": " c"},
+    ]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(MARKERISH, max_size=60).map("".join), st.lists(st.integers(min_value=0, max_value=400), max_size=12),
+       st.booleans())
+def test_pieces_stream_equals_batch_for_any_answer_and_any_split(answer, cuts, known):
+    chunks = CHUNKS[:5] if known else None
+    cuts = [c for c in cuts if c <= len(answer)]
+    streamed, stream = stream_pieces(answer, cuts, chunks)
+    whole, _ = stream_pieces(answer, [], chunks)
+    expected = main(answer, chunks)
+    assert "".join(p["text"] for p in streamed if p["type"] == "text") == expected["answer_without_markers"]
+    assert [p for p in streamed if p["type"] == "cite"] == [p for p in whole if p["type"] == "cite"]
+    assert [n for p in streamed if p["type"] == "cite" for n in p["new"]] == [c["index"] for c in expected["citations"]]
+    assert stream.result()["citations"] == expected["citations"]
