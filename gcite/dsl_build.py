@@ -5,6 +5,7 @@ plugin) and dsl/gcite_chatflow_code.yml (Code nodes only, web search by an HTTP 
 fails when the committed files differ from what this module generates.
 """
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,11 @@ TAVILY = "langgenius/tavily:0.1.2@aa7a8744b2ccf3a7aec818da6c504997a6319b29040e54
 PLACEHOLDER_DATASET = "00000000-0000-4000-8000-000000000000"
 PLACEHOLDER_SEARCH_KEY = "REPLACE_WITH_YOUR_BOCHA_API_KEY"
 INSUFFICIENT = "根据现有资料无法确定"
+# The LLM's model-provider plugin. Dify derives dependencies from the graph only for files whose list is empty, so a
+# file that lists ours must list this one too.
+OPENAI = "langgenius/openai:0.3.5@dcc15b5847dbe38c64c2a9fdc1ea2d46466b7028eb4766b251bc363b0eec3af3"
+# Variable ids are rows in UUID columns in Dify (workflow_conversation_variables.id): derived, so `make dsl` is stable.
+ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/gcite/gcite-dify")
 MODEL = {"provider": "langgenius/openai/openai", "name": "gpt-4o-mini", "mode": "chat",
          "completion_params": {"temperature": 0.2}}
 
@@ -63,6 +69,11 @@ def node_code(name: str) -> str:
 
 
 # --- node builders -----------------------------------------------------------------------------------------
+
+def variable_id(kind: str, name: str) -> str:
+    """A stable UUID for a conversation or environment variable (Dify stores the id in a UUID column)."""
+    return str(uuid.uuid5(ID_NAMESPACE, f"{kind}/{name}"))
+
 
 def node(node_id: str, x: int, y: int, data: dict[str, Any]) -> dict[str, Any]:
     return {"id": node_id, "type": "custom", "position": {"x": x, "y": y}, "positionAbsolute": {"x": x, "y": y},
@@ -110,7 +121,7 @@ def common_nodes() -> list[dict[str, Any]]:
     return [
         node("start", 30, 300, {"type": "start", "title": "Start", "variables": [{
             "variable": "user_roles", "label": "User roles (set by your back end)", "type": "text-input",
-            "required": False, "max_length": 256, "options": []}]}),
+            "required": False, "hide": True, "max_length": 256, "options": []}]}),
         code_node("acl_roles", 330, 150, "Role slots for the pre-filter", "acl_prefilter",
                   {"user_roles": ["start", "user_roles"]},
                   {**{f"role_{n}": "string" for n in range(1, ROLE_SLOTS + 1)}, "role_count": "number"}),
@@ -224,6 +235,8 @@ def chatflow(plugin: bool, identifier: str) -> dict[str, Any]:
         {"current_identifier": None, "type": "package", "value": {"plugin_unique_identifier": identifier, "version": None}},
         {"current_identifier": None, "type": "marketplace",
          "value": {"marketplace_plugin_unique_identifier": TAVILY, "version": None}},
+        {"current_identifier": None, "type": "marketplace",
+         "value": {"marketplace_plugin_unique_identifier": OPENAI, "version": None}},
     ] if plugin else []
     return {
         "app": {"name": name, "mode": "advanced-chat", "icon": "📚", "icon_type": "emoji", "icon_background": "#E4FBCC",
@@ -234,9 +247,9 @@ def chatflow(plugin: bool, identifier: str) -> dict[str, Any]:
         "dependencies": dependencies,
         "workflow": {
             "conversation_variables": [
-                {"id": "gcite-history", "name": "history", "value_type": "array[object]", "value": [],
+                {"id": variable_id("conversation", "history"), "name": "history", "value_type": "array[object]", "value": [],
                  "description": "Earlier turns without citation markers"},
-                {"id": "gcite-history-text", "name": "history_text", "value_type": "string", "value": "",
+                {"id": variable_id("conversation", "history_text"), "name": "history_text", "value_type": "string", "value": "",
                  "description": "Earlier turns as text for the prompt"}],
             "environment_variables": [],
             "features": {"file_upload": {"enabled": False}, "opening_statement": "", "retriever_resource": {"enabled": False},
