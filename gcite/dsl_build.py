@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from gcite import ROOT
-from gcite.package import collect_files, unique_identifier
+from gcite.package import package_entries, unique_identifier
 from gcite.prefilter import ROLE_CLAUSES, public_clauses, templated_conditions
 
 DSL_DIR = ROOT / "dsl"
@@ -192,7 +192,7 @@ SYSTEM_PROMPT = Variant().system_prompt()
 def plugin_identifier(root: Path = ROOT) -> str:
     """The unique identifier `make package` would print for the plugin as it is now."""
     manifest = yaml.safe_load((root / "manifest.yaml").read_text(encoding="utf-8"))
-    entries = {f: (root / f).read_bytes() for f in collect_files(root)}
+    entries = {name: path.read_bytes() for name, path in package_entries(root).items()}
     return unique_identifier(manifest, entries)
 
 
