@@ -138,3 +138,37 @@ def test_the_stand_in_llm_answers_in_the_questions_language():
     context = "[C:1]\nRooms are booked for at most 4 hours. Extra text.\n\n[C:2]\n会议室须提前预约，单次最长 4 小时。"
     assert answer("How many hours can rooms be booked?", context) == "Rooms are booked for at most 4 hours[C:1]."
     assert answer("会议室单次最长预约多久？", context) == "会议室须提前预约，单次最长 4 小时[C:2]。"
+
+
+# --- documentation: both languages, and nothing that points at a document users do not have ---------------------
+
+UNAVAILABLE = re.compile(r"\bthe design\b|design's|§\s*\d|\bappendix\b|附录|设计文档|设计默认", re.IGNORECASE)
+USER_DOCS = ["README.md", "README.zh-CN.md", "plugin_readme/README.md", "plugin_readme/README_zh_Hans.md"]
+
+
+@pytest.mark.parametrize("name", USER_DOCS + sorted(VARIANTS.values()))
+def test_user_facing_text_refers_to_no_document_users_do_not_have(name):
+    path = dsl_build.DSL_DIR / name if name.endswith(".yml") else dsl_build.ROOT / name
+    text = path.read_text(encoding="utf-8")
+    if name.endswith(".yml"):  # the DSL's own words: labels, descriptions and the prompt, not the embedded node code
+        document = yaml.safe_load(text)
+        text = "\n".join([document["app"]["name"], document["app"]["description"],
+                          *[str(d.get("title", "")) for d in nodes(document).values()],
+                          nodes(document)["llm"]["prompt_template"][0]["text"],
+                          *[v["description"] for v in document["workflow"]["conversation_variables"]]])
+    assert not UNAVAILABLE.findall(text), name
+
+
+def test_the_chinese_readme_is_linked_from_the_top_and_covers_what_a_user_does():
+    root = dsl_build.ROOT
+    english = (root / "README.md").read_text(encoding="utf-8")
+    chinese = (root / "README.zh-CN.md").read_text(encoding="utf-8")
+    assert "[简体中文](README.zh-CN.md)" in english.split("\n## ")[0]
+    assert "[English](README.md)" in chinese.split("\n## ")[0]
+    headings = [line[3:] for line in chinese.splitlines() if line.startswith("## ")]
+    for topic in ("安装插件", "导入对话流", "配置", "权限控制", "对话端点与聊天页面", "G-Cite 流式协议", "命令行"):
+        assert any(topic in h for h in headings), topic
+    for fact in (REFUSAL_ZH, REFUSAL_EN, "THIRD_PARTY_SIGNATURE_VERIFICATION_PUBLIC_KEYS", "/app/storage/public_keys/",
+                 "dify signature verify", "source_file_url", "/gcite/chat", "3 + 16 × N", "--persona", "1.4.0"):
+        assert fact in chinese and fact in english, fact
+    assert len(re.findall(r"[\u4e00-\u9fff]", chinese)) > 3000  # a complete page, not a summary
