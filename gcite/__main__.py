@@ -27,6 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     pre.add_argument("--slots", type=int, default=3, help="templated conditions with this many role slots")
     pre.add_argument("--slot-node", default="acl_roles", help="id of the Code node running nodes/acl_prefilter.py")
     pre.add_argument("--missing-acl", choices=("visible", "hidden"), default="visible")
+    from gcite import acl_admin
+
+    acl_admin.add_parser(commands)
     args = parser.parse_args(argv)
 
     if args.command == "demo":
@@ -55,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
             conditions = prefilter.templated_conditions(args.acl_field, selectors, args.missing_acl)
         print(yaml.safe_dump({"metadata_filtering_mode": "manual", "metadata_filtering_conditions": conditions},
                              allow_unicode=True, sort_keys=False), end="")
+    elif args.command == "acl":
+        return acl_admin.command(args)
     elif args.command == "sync-schema":
         from gcite import schema_sync
 
