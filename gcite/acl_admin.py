@@ -16,7 +16,9 @@ Dify's Knowledge API, as its source defines it (api/controllers/service_api/data
   document's whole metadata with `metadata_list` and drops the other fields' bindings; with `partial_update: true` it
   copies the stored metadata and sets only the listed fields. Dify versions before the flag ignore it (and replace):
   every write is therefore read back, and a write that changed another field stops the run.
-- Errors are JSON `{"code", "message", "status"}`; 401 for a missing or invalid key, 403 for a key without access.
+- Errors are JSON `{"code", "message", "status"}`; 401 for a missing or invalid key, 403 for a key without access,
+  and on Dify Cloud also 403 "Sorry, you have reached the knowledge base request rate limit of your subscription."
+  (a per-minute quota, `cloud_edition_billing_rate_limit_check`), which is retried like a 429.
 """
 
 from __future__ import annotations
@@ -47,8 +49,12 @@ EXIT_API = 5  # the API failed: retries exhausted (429/5xx/network), an unexpect
 PAGE_LIMIT = 100  # Dify's document list caps `limit` at 100 (max_per_page)
 MAX_PAGES = 10_000
 DEFAULT_RETRIES = 4
+QUOTA_WAIT = 20.0  # seconds between retries of Dify Cloud's quota 403 (a 60 s rolling window)
 MAX_RETRY_AFTER = 120.0  # seconds; a longer Retry-After ends the run instead of hanging it
 TIMEOUT = (10, 60)
+MAX_PROBED_ROLES = 64  # a value naming more roles is judged from the first ones (the pre-filter) or as read (the node)
+MAX_SHOWN_ROLES = 20
+MAX_PROBED_ROLE_LENGTH = 40  # longer roles are not probed for shorter look-alikes
 MISSING = object()  # the document has no value for the field (key absent / not bound)
 UNREADABLE = object()  # the API's answer for this document's metadata cannot be read
 
@@ -72,9 +78,15 @@ class Verdict:
         if self.everyone:
             return "everyone"
         if self.roles:
-            return "roles " + ", ".join(r if r.strip() == r and not any(c in r for c in ',"\\') and r.isprintable()
-                                         else show(r) for r in self.roles)
+            shown = ", ".join(map(role_label, self.roles[:MAX_SHOWN_ROLES]))
+            more = len(self.roles) - MAX_SHOWN_ROLES
+            return "roles " + shown + (f", … ({more} more)" if more > 0 else "")
         return "no one" + (f" ({self.reason})" if self.reason else "")
+
+
+def role_label(role: str) -> str:
+    """A role as printed: plain when unambiguous, else as JSON with invisible characters escaped."""
+    return role if role.strip() == role and not any(c in role for c in ',"\\') and role.isprintable() else show(role)
 
 
 def metadata_of(field_name: str, value: Any) -> dict[str, Any]:
@@ -119,6 +131,8 @@ def node_verdict(field_name: str, value: Any, missing_acl: str) -> Verdict:
     if reason != "no_matching_role":
         return Verdict(False, reason=reason)
     roles = tuple(sorted(filter_chunks.parse_roles(value) or ()))
+    if len(roles) > MAX_PROBED_ROLES:  # one probe per role would be quadratic: trust the node's own reading
+        return Verdict(False, roles)
     kept = tuple(r for r in roles if node_result(field_name, value, [r], missing_acl)["kept_count"])
     return Verdict(False, kept)
 
@@ -141,10 +155,11 @@ def role_candidates(value: Any) -> tuple[str, ...]:
         for ch in '[]{}":':
             text = text.replace(ch, ",")
         named = {r.strip() for r in filter_chunks.ROLE_DELIMITERS.split(text)} - {""}
-    probes = set(named)
-    for role in named:
-        probes.update(role[:n].strip() for n in range(1, len(role)))
-        probes.update(role[n:].strip() for n in range(1, len(role)))
+    probes = set(sorted(named)[:MAX_PROBED_ROLES])
+    for role in list(probes):
+        if len(role) <= MAX_PROBED_ROLE_LENGTH:
+            probes.update(role[:n].strip() for n in range(1, len(role)))
+            probes.update(role[n:].strip() for n in range(1, len(role)))
     return tuple(sorted(probes - {""}))
 
 
@@ -163,17 +178,15 @@ class Assessment:
     node: Verdict | None = None
     note: str = ""
 
-    @property
-    def agree(self) -> bool:
-        return self.prefilter is not None and self.prefilter == self.node
-
-
 def assess(field_name: str, value: Any, missing_acl: str = "visible") -> Assessment:
     """What the pre-filter and the filter node do with `value`, and what `fix` writes (None: nothing)."""
     if value is UNREADABLE:
         return Assessment(value, "unreadable", note="the API's metadata for this document cannot be read")
-    pre = prefilter_verdict(field_name, value, missing_acl, role_candidates(value) if value is not MISSING else ())
-    node = node_verdict(field_name, value, missing_acl)
+    try:
+        pre = prefilter_verdict(field_name, value, missing_acl, role_candidates(value) if value is not MISSING else ())
+        node = node_verdict(field_name, value, missing_acl)
+    except (ValueError, TypeError, RecursionError, OverflowError, MemoryError) as error:  # a stage fails on it
+        return Assessment(value, "unreadable", note=f"a stage fails on this value ({type(error).__name__})")
     found = Assessment(value, "ok", prefilter=pre, node=node)
     if value is MISSING:
         found.status = "unset"
@@ -238,6 +251,7 @@ class KnowledgeApi:
         self.retries = retries
         self.sleep = sleep
         self.log = log or (lambda message: None)
+        self.detail_endpoint = True  # GET /datasets/{id}/documents/{doc}; older Dify versions lack it
         self.session = requests.Session()
         self.session.headers.update({"Authorization": f"Bearer {api_key}", "Accept": "application/json"})
 
@@ -261,15 +275,19 @@ class KnowledgeApi:
                 self.wait(attempt, None, f"{what}: {problem}")
                 continue
             status = response.status_code
-            if status in (401, 403):
+            rate_limited = status == 429 or (status == 403 and "rate limit" in self.message(response))
+            if status in (401, 403) and not rate_limited:
                 raise AclAdminError(EXIT_REFUSED, f"{what}: the Knowledge API refused the key (HTTP {status}"
                                                   f"{self.message(response)}); check DIFY_DATASET_API_KEY / --api-key: a "
                                                   f"knowledge-base API key of the workspace that owns the dataset")
-            if status == 429 or status >= 500:
+            if rate_limited or status >= 500:
                 if last:
                     raise AclAdminError(EXIT_API, f"{what}: HTTP {status} from {method} {url}"
                                                   f"{self.message(response)}; gave up after {attempt + 1} attempts")
-                self.wait(attempt, response.headers.get("Retry-After"), f"{what}: HTTP {status}")
+                # Dify Cloud answers its per-minute knowledge-API quota with a 403 and no Retry-After
+                floor = QUOTA_WAIT if status == 403 else 0.0
+                self.wait(attempt, response.headers.get("Retry-After"), f"{what}: HTTP {status}"
+                          + (" (the subscription's knowledge-API rate limit)" if status == 403 else ""), floor)
                 continue
             if status == 404:
                 raise AclAdminError(EXIT_NOT_FOUND, f"{what}: not found (HTTP 404 from {method} {url}"
@@ -291,8 +309,8 @@ class KnowledgeApi:
         message = body.get("message") if isinstance(body, dict) else None
         return f": {safe(self.redact(str(message)))[:300]}" if message else ""
 
-    def wait(self, attempt: int, retry_after: str | None, problem: str) -> None:
-        delay = min(0.5 * 2 ** attempt, 30.0)
+    def wait(self, attempt: int, retry_after: str | None, problem: str, floor: float = 0.0) -> None:
+        delay = max(floor, min(0.5 * 2 ** attempt, 30.0))
         if retry_after:
             asked = parse_retry_after(retry_after)
             if asked is not None:
@@ -310,11 +328,14 @@ class KnowledgeApi:
             raise AclAdminError(EXIT_API, "listing the dataset's metadata fields: the answer has no `doc_metadata` list")
         return body
 
-    def documents(self, dataset: str) -> Iterator[dict[str, Any]]:
+    def documents(self, dataset: str, keyword: str | None = None) -> Iterator[dict[str, Any]]:
         seen: set[str] = set()
         for page in range(1, MAX_PAGES + 1):
+            params: dict[str, Any] = {"page": page, "limit": PAGE_LIMIT}
+            if keyword:
+                params["keyword"] = keyword
             body = self.request("GET", f"/datasets/{dataset}/documents", f"listing documents (page {page})",
-                                params={"page": page, "limit": PAGE_LIMIT})
+                                params=params)
             data = body.get("data") if isinstance(body, dict) else None
             if not isinstance(data, list):
                 raise AclAdminError(EXIT_API, f"listing documents (page {page}): the answer has no `data` list")
@@ -328,10 +349,22 @@ class KnowledgeApi:
                 return
         raise AclAdminError(EXIT_API, f"listing documents: more than {MAX_PAGES} pages")
 
-    def document_metadata(self, dataset: str, document_id: str) -> Any:
-        body = self.request("GET", f"/datasets/{dataset}/documents/{document_id}", "reading the document back",
-                            params={"metadata": "only"})
-        return body.get("doc_metadata") if isinstance(body, dict) else None
+    def document_metadata(self, dataset: str, document_id: str, name: str) -> Any:
+        """The document's `doc_metadata` as the API shows it now. A Dify without the document-detail endpoint
+        (404) is asked through the document list, searched by the document's name."""
+        if self.detail_endpoint:
+            try:
+                body = self.request("GET", f"/datasets/{dataset}/documents/{document_id}", "reading the document back",
+                                    params={"metadata": "only"})
+                return body.get("doc_metadata") if isinstance(body, dict) else None
+            except AclAdminError as error:
+                if error.code != EXIT_NOT_FOUND:
+                    raise
+                self.detail_endpoint = False
+        for document in self.documents(dataset, keyword=name):
+            if document["id"] == document_id:
+                return document.get("doc_metadata")
+        raise AclAdminError(EXIT_API, f"reading document {document_id} back: it is no longer listed")
 
     def write_field(self, dataset: str, document_id: str, field_id: str, field_name: str, value: str) -> None:
         payload = {"operation_data": [{"document_id": document_id, "partial_update": True,
@@ -430,7 +463,7 @@ def apply_write(api: KnowledgeApi, dataset: str, info: dict[str, Any], row: Row,
     assert target is not None
     api.write_field(dataset, row.id, info["id"], name, target)
     report.writes += 1
-    after = field_values(api.document_metadata(dataset, row.id))
+    after = field_values(api.document_metadata(dataset, row.id, row.name))
     if after is None:
         raise AclAdminError(EXIT_API, f"wrote {name} of document {row.id} but cannot read its metadata back: "
                                       f"check the document by hand")
@@ -472,7 +505,8 @@ def prefilter_text(pre: Verdict, node: Verdict) -> str:
     if node.everyone or not extra or len(extra) == len(pre.roles):
         return pre.text()
     kept = Verdict(False, tuple(r for r in pre.roles if r in node.roles)).text()
-    return f"{kept} (also {', '.join(extra)}: a substring match, which the filter node then drops)"
+    shown = ", ".join(map(role_label, extra[:MAX_SHOWN_ROLES])) + (", …" if len(extra) > MAX_SHOWN_ROLES else "")
+    return f"{kept} (also {shown}: a substring match, which the filter node then drops)"
 
 
 def summary(report: Report, mode: str) -> tuple[str, int]:

@@ -65,12 +65,15 @@ class FakeDataset:
 
 
 class KnowledgeApiServer:
-    def __init__(self, api_key: str, ignore_partial_update: bool = False):
+    def __init__(self, api_key: str, ignore_partial_update: bool = False, detail_endpoint: bool = True,
+                 drop_writes: bool = False):
         self.api_key = api_key
-        self.ignore_partial_update = ignore_partial_update
+        self.ignore_partial_update = ignore_partial_update  # a Dify from before `partial_update`
+        self.detail_endpoint = detail_endpoint  # GET /datasets/{id}/documents/{doc} (older versions lack it)
+        self.drop_writes = drop_writes  # an older Dify logged a failed metadata update and still answered success
         self.datasets: dict[str, FakeDataset] = {}
         self.requests: list[tuple[str, str, Any]] = []  # (method, path with query, JSON body)
-        self.faults: list[tuple[str, str, int, dict[str, str]]] = []  # (method, path prefix, status, headers), in order
+        self.faults: list[tuple[str, str, int, dict[str, str], str]] = []  # (method, path prefix, status, headers, message)
         self.lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -95,8 +98,9 @@ class KnowledgeApiServer:
     def writes(self) -> list[Any]:
         return [body for method, _, body in self.requests if method == "POST"]
 
-    def fail(self, method: str, path_prefix: str, status: int, times: int = 1, headers: dict[str, str] | None = None):
-        self.faults += [(method, path_prefix, status, headers or {})] * times
+    def fail(self, method: str, path_prefix: str, status: int, times: int = 1, headers: dict[str, str] | None = None,
+             message: str = "injected"):
+        self.faults += [(method, path_prefix, status, headers or {}, message)] * times
 
     # --- HTTP ---
     def handler(self) -> type[BaseHTTPRequestHandler]:
@@ -133,10 +137,10 @@ class KnowledgeApiServer:
     def answer(self, method: str, raw_path: str, headers: Any, body: Any) -> tuple[int, Any, dict[str, str]]:
         url = urlsplit(raw_path)
         path, query = url.path, {k: v[-1] for k, v in parse_qs(url.query).items()}
-        for n, (f_method, prefix, status, extra) in enumerate(self.faults):
+        for n, (f_method, prefix, status, extra, message) in enumerate(self.faults):
             if f_method == method and path.startswith(prefix):
                 del self.faults[n]
-                return status, error(status, "injected"), extra
+                return status, error(status, message), extra
         if headers.get("Authorization") != f"Bearer {self.api_key}":
             return 401, error(401, "Access token is invalid"), {}
         parts = path.strip("/").split("/")
@@ -153,18 +157,20 @@ class KnowledgeApiServer:
         if method == "GET" and rest == ["documents"]:
             page, limit = int(query.get("page", 1)), int(query.get("limit", 20))
             per_page = min(limit, MAX_PER_PAGE)
-            items = dataset.documents[(page - 1) * per_page: page * per_page]
+            listed = [d for d in dataset.documents if query.get("keyword", "") in d["name"]]
+            items = listed[(page - 1) * per_page: page * per_page]
             return 200, {"data": [dataset.document_response(d, (page - 1) * per_page + i + 1) for i, d in enumerate(items)],
-                         "has_more": len(items) == limit, "limit": limit, "total": len(dataset.documents),
+                         "has_more": len(items) == limit, "limit": limit, "total": len(listed),
                          "page": page}, {}
-        if method == "GET" and len(rest) == 2 and rest[0] == "documents":
+        if method == "GET" and len(rest) == 2 and rest[0] == "documents" and self.detail_endpoint:
             doc = next((d for d in dataset.documents if d["id"] == rest[1]), None)
             if doc is None:
                 return 404, error(404, "Document not found."), {}
             return 200, {"id": doc["id"], "doc_type": None, "doc_metadata": dataset.details(doc)}, {}
         if method == "POST" and rest == ["documents", "metadata"]:
             for operation in body["operation_data"]:
-                self.update_document(dataset, operation)
+                if not self.drop_writes:
+                    self.update_document(dataset, operation)
             return 200, {"result": "success"}, {}
         return 404, error(404, "The requested URL was not found on the server."), {}
 

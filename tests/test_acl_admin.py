@@ -215,6 +215,29 @@ def test_a_dify_that_ignores_partial_update_is_caught_at_the_first_write(capsys,
     assert "1 write(s) were made before the error" in err
 
 
+def test_a_dify_without_the_document_detail_endpoint_is_read_back_through_the_list(capsys, monkeypatch):
+    with KnowledgeApiServer(KEY, detail_endpoint=False) as server:
+        dataset = server.add_dataset(build_dataset())
+        code, out, err = Cli(server, capsys, monkeypatch)("fix", "--dataset", dataset.id, "--apply")
+    assert code == acl_admin.EXIT_ATTENTION, err
+    expected = sum(1 for _, target in CASES.values() if target is not None)
+    assert f"{expected} write(s) made and read back" in out
+    detail = [p for m, p, _ in server.requests if m == "GET" and "/documents/" in p]
+    assert len(detail) == 1  # tried once, then the list searched by name
+    assert sum(1 for m, p, _ in server.requests if "keyword=" in p) >= expected
+
+
+def test_a_write_that_does_not_hold_stops_the_run(capsys, monkeypatch):
+    with KnowledgeApiServer(KEY, drop_writes=True) as server:
+        dataset = FakeDataset({FIELD: "string"})
+        dataset.add("n", {FIELD: None})
+        dataset.add("m", {FIELD: " "})
+        server.add_dataset(dataset)
+        code, _, err = Cli(server, capsys, monkeypatch)("fix", "--dataset", dataset.id, "--apply")
+    assert code == acl_admin.EXIT_API and len(server.writes()) == 1
+    assert 'access_roles = "" to document' in err and "reads back as null" in err
+
+
 def test_missing_acl_hidden_leaves_null_alone(server, cli):
     dataset = FakeDataset({FIELD: "string"})
     dataset.add("n", {FIELD: None})
@@ -259,6 +282,16 @@ def test_429_then_success_honours_retry_after(server, cli):
     assert cli.sleeps == [3.0, 3.0, 0.5]  # Retry-After twice, then the default back-off for the 502
     assert "HTTP 429; retrying in 3 s (1/4)" in err
     assert dataset.document(ids_by_name(dataset)["json-null"])["doc_metadata"][FIELD] == ""
+
+
+def test_dify_clouds_quota_403_is_waited_out_not_called_a_refused_key(server, cli):
+    dataset = server.add_dataset(build_dataset())
+    quota = "Sorry, you have reached the knowledge base request rate limit of your subscription."
+    server.fail("POST", f"/v1/datasets/{dataset.id}/documents/metadata", 403, times=2, message=quota)
+    code, _, err = cli("fix", "--dataset", dataset.id, "--apply")
+    assert code == acl_admin.EXIT_ATTENTION, err
+    assert cli.sleeps == [acl_admin.QUOTA_WAIT, acl_admin.QUOTA_WAIT] and "rate limit" in err
+    assert "refused the key" not in err
 
 
 def test_5xx_exhausted_is_a_bounded_failure(server, cli):
@@ -395,3 +428,21 @@ def test_fix_is_idempotent_on_every_table_value():
             again = acl_admin.assess(FIELD, found.target)
             assert again.status == "ok" and again.prefilter == again.node, value_cell
             assert found.node.everyone == again.node.everyone and set(found.node.roles) == set(again.node.roles)
+
+
+def test_pathological_values_are_judged_within_bounds():
+    deep = acl_admin.assess(FIELD, "[" * 5000)
+    assert deep.status == "unreadable" and deep.target is None
+    many = ",".join(f"r{i}" for i in range(3000))
+    found = acl_admin.assess(FIELD, many)
+    assert found.status == "fix" and found.target == "," + many + ","
+    assert found.node.text().endswith("(2980 more)")
+
+
+def test_names_and_values_cannot_drive_the_terminal(server, cli):
+    dataset = FakeDataset({FIELD: "string"})
+    doc_id = dataset.add("\x1b[2Jreport\u202e.pdf", {FIELD: "\x1b[31m,hr,"})
+    server.add_dataset(dataset)
+    _, out, _ = cli("audit", "--dataset", dataset.id)
+    assert "\x1b" not in out and "\u202e" not in out
+    assert "\\u001b[2Jreport\\u202e.pdf" in row_of(out, doc_id)
