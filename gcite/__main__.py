@@ -79,6 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     pre.add_argument("--slot-node", help="id of the Code node running nodes/acl_prefilter.py (default: acl_roles)")
     pre.add_argument("--missing-acl", choices=("visible", "hidden"), default="visible",
                      help="whether a document without the field is visible to everyone (default) or hidden")
+
+    from gcite import acl_admin
+
+    acl_admin.add_parser(commands)
     return parser
 
 
@@ -95,6 +99,10 @@ def main(argv: list[str] | None = None) -> int:
             return package_command(args)
         if args.command == "prefilter":
             return prefilter_command(args)
+        if args.command == "acl":
+            from gcite import acl_admin
+
+            return acl_admin.command(args)
         if args.command == "sync-schema":
             from gcite import schema_sync
 

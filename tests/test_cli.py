@@ -32,22 +32,34 @@ def test_demo_runs_as_a_module():
 
 # --- the CLI's structure ----------------------------------------------------------------------------------
 
-def subparsers():
+def parsers():
+    """Every parser of the CLI (the top one, each command's, each sub-command's) with its name."""
     import argparse
 
     from gcite.__main__ import build_parser
-    parser = build_parser()
-    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return parser, action.choices
+    todo, found = [("python -m gcite", build_parser())], []
+    while todo:
+        name, parser = todo.pop()
+        found.append((name, parser))
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                todo += [(f"{name} {sub}", p) for sub, p in action.choices.items()]
+    return found
 
 
 def test_every_command_and_option_has_help_text():
-    parser, commands = subparsers()
-    assert {"demo", "run", "build-dsl", "package", "prefilter", "sync-schema"} <= set(commands)
-    for name, sub in [("(top)", parser), *commands.items()]:
-        for action in sub._actions:
-            if action.option_strings or action.dest not in ("command",):
-                assert action.help, f"{name} {action.option_strings or action.dest} has no help text"
+    import argparse
+    found = parsers()
+    names = {name for name, _ in found}
+    assert {f"python -m gcite {c}" for c in ("demo", "run", "build-dsl", "package", "prefilter", "sync-schema")} <= names
+    for name, parser in found:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                continue  # each choice is a parser of its own, checked with its help below
+            assert action.help, f"{name} {action.option_strings or action.dest} has no help text"
+    top = found[0][1]
+    commands = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    assert all(choice.help for choice in commands._choices_actions), "a command has no help text"
 
 
 def test_version(capsys):
