@@ -127,8 +127,7 @@ def demo_command(args: argparse.Namespace) -> int:
     if args.query and not queries:
         raise CliError("--query: the question is empty")
     roles = demo.DEMO_ROLES if args.roles is None else args.roles
-    demo.run(sys.stdout, queries or demo.DEMO_TURNS, roles, path)
-    return 0
+    return 0 if demo.run(sys.stdout, queries or demo.DEMO_TURNS, roles, path) else 1
 
 
 # --- run -------------------------------------------------------------------------------------------------

@@ -16,19 +16,21 @@ SAMPLE_SEARCH_KEY = "tvly-local-sample-key"  # the sample search needs a key to 
 
 
 def run(out: TextIO = sys.stdout, queries: tuple[str, ...] = DEMO_TURNS, roles: str = DEMO_ROLES,
-        dsl: Path = PLUGIN_DSL) -> None:
-    """One conversation: each query is a turn."""
+        dsl: Path = PLUGIN_DSL) -> bool:
+    """One conversation: each query is a turn. Returns False when a turn reported an error."""
     services = Services(tool_credentials={"langgenius/tavily:": {"tavily_api_key": SAMPLE_SEARCH_KEY}})
     conversation = Conversation()
     out.write(f"Chatflow: {dsl.name} on graphon (Dify's workflow engine); user_roles = {roles or '(none)'}\n")
     out.write(f"LLM: {EXTRACTIVE_LABEL}\n")
     text = dsl.read_text(encoding="utf-8")
+    ok = True
     try:
         for turn, query in enumerate(queries, start=1):
             out.write(f"\n===== turn {turn}: {query}\n")
             printer = PrettyPrinter(out)
             for event in run_chatflow(text, query, {"user_roles": roles}, services, conversation):
                 printer.feed(event)
-            printer.finish()
+            ok &= not printer.finish()["errors"]
     finally:
         services.close()
+    return ok

@@ -102,8 +102,12 @@ class PrettyPrinter:
         if not self.sources:
             self.write("(none)\n")
         status = (self.validator or {}).get("status") or (self.stream.result()["status"] if self.stream else "")
-        for error in self.errors:
-            self.write(f"error: {error}\n")
+        shown: set[str] = set()
+        for error in self.errors:  # a node's failure is also the workflow's and the stream's: say it once
+            detail = error.split(": ", 1)[-1]
+            if detail not in shown:
+                shown.add(detail)
+                self.write(f"error: {error}\n")
         self.write(f"status: {status or 'no answer'}; chunk list before answer: {self.chunk_list_before_answer}"
                    f"{'; workflow ' + self.workflow_status if self.workflow_status else ''}\n")
         return {"status": status, "sources": self.sources, "errors": self.errors}

@@ -247,6 +247,12 @@ def test_demo_takes_a_query_roles_and_the_code_chatflow(capsys):
     assert "访客管理制度" in out.split("-- cited sources")[1]  # 前台 may see the visitor policy, and it is cited
 
 
+def test_demo_with_a_role_the_pre_filter_cannot_match_shows_the_error_and_fails(capsys):
+    assert main(["demo", "--query", "访客怎么登记？", "--roles", '["前台\\"x"]', "--dsl", "code"]) == 1
+    out = capsys.readouterr().out
+    assert "error: node " in out and "contains a character the pre-filter cannot match exactly" in out
+
+
 def test_demo_refuses_a_file_that_is_not_a_chatflow(tmp_path, capsys):
     (tmp_path / "x.yml").write_text("- 1\n")
     assert "not a chatflow DSL" in one_error_line(capsys, ["demo", "--dsl", str(tmp_path / "x.yml")])
