@@ -8,7 +8,7 @@ bodies and response shapes), pointed here by the base-URL override credentials:
 
 Results are ranked by the query over `gcite/samples/web_corpus.json`, so what a demo shows depends on the question.
 `fail=True` refuses every key with HTTP 401 in each provider's own error shape (to show the fallback when a search
-key is wrong). Every request is recorded in `.requests` (method, path, body; never the key).
+key is wrong); `delay=seconds` answers that late (to show a timeout). Every request is recorded in `.requests` (method, path, body; never the key).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime
 import json
 import threading
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -100,8 +101,8 @@ def tavily_body(query: str, hits: list[tuple[float, dict[str, Any]]]) -> dict[st
 
 class SearchServer:
     def __init__(self, fail: bool = False, api_key: str = API_KEY, today: datetime.date | None = None,
-                 corpus: list[dict[str, Any]] | None = None):
-        self.fail, self.api_key = fail, api_key
+                 corpus: list[dict[str, Any]] | None = None, delay: float = 0.0):
+        self.fail, self.api_key, self.delay = fail, api_key, delay
         self.today = today or datetime.date.today()
         self.corpus = corpus if corpus is not None else load_json("web_corpus.json")
         self.requests: list[dict[str, Any]] = []
@@ -160,6 +161,8 @@ class SearchServer:
             request = None
         with self._lock:
             self.requests.append({"method": method, "path": path, "body": request})
+        if self.delay:
+            time.sleep(self.delay)  # a slow provider, to show timeouts
         route = {("POST", "/v1/web-search"): self._bocha_search, ("GET", "/v1/fund/remaining"): self._bocha_fund,
                  ("POST", "/search"): self._tavily_search, ("GET", "/usage"): self._tavily_usage}.get((method, path))
         if route is None:

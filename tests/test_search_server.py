@@ -188,3 +188,33 @@ def test_the_provider_validates_credentials_and_names_every_failure(reg, server)
     assert message.startswith("web search credentials failed: Bocha: Bocha refused the API key (HTTP 401")
     assert "; Tavily: Tavily refused the API key (HTTP 401" in message
     assert API_KEY not in message and "127.0.0.1" not in message
+
+
+def test_the_plugin_process_over_stdio_searches_the_local_server(server):
+    """As the daemon (and the local runner) run it: `python -m main`, credentials in the invoke_tool request."""
+    import sys
+
+    from gcite.plugin_process import PluginProcess
+    from tests.conftest import ROOT
+
+    with PluginProcess(ROOT, sys.executable) as plugin, SearchServer(fail=True) as failing, \
+            SearchServer(delay=3) as slow:
+        def call(credentials, query, **parameters):
+            session_id = plugin.send({"type": "tool", "action": "invoke_tool", "user_id": "user-1",
+                                      "provider": "gcite", "tool": "web_search", "credentials": credentials,
+                                      "credential_type": "api-key",
+                                      "tool_parameters": {"query": query, "top_k": 2, **parameters}})
+            return plugin.wait([session_id], timeout=60)[0]
+
+        ok = call(server.credentials(), "会议室预约超时未签到怎么办")
+        chunks = ok.variables["web_chunks"]
+        assert ok.error is None and [c["provider"] for c in chunks] == ["bocha"]
+        assert "会议室" in chunks[0]["title"]
+        refused = call(failing.credentials(), QUESTION)
+        assert "Bocha refused the API key (HTTP 401: Invalid API KEY)" in refused.error["message"]
+        assert API_KEY not in json.dumps(refused.error) and "127.0.0.1" not in json.dumps(refused.error)
+        late = call(slow.credentials(), QUESTION, timeout_seconds=1)
+        assert late.error["message"] == "Bocha did not answer within 1 s (timeout_seconds)"
+        assert API_KEY not in json.dumps(late.error) and "127.0.0.1" not in json.dumps(late.error)
+        assert API_KEY not in plugin.stderr
+        assert plugin.alive
