@@ -271,6 +271,7 @@ def test_requests_carry_the_key_where_each_api_expects_it(mocked):
     assert calls["api.bochaai.com"].headers["Authorization"] == f"Bearer {KEY}"
     assert calls["api.tavily.com"].headers["Authorization"] == f"Bearer {KEY}"
     assert calls["qianfan.baidubce.com"].headers["Authorization"] == f"Bearer {KEY}"
+    assert calls["qianfan.baidubce.com"].headers["X-Appbuilder-Authorization"] == f"Bearer {KEY}"
     assert parse_qs(urlsplit(calls["serpapi.com"].url).query)["api_key"] == [KEY]
     assert calls["api.search.brave.com"].headers["X-Subscription-Token"] == KEY
     assert "Authorization" not in calls["searx.internal.example:8888"].headers

@@ -556,7 +556,9 @@ def fetch_baidu(s: Search, wanted: int) -> list[Any]:
                                "resource_type_filter": [{"type": "web", "top_k": wanted}]}
     if s.provider.freshness[s.freshness]:
         payload["search_recency_filter"] = s.provider.freshness[s.freshness]
-    body = s.client.call("POST", s.base + "/v2/ai_search/web_search", headers=bearer(s.key), json=payload)
+    # Qianfan's reference names `Authorization`; its AppBuilder examples use `X-Appbuilder-Authorization`: send both.
+    headers = {**bearer(s.key), "X-Appbuilder-Authorization": f"Bearer {s.key}"}
+    body = s.client.call("POST", s.base + "/v2/ai_search/web_search", headers=headers, json=payload)
     check_code_body(s, body)
     return [r for r in s.results_at(body, ("references",), "references")
             if not isinstance(r, dict) or r.get("type") in (None, "web")]
