@@ -227,6 +227,13 @@ def test_each_provider_is_mapped_to_flat_items_exactly():
         assert web.MAPPERS[name](web.PROVIDERS[name], ITEM[name](0)) == item, name
 
 
+def test_only_http_urls_are_passed_on():
+    item = dict(tavily_item(0), url="javascript:alert(1)")
+    assert web.map_tavily(web.PROVIDERS["tavily"], item)["url"] == ""
+    item = dict(tavily_item(0), url="HTTPS://Example.com/a")
+    assert web.map_tavily(web.PROVIDERS["tavily"], item)["url"] == "HTTPS://Example.com/a"
+
+
 def test_dates_the_providers_write_become_iso_days_and_unknown_text_is_kept():
     assert web.iso_date("Tue, 12 Aug 2025 10:00:00 GMT") == "2025-08-12"  # Tavily news
     assert web.iso_date("August 12, 2025") == "2025-08-12"

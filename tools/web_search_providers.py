@@ -415,8 +415,18 @@ def score_of(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def web_url(value: Any) -> str:
+    """The URL when it is http(s) with a host, else "" (a `javascript:` link from a provider is never passed on)."""
+    url = text(value)
+    try:
+        parts = urlsplit(url)
+        return url if parts.scheme.lower() in ("http", "https") and parts.hostname else ""
+    except ValueError:
+        return ""
+
+
 def flat(provider: Provider, title: Any, url: Any, content: Any, site: Any, date: Any, score: Any) -> dict[str, Any]:
-    return {"title": one_line(title), "url": text(url), "content": plain(content), "site_name": one_line(site),
+    return {"title": one_line(title), "url": web_url(url), "content": plain(content), "site_name": one_line(site),
             "published_date": iso_date(date), "score": score_of(score), "provider": provider.name}
 
 
