@@ -228,7 +228,8 @@ def test_registration_in_a_python_with_only_the_requirements(unpacked, python):
               "print(json.dumps(sorted(t.identity.name for p in r.tools_configuration for t in p.tools)))")
     done = subprocess.run([python, "-c", script], cwd=unpacked, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == ["filter_chunks", "merge_chunks", "validate_citations"]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == ["filter_chunks", "merge_chunks", "validate_citations",
+                                                               "web_search"]
 
 
 def test_stdio_starts_with_the_manifest(plugin):
