@@ -16,6 +16,8 @@ def main(argv: list[str] | None = None) -> int:
                                             "default: the built-in extractive stand-in")
     run.add_argument("--llm-model", help="model name for --llm-base-url")
     run.add_argument("--web-search-fails", action="store_true", help="make the sample web search fail")
+    run.add_argument("--verbose", action="store_true",
+                     help="print on stderr what the local Knowledge Retrieval admitted (conditions, documents)")
     commands.add_parser("sync-schema", help="write the models' item schemas into the tools' output_schema")
     pack = commands.add_parser("package", help="validate the plugin and write dist/<name>-<version>.difypkg")
     pack.add_argument("--out", default="dist", help="output directory (default: dist)")
@@ -64,44 +66,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    import json
-    from pathlib import Path
+    from gcite.runner import run_cli
 
-    from graphon.dsl.errors import DslError
-
-    from gcite.demo import SAMPLE_SEARCH_KEY
-    from gcite.llm import ExtractiveModel, OpenAICompatibleModel
-    from gcite.runner import Services, run_chatflow, sse
-    from gcite.web_search import SampleSearchHttpClient
-
-    try:
-        inputs = json.loads(args.inputs)
-    except ValueError as error:
-        print(f"error: --inputs is not JSON: {error}", file=sys.stderr)
-        return 2
-    if not isinstance(inputs, dict):
-        print("error: --inputs must be a JSON object", file=sys.stderr)
-        return 2
-    if args.llm_base_url and not args.llm_model:
-        print("error: --llm-base-url needs --llm-model", file=sys.stderr)
-        return 2
-    llm = OpenAICompatibleModel(args.llm_base_url, args.llm_model) if args.llm_base_url else ExtractiveModel()
-    services = Services(llm=llm, search_http=SampleSearchHttpClient(fail=args.web_search_fails),
-                        tavily_fail=args.web_search_fails,
-                        tool_credentials={"langgenius/tavily:": {"tavily_api_key": SAMPLE_SEARCH_KEY}})
-    failed = False
-    try:
-        dsl = Path(args.dsl).read_text(encoding="utf-8")
-        for event in run_chatflow(dsl, args.query, inputs, services):
-            failed |= event["event"] == "error"
-            sys.stdout.write(sse(event))
-            sys.stdout.flush()
-    except (OSError, ValueError, DslError) as error:  # unreadable file, or not a runnable chatflow DSL
-        print(f"error: {args.dsl}: {type(error).__name__}: {error}", file=sys.stderr)
-        return 2
-    finally:
-        services.close()
-    return 1 if failed else 0
+    return run_cli(args)
 
 
 def untracked(root, files: list[str]) -> list[str]:
