@@ -2,7 +2,7 @@
 
 What Dify would provide is injected through graphon's protocols:
 - Code nodes run graphon's own sandbox program in a local Python subprocess (no sandbox server);
-- Knowledge Retrieval is a local node over the built-in knowledge base, returning Dify's exact `result` items and
+- Knowledge Retrieval is a local node over the built-in knowledge base, returning items in Dify's `result` shape and
   applying the node's manual metadata conditions with Dify's operator semantics (`gcite.dify_metadata`);
 - G-Cite's plugin tools run in the real plugin process (`python -m main`, the daemon's stdio protocol);
 - web search (the official Tavily plugin, or an HTTP Request node to Bocha) is answered from built-in samples;
