@@ -524,8 +524,8 @@ def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = N
 
     app_inputs = {**prepared, **{f"sys.{k}": v for k, v in system.items() if k != "conversation_id"}}
     translator = _Translator(graph_config, conversation, app_inputs, workflow_id, run_id, state)
-    events: queue.Queue[dict[str, Any] | None] = queue.Queue()
-    layer = _StreamLayer(lambda event: [events.put(e) for e in translator.translate(event)])
+    events: queue.Queue[list[dict[str, Any]] | None] = queue.Queue()  # the responses of one engine event together
+    layer = _StreamLayer(lambda event: events.put(translator.translate(event)))
     layer.engine = engine
     engine.layer(layer)
 
@@ -544,13 +544,12 @@ def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = N
     worker.start()
     while True:
         try:
-            event = events.get(timeout=min(1.0, ping_interval / 4))
+            batch = events.get(timeout=min(1.0, ping_interval / 4))
         except queue.Empty:
-            event = PING
-        if event is None:
+            batch = []
+        if batch is None:
             break
-        if event is not PING:
-            yield event
+        yield from batch
         if (time.time() - started) // ping_interval > pings:
             pings = int((time.time() - started) // ping_interval)
             yield dict(PING)
