@@ -203,3 +203,19 @@ def test_a_tavily_search_with_results_gives_json_then_the_formatted_text(turn):
     assert response["results"] and web["outputs"]["text"].startswith(
         f"# Result 1: [{response['results'][0]['title']}]({response['results'][0]['url']})\n")
     assert json.dumps(web["outputs"]["json"]) != json.dumps([{"data": []}])
+
+
+def test_verbose_prints_what_the_local_retrieval_admitted_on_stderr_only():
+    import contextlib
+    import io
+
+    from gcite.__main__ import main as cli
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert cli(["run", str(dsl_build.CODE_DSL), "--query", "访客登记", "--inputs", '{"user_roles": "前台"}',
+                    "--verbose"]) == 0
+    lines = err.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("[verbose] kr: admitted ")
+    assert "'doc-visitor'" in lines[0] and "'doc-hvac'" not in lines[0] and '",前台,"' in lines[0]
+    assert "doc-hvac" not in out.getvalue() and "admitted" not in out.getvalue()
+    assert out.getvalue().startswith("event: ping\n\n")
