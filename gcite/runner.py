@@ -540,7 +540,7 @@ def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = N
 
     worker = threading.Thread(target=drive, daemon=True)
     yield dict(PING)  # Dify pings as soon as the stream starts waiting
-    started, pings = time.time(), 0
+    started, pings, ended = time.time(), 0, False
     worker.start()
     while True:
         try:
@@ -550,7 +550,8 @@ def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = N
         if batch is None:
             break
         yield from batch
-        if (time.time() - started) // ping_interval > pings:
+        ended = ended or any(e["event"] in ("workflow_finished", "error") for e in batch)
+        if not ended and (time.time() - started) // ping_interval > pings:
             pings = int((time.time() - started) // ping_interval)
             yield dict(PING)
     worker.join()
