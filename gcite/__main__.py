@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "default: the built-in extractive stand-in")
     run.add_argument("--llm-model", metavar="NAME", help="model name at --llm-base-url (needs --llm-base-url)")
     run.add_argument("--web-search-fails", action="store_true", help="make the sample web search fail")
-
+    run.add_argument("--verbose", action="store_true",
+                     help="print on stderr what the local Knowledge Retrieval admitted (conditions, documents)")
     commands.add_parser("sync-schema", help="write the models' item schemas into the tools' output_schema")
 
     pack = commands.add_parser("package", help="validate the plugin and write dist/<name>-<version>.difypkg")
@@ -165,45 +166,49 @@ def run_command(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
+    from gcite.runner import check_text, parse_inputs
+
     try:
-        inputs = json.loads(args.inputs)
+        inputs = parse_inputs(args.inputs)
+        query = check_text(args.query, "--query")
     except ValueError as error:
-        raise CliError(f"--inputs is not JSON: {error}") from None
-    if not isinstance(inputs, dict):
-        raise CliError("--inputs must be a JSON object")
+        raise CliError(str(error)) from None
     if args.llm_base_url and not args.llm_model:
         raise CliError("--llm-base-url needs --llm-model")
     if args.llm_model and not args.llm_base_url:
         raise CliError("--llm-model needs --llm-base-url (the built-in stand-in has no models to choose)")
-    if not args.query.strip():
+    if not query.strip():
         raise CliError("--query: the question is empty")
     dsl = load_chatflow(Path(args.dsl))
 
-    from gcite.demo import SAMPLE_SEARCH_KEY
-    from gcite.llm import ExtractiveModel, OpenAICompatibleModel
+    from gcite.dify_rules import DifyRefusal
     from gcite.pretty import PrettyPrinter
-    from gcite.runner import Services, run_chatflow, sse
-    from gcite.web_search import SampleSearchHttpClient
+    from gcite.runner import run_chatflow, sse
+    from gcite.services import local_services
 
-    llm = OpenAICompatibleModel(args.llm_base_url, args.llm_model) if args.llm_base_url else ExtractiveModel()
-    services = Services(llm=llm, search_http=SampleSearchHttpClient(fail=args.web_search_fails),
-                        tavily_fail=args.web_search_fails,
-                        tool_credentials={"langgenius/tavily:": {"tavily_api_key": SAMPLE_SEARCH_KEY}})
+    def show_retrieval(record: dict) -> None:
+        print(f"[verbose] {record['node_id']}: admitted {len(record['admitted'])} of {record['documents']} documents "
+              f"{record['admitted']}; retrieved segments {record['result']}; metadata_filtering_conditions "
+              f"{json.dumps(record['metadata_filtering_conditions'], ensure_ascii=False)}", file=sys.stderr)
+
     printer = PrettyPrinter(sys.stdout) if args.pretty else None
     failed = False
-    try:
-        for event in run_chatflow(dsl, args.query, inputs, services):
-            failed |= event["event"] == "error"
-            if printer:
-                printer.feed(event)
-            else:
-                sys.stdout.write(sse(event))
-                sys.stdout.flush()
-    except Exception as error:  # noqa: BLE001 - a DSL the engine cannot run: one line, never a traceback
-        message = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        raise CliError(f"{args.dsl}: {type(error).__name__}: {message}") from None
-    finally:
-        services.close()
+    with local_services(llm_base_url=args.llm_base_url, llm_model=args.llm_model,
+                        web_search_fails=args.web_search_fails,
+                        retrieval_log=show_retrieval if args.verbose else None) as services:
+        try:
+            for event in run_chatflow(dsl, query, inputs, services):
+                failed |= event["event"] == "error"
+                if printer:
+                    printer.feed(event)
+                else:
+                    sys.stdout.write(sse(event))
+                    sys.stdout.flush()
+        except DifyRefusal as error:
+            raise CliError(str(error)) from None
+        except Exception as error:  # noqa: BLE001 - a DSL the engine cannot run: one line, never a traceback
+            message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            raise CliError(f"{args.dsl}: {type(error).__name__}: {message}") from None
     if printer:
         failed |= bool(printer.finish()["errors"])
     return 1 if failed else 0

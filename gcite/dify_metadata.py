@@ -5,8 +5,11 @@ Used by the tests and the local chatflow runner to decide which documents a set 
 - a condition whose value is None is skipped (except `empty` / `not empty`);
 - `contains` / `not contains` / `start with` / `end with` are SQL LIKE on the field's text (`%` and `_` escaped);
 - `is` / `is not` compare text for a string value, numbers for a number value;
-- `empty` matches only a missing key (a stored JSON null is "not empty"); `not empty` the opposite;
-- any other comparison on a missing key (or a JSON null) is false, `is not` / `not contains` / `not in` included;
+- `empty` matches only a missing key: a stored JSON null is "not empty" (`doc_metadata -> name` is JSON null, not
+  SQL NULL); `not empty` the opposite, so it is the one operator that admits a JSON null;
+- every other comparison on a missing key or a JSON null is false (`doc_metadata ->> name` is SQL NULL, and any
+  comparison with NULL is not true), `is not` / `not contains` / `not in` included: no value operator admits a
+  document whose field is JSON null;
 - `in` / `not in` take a list or a comma-separated string; `before` / `<`, `after` / `>`, `≤`, `≥` compare as floats;
 - the conditions combine with one logical operator, `and` or `or`; with none left, every document passes.
 """
@@ -19,7 +22,8 @@ MISSING = object()
 
 
 def field_text(value: Any) -> str | None:
-    """What PostgreSQL's `doc_metadata ->> name` gives: text of a scalar, JSON text of a container, NULL for null."""
+    """What PostgreSQL's `doc_metadata ->> name` gives: text of a scalar, jsonb's text of a container (", " and ": "
+    separators, object keys in jsonb's order), SQL NULL (None) for a JSON null or a missing key."""
     if value is MISSING or value is None:
         return None
     if isinstance(value, str):
@@ -27,8 +31,18 @@ def field_text(value: Any) -> str | None:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, dict)):
-        return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+        return json.dumps(_jsonb_order(value), ensure_ascii=False, separators=(", ", ": "))
     return str(value)
+
+
+def _jsonb_order(value: Any) -> Any:
+    """jsonb stores an object's keys shortest first, then by their bytes (and keeps the last of duplicates)."""
+    if isinstance(value, dict):
+        keys = sorted(value, key=lambda k: (len(str(k).encode("utf-8")), str(k).encode("utf-8")))
+        return {k: _jsonb_order(value[k]) for k in keys}
+    if isinstance(value, list):
+        return [_jsonb_order(v) for v in value]
+    return value
 
 
 def field_float(value: Any) -> float | None:

@@ -1,4 +1,4 @@
-"""The built-in sample knowledge base, retrieved in the exact shape of Dify's Knowledge Retrieval `result`."""
+"""The built-in sample knowledge base, retrieved in the shape of Dify's Knowledge Retrieval `result`."""
 
 import json
 from pathlib import Path

@@ -2,7 +2,7 @@
 
 What Dify would provide is injected through graphon's protocols:
 - Code nodes run graphon's own sandbox program in a local Python subprocess (no sandbox server);
-- Knowledge Retrieval is a local node over the built-in knowledge base, returning Dify's exact `result` items and
+- Knowledge Retrieval is a local node over the built-in knowledge base, returning items in Dify's `result` shape and
   applying the node's manual metadata conditions with Dify's operator semantics (`gcite.dify_metadata`);
 - G-Cite's plugin tools run in the real plugin process (`python -m main`, the daemon's stdio protocol);
 - web search (the official Tavily plugin, or an HTTP Request node to Bocha) is answered from built-in samples;
@@ -10,9 +10,14 @@ What Dify would provide is injected through graphon's protocols:
 
 The Answer stream goes through graphon's `ResponseStreamFilter` inside the engine's event dispatch, one event at a
 time, so the order is the order Dify shows with a real (slow) LLM, whatever the speed of the model here.
+
+Around graphon, the runner also enforces what Dify's `api/` enforces, with Dify's messages (`gcite.dify_rules`):
+variable ids that are UUIDs, the Start form's input validation, the Code-node output limits (settable with Dify's
+`CODE_MAX_*` environment variables), and the Service API stream's order, pings and fields.
 """
 
 import json
+import os
 import queue
 import subprocess
 import sys
@@ -21,14 +26,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import yaml
 from graphon.dsl.code_runtime import SandboxCodeExecutionError, _Python3TemplateTransformer
-from graphon.dsl.entities import DslCodeSettings, DslCredentials, DslKind
+from graphon.dsl.entities import DslCredentials, DslKind
 from graphon.dsl.importer import _normalize_graph_config, _select_root_node_id
 from graphon.dsl.node_factory import (SlimDslNodeFactory, _code_limits, _PassthroughPromptMessageSerializer,
                                       _TextOnlyFileSaver, _TextOnlyHttpResponseFileManager,
@@ -37,7 +42,7 @@ from graphon.dsl.node_factory import (SlimDslNodeFactory, _code_limits, _Passthr
 from graphon.dsl.tool_runtime import SlimToolNodeRuntime
 from graphon.entities.base_node_data import BaseNodeData
 from graphon.entities.graph_init_params import GraphInitParams
-from graphon.enums import BuiltinNodeTypes, WorkflowNodeExecutionStatus
+from graphon.enums import BuiltinNodeTypes, WorkflowNodeExecutionMetadataKey, WorkflowNodeExecutionStatus
 from graphon.graph.graph import Graph
 from graphon.graph_engine import GraphEngine, GraphEngineConfig, GraphEventFilterContext, ResponseStreamFilter
 from graphon.graph_engine.command_channels import InMemoryChannel
@@ -45,6 +50,7 @@ from graphon.graph_engine.layers.base import GraphEngineLayer
 from graphon.graph_events import (GraphRunFailedEvent, GraphRunPartialSucceededEvent, GraphRunStartedEvent,
                                   GraphRunSucceededEvent, NodeRunExceptionEvent, NodeRunFailedEvent,
                                   NodeRunStartedEvent, NodeRunStreamChunkEvent, NodeRunSucceededEvent)
+from graphon.model_runtime.entities.llm_entities import LLMUsage
 from graphon.node_events.base import NodeRunResult
 from graphon.nodes.base.node import Node
 from graphon.nodes.code.code_node import CodeNode
@@ -63,10 +69,12 @@ from graphon.variables.template_resolution import convert_template
 
 from gcite import ROOT
 from gcite.dify_metadata import admits
+from gcite.dify_rules import (DifyRefusal, check_text, check_variable_ids, code_settings, decimal_encoded,
+                              pydantic_json, start_variables, validate_query, validate_start_inputs)
 from gcite.knowledge import load_json, result_items
 from gcite.llm import ExtractiveModel
 from gcite.plugin_process import PluginProcess
-from gcite.web_search import SampleSearchHttpClient, SearchUnavailable, tavily_messages
+from gcite.web_search import SampleSearchHttpClient, tavily_messages
 
 GCITE_PLUGIN = "gcite/gcite:"
 TAVILY_PLUGIN = "langgenius/tavily:"
@@ -84,13 +92,22 @@ TAVILY_PARAMETERS = [
 # --- what Dify would provide --------------------------------------------------------------------------------
 
 class LocalCodeExecutor:
-    """graphon's sandbox program (byte for byte what dify-sandbox receives), run by a local Python."""
+    """graphon's sandbox program (byte for byte what dify-sandbox receives), run by a local Python.
+
+    Like dify-sandbox, which writes the program to a file, the program never goes through the command line: it is
+    read from stdin, so a Code node's inputs (base64 inside the program) may be megabytes long."""
+
+    timeout: float = 60  # Dify's CODE_EXECUTION_READ_TIMEOUT default
 
     def execute(self, *, language: CodeLanguage, code: str, inputs: Mapping[str, Any]) -> Mapping[str, Any]:
         if language != CodeLanguage.PYTHON3:
             raise SandboxCodeExecutionError(f"the local runner executes python3 Code nodes only, not {language}")
         program = _Python3TemplateTransformer.build_program(code=code, inputs=inputs)
-        done = subprocess.run([sys.executable, "-I", "-c", program.code], capture_output=True, text=True, timeout=60)
+        try:
+            done = subprocess.run([sys.executable, "-I", "-X", "utf8", "-"], input=program.code, capture_output=True,
+                                  text=True, encoding="utf-8", errors="replace", timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            raise SandboxCodeExecutionError(f"the code ran longer than {self.timeout:g} s") from None
         if done.returncode != 0:
             raise SandboxCodeExecutionError(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed")
         return _Python3TemplateTransformer.parse_result(done.stdout)
@@ -116,6 +133,7 @@ class LocalKnowledgeRetrievalNode(Node[KnowledgeRetrievalData]):
 
     node_type = BuiltinNodeTypes.KNOWLEDGE_RETRIEVAL
     knowledge_base: dict[str, Any] = {}
+    log: Callable[[dict[str, Any]], None] | None = None  # what the local retrieval admitted (`run --verbose`)
 
     @classmethod
     def version(cls) -> str:
@@ -128,14 +146,24 @@ class LocalKnowledgeRetrievalNode(Node[KnowledgeRetrievalData]):
         if query is None or not isinstance(query.value, str):
             return NodeRunResult(status=WorkflowNodeExecutionStatus.FAILED, error="Query variable is not a string")
         filtering = self._resolved_conditions(pool)
-        documents = [d for d in self.knowledge_base.get("documents", [])
-                     if filtering is None or admits(filtering, d["doc_metadata"])]
+        documents = self.knowledge_base.get("documents", [])
+        admitted = [d for d in documents if filtering is None or admits(filtering, d["doc_metadata"])]
         top_k = int((self.node_data.multiple_retrieval_config or {}).get("top_k") or 4)
-        result = result_items({**self.knowledge_base, "documents": documents}, query.value, top_k)
+        result = result_items({**self.knowledge_base, "documents": admitted}, query.value, top_k)
+        if self.log is not None:
+            self.log({"node_id": self.id, "query": query.value, "metadata_filtering_conditions": filtering,
+                      "documents": len(documents), "admitted": [d["document_id"] for d in admitted],
+                      "result": [item["metadata"]["segment_id"] for item in result]})
+        # Dify's node: process_data carries the retrieval's model usage (none without a metadata or rerank model),
+        # execution_metadata its tokens, price and currency.
+        usage = LLMUsage.empty_usage()
         return NodeRunResult(status=WorkflowNodeExecutionStatus.SUCCEEDED, inputs={"query": query.value},
-                             process_data={"metadata_filtering_conditions": filtering,
-                                           "documents_admitted": len(documents)},
-                             outputs={"result": ArrayObjectSegment(value=result)})
+                             process_data={"usage": decimal_encoded(usage.model_dump())},
+                             outputs={"result": ArrayObjectSegment(value=result)},
+                             metadata={WorkflowNodeExecutionMetadataKey.TOTAL_TOKENS: usage.total_tokens,
+                                       WorkflowNodeExecutionMetadataKey.TOTAL_PRICE: usage.total_price,
+                                       WorkflowNodeExecutionMetadataKey.CURRENCY: usage.currency},
+                             llm_usage=usage)
 
     def _resolved_conditions(self, pool: VariablePool) -> dict[str, Any] | None:
         """The manual conditions with `{{#node.var#}}` resolved as Dify resolves them (None: no filtering)."""
@@ -164,6 +192,8 @@ class Services:
     tool_credentials: dict[str, dict[str, Any]] = field(default_factory=dict)  # by plugin id prefix
     plugin_dir: Path = ROOT
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    retrieval_log: Callable[[dict[str, Any]], None] | None = None  # sees what the local retrieval admitted
+    code_environ: Mapping[str, str] | None = None  # where CODE_MAX_* are read (default: os.environ)
     _plugin: PluginProcess | None = None
 
     def plugin(self) -> PluginProcess:
@@ -189,12 +219,9 @@ class Services:
         self.tool_calls.append({"plugin_id": plugin_id, "tool": tool, "parameters": parameters,
                                 "credentials": dict(data.get("credentials") or {})})
         if plugin_id.startswith(TAVILY_PLUGIN):
-            if not (data.get("credentials") or {}).get("tavily_api_key"):
-                raise ToolNodeError("Tavily API key is missing (set it in the plugin's credentials)")
-            try:
-                yield from tavily_messages(parameters, fail=self.tavily_fail)
-            except SearchUnavailable as error:
-                raise ToolNodeError(str(error)) from error
+            # the official plugin reports every failure as a text message: the node succeeds
+            yield from tavily_messages(parameters, fail=self.tavily_fail,
+                                       api_key=(data.get("credentials") or {}).get("tavily_api_key"))
             return
         if not plugin_id.startswith(GCITE_PLUGIN):
             raise ToolNodeError(f"the local runner cannot run plugin {plugin_id}")
@@ -218,6 +245,7 @@ class LocalNodeFactory(SlimDslNodeFactory):
     """graphon's DSL node factory with Dify's services replaced by local ones."""
 
     services: Services
+    code_settings: Any = None
 
     def create_node(self, node_config: Any) -> Node:
         request = self._node_request(node_config)
@@ -227,10 +255,11 @@ class LocalNodeFactory(SlimDslNodeFactory):
         if node_type == BuiltinNodeTypes.KNOWLEDGE_RETRIEVAL:
             node = LocalKnowledgeRetrievalNode(data=KnowledgeRetrievalData.model_validate(payload), **common)
             node.knowledge_base = self.services.knowledge_base
+            node.log = self.services.retrieval_log
             return node
         if node_type == BuiltinNodeTypes.CODE:
             return CodeNode(data=CodeNodeData.model_validate(payload), code_executor=LocalCodeExecutor(),
-                            code_limits=_code_limits(DslCodeSettings()), **common)
+                            code_limits=_code_limits(self.code_settings), **common)
         if node_type == BuiltinNodeTypes.LLM:
             return LLMNode(data=LLMNodeData.model_validate(payload), model_instance=self.services.llm,
                            llm_file_saver=_TextOnlyFileSaver(),
@@ -296,112 +325,183 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
+PING_INTERVAL = 10.0  # seconds: Dify's queue manager publishes a ping every 10 s of a run
+PING = {"event": "ping"}  # rendered by `sse` as Dify sends it: `event: ping` with no data line
+LOCAL_TENANT_ID = str(uuid.uuid5(uuid.NAMESPACE_URL, "gcite-local-tenant"))
+
+
 def sse(payload: Mapping[str, Any]) -> str:
-    return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
+    """One event as Dify's Service API writes it (`BaseAppGenerator.convert_to_event_stream`, orjson: compact,
+    UTF-8)."""
+    if payload.get("event") == "ping" and len(payload) == 1:
+        return "event: ping\n\n"
+    return f"data: {json.dumps(payload, ensure_ascii=False, separators=(',', ':'))}\n\n"
+
+
+def _stamp(moment: datetime | float) -> int:
+    if isinstance(moment, datetime):
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)  # graphon's times are naive UTC
+        return int(moment.timestamp())
+    return int(moment)
+
+
+def _tool_icon(data: Mapping[str, Any]) -> str:
+    """`extras.icon` of a tool node: the console URL Dify serves a plugin's icon from (`ToolManager.get_tool_icon`)."""
+    provider = str(data.get("provider_id") or "")
+    filename = "icon.png"
+    if provider.startswith("gcite/"):
+        declared = yaml.safe_load((ROOT / "provider" / "gcite.yaml").read_text(encoding="utf-8"))
+        filename = str(declared.get("identity", {}).get("icon") or filename)
+    return f"/console/api/workspaces/current/plugin/icon?tenant_id={LOCAL_TENANT_ID}&filename={filename}"
 
 
 @dataclass
 class Conversation:
-    """Per-conversation state Dify keeps between turns: its id, the dialogue count, conversation variables."""
+    """Per-conversation state Dify keeps between turns: its id, the dialogue count, conversation variables, and the
+    Service API end user (`user` is the `user` field of the request, `end_user_id` Dify's row for it)."""
 
     conversation_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     dialogue_count: int = 0
     variables: dict[str, Any] = field(default_factory=dict)
+    user: str = "gcite-local"
+    end_user_id: str = field(default_factory=lambda: str(uuid.uuid4()))
 
 
 class _Translator:
-    """graphon events → Dify Service API events for `POST /v1/chat-messages`, `response_mode=streaming`."""
+    """graphon events → Dify Service API events for `POST /v1/chat-messages`, `response_mode=streaming`: the fields
+    of Dify's `task_entities` stream responses, filled as `WorkflowResponseConverter` and the advanced-chat task
+    pipeline fill them for `InvokeFrom.SERVICE_API` (no truncation)."""
 
-    def __init__(self, titles: Mapping[str, str], conversation: Conversation, inputs: Mapping[str, Any]) -> None:
-        self.titles, self.inputs = titles, inputs
-        self.task_id, self.message_id, self.run_id = (str(uuid.uuid4()) for _ in range(3))
-        self.conversation_id = conversation.conversation_id
+    def __init__(self, graph_config: Mapping[str, Any], conversation: Conversation, inputs: Mapping[str, Any],
+                 workflow_id: str, run_id: str, state: GraphRuntimeState) -> None:
+        nodes = {n["id"]: n["data"] for n in graph_config["nodes"]}
+        self.titles = {node_id: data.get("title", node_id) for node_id, data in nodes.items()}
+        self.icons = {node_id: _tool_icon(data) for node_id, data in nodes.items() if data.get("type") == "tool"}
+        self.inputs, self.workflow_id, self.run_id, self.state = inputs, workflow_id, run_id, state
+        self.conversation = conversation
+        self.task_id, self.message_id = str(uuid.uuid4()), str(uuid.uuid4())
         self.started = time.time()
+        self.created_at = int(self.started)  # the message's creation time, on every event
         self.index = 0
-        self.steps = 0
-        self.exceptions = 0
-        self.node_started_at: dict[str, float] = {}
+        self.node_started: dict[str, tuple[int, float]] = {}
+        self.first_token: float | None = None
+        self.last_token: float | None = None
 
     def envelope(self, event: str, **body: Any) -> dict[str, Any]:
-        return {"event": event, "conversation_id": self.conversation_id, "message_id": self.message_id,
-                "created_at": int(time.time()), "task_id": self.task_id, **body}
+        return {"event": event, "conversation_id": self.conversation.conversation_id, "message_id": self.message_id,
+                "created_at": self.created_at, "task_id": self.task_id, **body}
 
     def workflow(self, event: str, data: dict[str, Any]) -> dict[str, Any]:
-        return self.envelope(event, workflow_run_id=self.run_id, data={"id": self.run_id, "workflow_id": "gcite", **data})
+        return self.envelope(event, workflow_run_id=self.run_id, data=data)
 
     def translate(self, event: Any) -> list[dict[str, Any]]:
-        now = int(time.time())
         if isinstance(event, GraphRunStartedEvent):
-            return [self.workflow("workflow_started", {"inputs": jsonable(self.inputs), "created_at": now})]
+            return [self.workflow("workflow_started", {
+                "id": self.run_id, "workflow_id": self.workflow_id, "inputs": pydantic_json(self.inputs),
+                "created_at": _stamp(self.started), "reason": str(getattr(event, "reason", "initial"))})]
         if isinstance(event, NodeRunStartedEvent):
             self.index += 1
-            self.node_started_at[event.id] = time.time()
+            self.node_started[event.id] = (self.index, time.time())
+            extras: dict[str, Any] = {}
+            if event.node_id in self.icons:
+                extras["icon"] = self.icons[event.node_id]
             return [self.workflow("node_started", {
-                "id": event.id, "node_id": event.node_id, "node_type": event.node_type,
-                "title": self.titles.get(event.node_id, event.node_id), "index": self.index,
-                "predecessor_node_id": event.predecessor_node_id, "inputs": None, "created_at": now, "extras": {},
-                "iteration_id": None, "loop_id": None})]
+                "id": event.id, "node_id": event.node_id, "node_type": str(event.node_type),
+                "title": event.node_title or self.titles.get(event.node_id, ""), "index": self.index,
+                "predecessor_node_id": None, "inputs": None, "inputs_truncated": False,
+                "created_at": _stamp(event.start_at), "extras": extras, "iteration_id": event.in_iteration_id,
+                "loop_id": event.in_loop_id, "agent_strategy": None})]
         if isinstance(event, (NodeRunSucceededEvent, NodeRunFailedEvent, NodeRunExceptionEvent)):
-            self.steps += 1
             result = event.node_run_result
             status = {NodeRunSucceededEvent: "succeeded", NodeRunFailedEvent: "failed",
                       NodeRunExceptionEvent: "exception"}[type(event)]
-            self.exceptions += status == "exception"
-            started = self.node_started_at.get(event.id, time.time())
+            index, started = self.node_started.pop(event.id, (0, time.time()))
+            now = time.time()
+            metadata = {k: v for k, v in result.metadata.items()}
             return [self.workflow("node_finished", {
-                "id": event.id, "node_id": event.node_id, "node_type": event.node_type,
-                "title": self.titles.get(event.node_id, event.node_id), "index": self.index,
-                "predecessor_node_id": None, "inputs": jsonable(result.inputs),
-                "process_data": jsonable(result.process_data), "outputs": jsonable(result.outputs), "status": status,
-                "error": getattr(event, "error", None) or result.error or None,
-                "elapsed_time": round(time.time() - started, 6),
-                "execution_metadata": jsonable({k: v for k, v in result.metadata.items()}),
-                "created_at": int(started), "finished_at": now, "files": [], "iteration_id": None, "loop_id": None})]
+                "id": event.id, "node_id": event.node_id, "node_type": str(event.node_type),
+                "title": self.titles.get(event.node_id, ""), "index": index, "predecessor_node_id": None,
+                "inputs": pydantic_json(result.inputs), "inputs_truncated": False,
+                "process_data": pydantic_json(result.process_data), "process_data_truncated": False,
+                "outputs": pydantic_json(result.outputs), "outputs_truncated": False, "status": status,
+                "error": (getattr(event, "error", None) or result.error or None) if status != "succeeded" else None,
+                "elapsed_time": now - started, "execution_metadata": pydantic_json(metadata) if metadata else None,
+                "created_at": _stamp(started), "finished_at": _stamp(now), "files": [],
+                "iteration_id": event.in_iteration_id, "loop_id": event.in_loop_id})]
         if isinstance(event, NodeRunStreamChunkEvent):
             if not event.chunk:
                 return []
+            self.first_token = self.first_token or time.time()
+            self.last_token = time.time()
             return [self.envelope("message", id=self.message_id, answer=event.chunk,
                                   from_variable_selector=list(event.selector))]
-        if isinstance(event, (GraphRunSucceededEvent, GraphRunPartialSucceededEvent)):
-            return self._finished("succeeded" if isinstance(event, GraphRunSucceededEvent) else "partial-succeeded",
-                                  jsonable(event.outputs), None)
+        if isinstance(event, GraphRunSucceededEvent):
+            return [self._message_end(), self._finished("succeeded", None, 0)]
+        if isinstance(event, GraphRunPartialSucceededEvent):
+            return [self._message_end(), self._finished("partial-succeeded", None, event.exceptions_count)]
         if isinstance(event, GraphRunFailedEvent):
-            finished = self._finished("failed", {}, event.error)[:1]
-            return finished + [self.envelope("error", status=500, code="internal_server_error", message=event.error)]
+            # Dify: workflow_finished(failed), then the error (a ValueError: code invalid_param, status 400)
+            return [self._finished("failed", event.error, event.exceptions_count),
+                    {"event": "error", "conversation_id": self.conversation.conversation_id,
+                     "message_id": self.message_id, "created_at": self.created_at, "code": "invalid_param",
+                     "status": 400, "message": f"Run failed: {event.error}"}]
         return []
 
-    def _finished(self, status: str, outputs: dict[str, Any], error: str | None) -> list[dict[str, Any]]:
-        now = int(time.time())
-        return [
-            self.workflow("workflow_finished", {
-                "status": status, "outputs": outputs, "error": error, "elapsed_time": round(time.time() - self.started, 6),
-                "total_tokens": 0, "total_steps": self.steps, "created_at": int(self.started), "finished_at": now,
-                "exceptions_count": self.exceptions, "files": []}),
-            self.envelope("message_end", id=self.message_id, metadata={
-                "retriever_resources": [], "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0,
-                                                     "total_price": "0", "currency": "USD",
-                                                     "latency": round(time.time() - self.started, 6)}}, files=[]),
-        ]
+    def _message_end(self) -> dict[str, Any]:
+        usage = self.state.llm_usage.model_copy()
+        if self.first_token is not None:
+            usage.time_to_first_token = round(self.first_token - self.started, 3)
+            usage.time_to_generate = round((self.last_token or self.first_token) - self.first_token, 3)
+        metadata = {"annotation_reply": None, "retriever_resources": [], "usage": pydantic_json(usage.model_dump()),
+                    "reasoning": {}}
+        return self.envelope("message_end", id=self.message_id, metadata=metadata, files=[])
+
+    def _finished(self, status: str, error: str | None, exceptions: int) -> dict[str, Any]:
+        now = time.time()
+        return self.workflow("workflow_finished", {
+            "id": self.run_id, "workflow_id": self.workflow_id, "status": status,
+            "outputs": pydantic_json(self.state.outputs or {}), "error": error, "elapsed_time": now - self.started,
+            "total_tokens": self.state.total_tokens, "total_steps": self.state.node_run_steps,
+            "created_by": {"id": self.conversation.end_user_id, "user": self.conversation.user},
+            "created_at": _stamp(self.started), "finished_at": _stamp(now), "exceptions_count": exceptions,
+            "files": []})
 
 
-def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = None,
-                 services: Services | None = None, conversation: Conversation | None = None) -> Iterator[dict[str, Any]]:
-    """Execute one turn of a chatflow; yields the Service API events (dicts) as they happen."""
-    services = services or Services()
-    conversation = conversation or Conversation()
-    inputs = dict(inputs or {})
+def load_chatflow(dsl_text: str) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """The DSL document, its normalized graph and root node id; refused as Dify would refuse it to run."""
     document = yaml.safe_load(dsl_text)
     if not isinstance(document, dict) or not isinstance((document.get("workflow") or {}).get("graph"), dict):
         raise ValueError("not a chatflow DSL: it has no workflow.graph")
+    check_variable_ids(document["workflow"])
     graph_config = _normalize_graph_config(document["workflow"]["graph"], kind=DslKind.APP)
-    root = _select_root_node_id(graph_config)
-    titles = {n["id"]: n["data"].get("title", n["id"]) for n in graph_config["nodes"]}
+    return document, graph_config, _select_root_node_id(graph_config)
+
+
+def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = None,
+                 services: Services | None = None, conversation: Conversation | None = None, *,
+                 ping_interval: float = PING_INTERVAL) -> Iterator[dict[str, Any]]:
+    """Execute one turn of a chatflow; yields the Service API events (dicts) as they happen, a ping (`PING`, which
+    `sse` renders as `event: ping`) first and then every `ping_interval` seconds of the run.
+
+    Before anything is yielded, what Dify refuses is refused with Dify's message (`DifyRefusal`, a ValueError):
+    non-UUID variable ids, Start-form inputs that fail Dify's validation, an invalid query or CODE_MAX_* setting."""
+    services = services or Services()
+    conversation = conversation or Conversation()
+    document, graph_config, root = load_chatflow(dsl_text)
+    prepared = validate_start_inputs(start_variables(graph_config, root), dict(inputs or {}))
+    query = validate_query(query)
+    limits = code_settings(services.code_environ)
+    app_name = str((document.get("app") or {}).get("name") or "gcite")
+    app_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"gcite-local-app:{app_name}"))
+    workflow_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"gcite-local-workflow:{app_name}"))
+    run_id = str(uuid.uuid4())
     conversation.dialogue_count += 1
 
     pool = VariablePool()
-    system = {"query": query, "files": [], "conversation_id": conversation.conversation_id, "user_id": "gcite-local",
-              "dialogue_count": conversation.dialogue_count, "app_id": "gcite-local", "workflow_id": "gcite",
-              "workflow_run_id": str(uuid.uuid4())}
+    system = {"query": query, "files": [], "conversation_id": conversation.conversation_id,
+              "user_id": conversation.end_user_id, "dialogue_count": conversation.dialogue_count, "app_id": app_id,
+              "workflow_id": workflow_id, "workflow_run_id": run_id}
     for key, value in system.items():
         pool.add(("sys", key), value)
     for variable in document["workflow"].get("conversation_variables") or []:
@@ -409,21 +509,23 @@ def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = N
         pool.add(("conversation", variable["name"]), value)
     for variable in document["workflow"].get("environment_variables") or []:
         pool.add(("env", variable["name"]), variable.get("value"))
-    for key, value in inputs.items():
+    for key, value in prepared.items():
         pool.add((root, key), value)
 
-    init = GraphInitParams(workflow_id="gcite", graph_config=graph_config, run_context={}, call_depth=0)
+    init = GraphInitParams(workflow_id=workflow_id, graph_config=graph_config, run_context={}, call_depth=0)
     state = GraphRuntimeState(variable_pool=pool, start_at=time.time())
     factory = LocalNodeFactory(graph_config=graph_config, graph_init_params=init, graph_runtime_state=state,
                                credentials=DslCredentials(), dependencies=[])
     factory.services = services
+    factory.code_settings = limits
     graph = Graph.init(graph_config=graph_config, node_factory=factory, root_node_id=root)
-    engine = GraphEngine(workflow_id="gcite", graph=graph, graph_runtime_state=state,
+    engine = GraphEngine(workflow_id=workflow_id, graph=graph, graph_runtime_state=state,
                          command_channel=InMemoryChannel(), config=GraphEngineConfig())
 
-    translator = _Translator(titles, conversation, {**inputs, "sys.query": query})
-    events: queue.Queue[dict[str, Any] | None] = queue.Queue()
-    layer = _StreamLayer(lambda event: [events.put(e) for e in translator.translate(event)])
+    app_inputs = {**prepared, **{f"sys.{k}": v for k, v in system.items() if k != "conversation_id"}}
+    translator = _Translator(graph_config, conversation, app_inputs, workflow_id, run_id, state)
+    events: queue.Queue[list[dict[str, Any]] | None] = queue.Queue()  # the responses of one engine event together
+    layer = _StreamLayer(lambda event: events.put(translator.translate(event)))
     layer.engine = engine
     engine.layer(layer)
 
@@ -437,11 +539,42 @@ def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = N
             events.put(None)
 
     worker = threading.Thread(target=drive, daemon=True)
+    yield dict(PING)  # Dify pings as soon as the stream starts waiting
+    started, pings, ended = time.time(), 0, False
     worker.start()
-    while (event := events.get()) is not None:
-        yield event
+    while True:
+        try:
+            batch = events.get(timeout=min(1.0, ping_interval / 4))
+        except queue.Empty:
+            batch = []
+        if batch is None:
+            break
+        yield from batch
+        ended = ended or any(e["event"] in ("workflow_finished", "error") for e in batch)
+        if not ended and (time.time() - started) // ping_interval > pings:
+            pings = int((time.time() - started) // ping_interval)
+            yield dict(PING)
     worker.join()
     for variable in document["workflow"].get("conversation_variables") or []:
         segment = pool.get(("conversation", variable["name"]))
         if segment is not None:
             conversation.variables[variable["name"]] = jsonable(segment.value)
+
+
+# --- `python -m gcite run` ------------------------------------------------------------------------------------
+
+def parse_inputs(text: str) -> dict[str, Any]:
+    """`--inputs`: a JSON object (standard JSON: no NaN or Infinity), with a clear error for anything else."""
+    def no_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON value")
+
+    try:
+        inputs = json.loads(text, parse_constant=no_constant)
+    except RecursionError:
+        raise ValueError("--inputs is nested too deeply") from None
+    except ValueError as error:
+        raise ValueError(f"--inputs is not JSON: {error}") from None
+    if not isinstance(inputs, dict):
+        raise ValueError("--inputs must be a JSON object")
+    return inputs
+

@@ -88,9 +88,63 @@ class SampleSearchHttpClient:
                             reason_phrase="OK")
 
 
-def tavily_messages(parameters: dict[str, Any], fail: bool = False) -> list[dict[str, Any]]:
-    """What the official Tavily plugin's `tavily_search` yields: one JSON message with the raw response."""
+TAVILY_SEARCH_URL = "https://api.tavily.com/search"
+# What the official plugin's `tavily-python` client raises on an HTTP 500 (`requests`' raise_for_status).
+TAVILY_OUTAGE = f"500 Server Error: Internal Server Error for url: {TAVILY_SEARCH_URL}"
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "message": {"text": text}, "meta": None}
+
+
+def tavily_messages(parameters: dict[str, Any], fail: bool = False, api_key: Any = "configured") -> list[dict[str, Any]]:
+    """What the official Tavily plugin's `tavily_search` tool yields (langgenius/dify-official-plugins,
+    tools/tavily/tools/tavily_search.py). Every failure is a text message, never a tool error, so the tool node
+    succeeds with only `text` and graphon's default `json` output `[{"data": []}]`. A search with results yields
+    the raw response as a JSON message, then the results formatted as text."""
+    if not api_key:
+        return [_text("Tavily API key is missing. Please set it in the credentials.")]
+    query = parameters.get("query", "")
+    if not query:
+        return [_text("Please input a query.")]
     if fail:
-        raise SearchUnavailable("Tavily search failed (sample outage)")
-    response = tavily_response(str(parameters.get("query", "")), int(parameters.get("max_results") or 5))
-    return [{"type": "json", "message": {"json_object": response}, "meta": None}]
+        return [_text(f"Error occurred while searching: {TAVILY_OUTAGE}")]
+    response = tavily_response(str(query), int(parameters.get("max_results") or 5))
+    if not response.get("results"):
+        return [_text(f"No results found for '{query}' in Tavily.")]
+    return [{"type": "json", "message": {"json_object": response}, "meta": None},
+            _text(tavily_results_text(response, parameters))]
+
+
+def _enabled(value: Any) -> bool:
+    return bool(value) and value not in (False, "false")
+
+
+def tavily_results_text(response: dict[str, Any], parameters: dict[str, Any]) -> str:
+    """The plugin's `_format_results_as_text`: the answer (when asked for), then each result as markdown."""
+    lines = []
+    if _enabled(parameters.get("include_answer", False)) and response.get("answer"):
+        lines.append(f"**Answer:** {response['answer']}\n")
+    for n, result in enumerate(response.get("results") or [], start=1):
+        url = result.get("url", "")
+        lines.append(f"# Result {n}: [{result.get('title', 'No Title')}]({url})\n")
+        if parameters.get("topic") == "news" and result.get("published_date"):
+            lines.append(f"**Published Date:** {result['published_date']}\n")
+        lines.append(f"**URL:** {url}\n")
+        if result.get("score", ""):
+            lines.append(f"**Relevance Score:** {result['score']}\n")
+        if result.get("content", ""):
+            lines.append(f"**Content:**\n{result['content']}\n")
+        if _enabled(parameters.get("include_raw_content", False)) and result.get("raw_content"):
+            lines.append(f"**Raw Content:**\n{result['raw_content']}\n")
+        lines.append("---\n")
+    if parameters.get("include_images", False) and response.get("images"):
+        lines.append("**Images:**\n")
+        for image in response["images"]:
+            url = image.get("url") if isinstance(image, dict) else image
+            description = image.get("description", "Tavily search result image") if isinstance(image, dict) \
+                else "Tavily search result image"
+            if url:
+                lines.append(f"![{description}]({url})\n")
+        lines.append("\n")
+    return "\n".join(lines)

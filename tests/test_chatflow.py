@@ -65,7 +65,7 @@ def shared():
 def test_chunk_list_arrives_before_the_answer_and_every_marker_names_a_chunk(kind, shared):
     events = run(kind, "巡更时发现异常怎么上报？", svc=shared)
     kinds = [e["event"] for e in events]
-    assert kinds[0] == "workflow_started" and kinds[-2:] == ["workflow_finished", "message_end"]
+    assert kinds[:2] == ["ping", "workflow_started"] and kinds[-2:] == ["message_end", "workflow_finished"]
     merge_at = next(i for i, e in enumerate(events) if e["event"] == "node_finished"
                     and "chunk_metadata" in (e["data"]["outputs"] or {}))
     assert merge_at < kinds.index("message")
@@ -74,8 +74,8 @@ def test_chunk_list_arrives_before_the_answer_and_every_marker_names_a_chunk(kin
     answer = answer_of(events)
     cited = re.findall(r"\[C:(\d+)\]", answer)
     assert cited and set(cited) <= {c["id"] for c in chunks}
-    assert events[-2]["data"]["status"] == "succeeded"
-    assert events[-2]["data"]["outputs"]["answer"] == answer
+    assert events[-1]["data"]["status"] == "succeeded"
+    assert events[-1]["data"]["outputs"]["answer"] == answer
     validated = finished(events, "validate")["outputs"]
     assert validated["status"] == "cited" and validated["invalid_ids"] == []
     assert validated["references_by_marker_markdown"] in answer  # the Answer node streamed the reference list
@@ -87,7 +87,7 @@ def test_an_empty_knowledge_base_and_no_web_results_give_the_insufficient_answer
                    search_http=SampleSearchHttpClient(fail=True), tavily_fail=True)
     events = run(kind, "今天天气怎么样？", svc=svc)
     svc.close()
-    assert events[-1]["event"] == "message_end" and not any(e["event"] == "error" for e in events)
+    assert events[-1]["event"] == "workflow_finished" and not any(e["event"] == "error" for e in events)
     assert finished(events, "merge")["outputs"]["chunk_count"] == 0
     assert answer_of(events).startswith(dsl_build.INSUFFICIENT)
     assert finished(events, "validate")["outputs"]["status"] == "insufficient_evidence"
@@ -98,12 +98,17 @@ def test_a_failed_web_search_falls_back_to_the_knowledge_base(kind):
     svc = services(search_http=SampleSearchHttpClient(fail=True), tavily_fail=True)
     events = run(kind, "巡更时发现异常怎么上报？", svc=svc)
     svc.close()
-    assert finished(events, "web")["status"] == "exception"
+    web = finished(events, "web")
+    if kind == "plugin":  # the official Tavily tool reports a failure as text; the node succeeds
+        assert web["status"] == "succeeded" and web["outputs"]["json"] == [{"data": []}]
+        assert web["outputs"]["text"].startswith("Error occurred while searching: ")
+    else:  # the HTTP Request node fails on Bocha's 500 and takes its default value
+        assert web["status"] == "exception"
     chunks = finished(events, "merge")["outputs"]["chunk_metadata"]
     assert chunks and {c["source_type"] for c in chunks} == {"rag"}
     assert re.search(r"\[C:1\]", answer_of(events))
-    assert events[-2]["event"] == "workflow_finished" and events[-2]["data"]["status"] == "partial-succeeded"
-    assert events[-1]["event"] == "message_end"
+    assert [e["event"] for e in events[-2:]] == ["message_end", "workflow_finished"]
+    assert events[-1]["data"]["status"] == ("succeeded" if kind == "plugin" else "partial-succeeded")
 
 
 @pytest.mark.parametrize("kind", sorted(DSLS))
@@ -117,13 +122,17 @@ def test_a_user_without_the_role_never_sees_a_restricted_chunk_anywhere_in_the_s
         assert "doc-hvac" not in stream  # not even its ids, in any node's outputs (Knowledge Retrieval's included)
 
 
-def test_knowledge_retrieval_applies_the_pre_filter_conditions(shared):
-    events = run("code", "访客登记和冷水机组", roles="前台", svc=shared)
+def test_knowledge_retrieval_applies_the_pre_filter_conditions():
+    seen = []
+    svc = services(retrieval_log=seen.append)
+    events = run("code", "访客登记和冷水机组", roles="前台", svc=svc)
+    svc.close()
     kr = finished(events, "kr")
     ids = {item["metadata"]["document_id"] for item in kr["outputs"]["result"]}
     assert "doc-visitor" in ids and "doc-hvac" not in ids
-    conditions = kr["process_data"]["metadata_filtering_conditions"]["conditions"]
+    conditions = seen[0]["metadata_filtering_conditions"]["conditions"]
     assert {"name": "access_roles", "comparison_operator": "contains", "value": ",前台,", "id": "acl-004"} in conditions
+    assert "doc-hvac" not in seen[0]["admitted"] and "doc-visitor" in seen[0]["admitted"]
 
 
 @pytest.mark.parametrize("kind", sorted(DSLS))
@@ -215,9 +224,10 @@ def test_run_command_prints_the_service_api_stream(tmp_path):
                            "--inputs", '{"user_roles": "前台"}'], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     blocks = done.stdout.split("\n\n")
-    assert blocks[-1] == "" and all(b.startswith("data: ") for b in blocks[:-1])
-    events = [json.loads(b[6:]) for b in blocks[:-1]]
-    assert events[0]["event"] == "workflow_started" and events[-1]["event"] == "message_end"
+    assert blocks[0] == "event: ping" and blocks[-1] == ""
+    assert all(b.startswith("data: ") or b == "event: ping" for b in blocks[:-1])
+    events = [json.loads(b[6:]) for b in blocks[:-1] if b != "event: ping"]
+    assert events[0]["event"] == "workflow_started" and events[-1]["event"] == "workflow_finished"
     assert {"node_started", "node_finished", "message", "workflow_finished"} <= {e["event"] for e in events}
 
 

@@ -213,7 +213,7 @@ def test_build_dsl_with_more_slots_a_language_and_a_persona(tmp_path, capsys):
         svc.close()
     roles = next(e["data"]["outputs"] for e in events if e["event"] == "node_finished"
                  and e["data"]["node_id"] == "acl_roles")
-    assert roles["role_count"] == 5 and events[-1]["event"] == "message_end"
+    assert roles["role_count"] == 5 and [e["event"] for e in events][-2:] == ["message_end", "workflow_finished"]
     assert not any(e["event"] == "error" for e in events)
 
 
