@@ -32,12 +32,19 @@ MAX_RANGE_IDS = 20
 FENCE = "```"
 INSUFFICIENT_DEFAULT = "根据现有资料无法确定"
 
+# Joining the text around a removed marker (see `Joiner`)
+HSPACE = " \t\u00a0\u3000"
+CLOSING = frozenset(",.;:!?)]}»”’，。；：！？、）】』」》〉…")
+MAX_HELD_SPACE = 16
+BREAKER = "…"  # stands where a removed marker would otherwise let the text around it form a marker
+
 TEXT_STOPS = re.compile("[`\n" + re.escape("".join(BRACKETS)) + "]")
 CODE_STOPS = re.compile("[`\n]")
 
 LINK_SCHEMES = ("http", "https")
 HIDDEN_SCHEMES = ("javascript", "vbscript", "data", "file")
-MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]()!|~])")  # inline markup; text never starts a line here
+MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]()!|~])")  # inline markup
+BLOCK_START = re.compile(r"[#+=-]|\d{1,9}(?=[.)])")  # what would start a heading, list or rule at a line's start
 CITATION_FIELDS = ("document_title", "source_type", "url", "display_subtitle", "site_name", "published_date")
 
 
@@ -77,6 +84,8 @@ def parse_chunk_metadata(value):
             value = json.loads(value)
         except ValueError:
             raise ValueError(f"chunk_metadata: not valid JSON: {value[:80]!r}") from None
+        except RecursionError:
+            raise ValueError("chunk_metadata: JSON nested too deeply") from None
     if isinstance(value, dict) and isinstance(value.get("chunk_metadata"), list):
         value = value["chunk_metadata"]
     if not isinstance(value, list):
@@ -85,12 +94,37 @@ def parse_chunk_metadata(value):
     for position, chunk in enumerate(value):
         if not isinstance(chunk, dict):
             raise ValueError(f"chunk_metadata[{position}]: expected an object, got {type(chunk).__name__}")
-        try:
-            chunk_id = int(str(chunk.get("id")).strip())
-        except ValueError:
-            raise ValueError(f"chunk_metadata[{position}]: id {chunk.get('id')!r} is not a number") from None
-        chunks[chunk_id] = chunk
+        chunks[chunk_id_of(chunk.get("id"), position)] = chunk
     return chunks
+
+
+def chunk_id_of(value, position):
+    """A chunk's id as an int: digits as text or a number; a float counts when it is a whole number (1.0 is 1)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().isdigit() and value.strip().isascii():
+        digits = value.strip()
+        if len(digits) <= 1000:
+            return int(digits)
+    shown = repr(value) if isinstance(value, (str, int, float)) else type(value).__name__
+    raise ValueError(f"chunk_metadata[{position}].id: {shown[:80]} is not a whole number")
+
+
+def field_text(value, field):
+    """A chunk field as text: text as is, a number as its digits; any other value (object, list, true/false,
+    null, a url that is not text) is left out as ""."""
+    if isinstance(value, str):
+        return value
+    if field != "url" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, float):
+            if value != value or value in (float("inf"), float("-inf")):
+                return ""
+            if value.is_integer() and abs(value) < 1e16:
+                return str(int(value))
+        return str(value)
+    return ""
 
 
 def parse_phrases(value):
@@ -121,14 +155,24 @@ def url_scheme(url):
         return ""
 
 
+def escape_block_start(text):
+    """Backslash what would make a line a heading, list item or rule (`# H`, `- x`, `---`, `1. x`)."""
+    match = BLOCK_START.match(text)
+    if not match:
+        return text
+    at = match.end() if match.group().isdigit() else 0
+    return text[:at] + "\\" + text[at:]
+
+
 def reference_line(citation):
     title = escape_markdown(citation["document_title"] or f"C:{citation['id']}")
-    url = (citation.get("url") or "").strip()
+    url = citation.get("url") or ""
+    url = url.strip() if isinstance(url, str) else ""
     scheme = url_scheme(url)
     if scheme in LINK_SCHEMES and urlsplit(url).netloc:
         line = f"[{title}]({quote(url, safe=':/?#@!$&*+,;=%~-._')})"
     else:
-        line = title
+        line = escape_block_start(title)
     if citation.get("display_subtitle"):
         line += " — " + escape_markdown(citation["display_subtitle"])
     if url and scheme not in LINK_SCHEMES and scheme not in HIDDEN_SCHEMES:
@@ -144,12 +188,95 @@ def references_by_marker_markdown(citations):
     return "\n".join(f"- [C:{c['id']}] {reference_line(c)}" for c in citations)
 
 
+# --- Joining the text around removed markers ------------------------------------------------------------
+
+class Joiner:
+    """Joins the text on both sides of a removed marker, for one output (`answer` or `answer_without_markers`).
+
+    - No stray space: the horizontal whitespace just before a removed marker (or a run of removed markers) is
+      dropped when what follows the run is closing punctuation, whitespace, a line break or the end of the answer
+      (`15 days [C:1], then` -> `15 days, then`; `see [C:1] more` -> `see more`); it is kept before a word.
+      To decide, trailing whitespace is held back, at most 16 characters.
+    - Never a new marker: where the text before a removed marker could still grow into a marker (`[C:3 ` in
+      `[C:3 [C:1]]`), or where the line so far is only backticks and a backtick follows (the two would form a
+      code fence), "…" stands in the marker's place.
+    The decisions depend only on the characters, never on how the answer was split into deltas.
+    """
+
+    def __init__(self):
+        self.held = ""  # trailing horizontal whitespace, not yet shown
+        self.gap = False  # a marker was removed since the last text
+        self.head = ""  # text shown since its last opening bracket, while that could still become a marker
+        self.ticks_only = True  # the line shown so far holds only backticks (or nothing)
+
+    def _emit(self, text, out):
+        if not text:
+            return
+        out.append(text)
+        at = max(text.rfind(bracket) for bracket in BRACKETS)
+        if at >= 0:
+            head = text[at:]
+        elif self.head:
+            head = self.head + text
+        else:
+            head = ""
+        self.head = head if head and could_become_marker(head) else ""
+        at = text.rfind("\n")
+        if at >= 0:
+            self.ticks_only = not text[at + 1:].strip("`")
+        elif self.ticks_only:
+            self.ticks_only = not text.strip("`")
+
+    def text(self, text, out):
+        if not text:
+            return
+        if self.gap:
+            self.gap = False
+            first = text[0]
+            if first in HSPACE or first in "\r\n" or first in CLOSING:
+                self.held = ""
+            elif first == "`" and not self.held and self.ticks_only:
+                self._emit(BREAKER, out)
+        body = text.rstrip(HSPACE)
+        if body:
+            self._emit(self.held + body, out)
+            self.held = text[len(body):]
+        else:
+            self.held += text
+        if len(self.held) > MAX_HELD_SPACE:
+            cut = len(self.held) - MAX_HELD_SPACE
+            self._emit(self.held[:cut], out)
+            self.held = self.held[cut:]
+
+    def removed(self, out, cite=None):
+        """A marker removed here; `cite` (a citation piece) goes into `out` at this place."""
+        if self.head:
+            self._emit(self.held + BREAKER, out)
+            self.held = ""
+        if cite is not None:
+            out.append(cite)
+        self.gap = True
+
+    def rendered(self, text, out):
+        """A marker shown as display numbers (`[1][2]`)."""
+        self.gap = False
+        self._emit(self.held + text, out)
+        self.held = ""
+
+    def finish(self, out):
+        if not self.gap:
+            self._emit(self.held, out)
+        self.held = ""
+        self.gap = False
+
+
 # --- The scanner -----------------------------------------------------------------------------------------
 
 class CitationStream:
     """Feed an answer delta by delta; each `feed` returns the text that is safe to show now.
 
-    Holds back at most one unfinished marker (under 64 characters). Total cost is linear in the answer.
+    Holds back at most one unfinished marker (under 64 characters, `pending`) and at most 16 characters of
+    trailing whitespace (to drop it if a removed marker and punctuation follow). Total cost is linear in the answer.
     """
 
     def __init__(self, chunk_metadata=None, insufficient_phrases=INSUFFICIENT_DEFAULT):
@@ -165,12 +292,31 @@ class CitationStream:
         self._fresh = []
         self._raw = []
         self._shown = []
-        self._plain = []  # the answer with every marker removed, for conversation memory
+        self._plain = []  # the answer with every marker removed (text) and citation pieces where markers stood
+        self._answer_joiner = Joiner()
+        self._plain_joiner = Joiner()
         self._finished = False
 
     # public API
 
     def feed(self, delta):
+        return "".join(self._feed(delta)[0])
+
+    def feed_pieces(self, delta):
+        """Like `feed`, but returns what is safe to show as pieces, in order:
+        `{"type": "text", "text": ...}` (never any part of a marker) and
+        `{"type": "cite", "numbers": [...], "ids": [...], "new": [...]}` where a marker stood (`new`: the numbers
+        shown for the first time). The text pieces of a whole stream join to `answer_without_markers`."""
+        return pieces_of(self._feed(delta)[1])
+
+    def finish(self):
+        return "".join(self._finish()[0])
+
+    def finish_pieces(self):
+        """Like `finish`, as pieces (see `feed_pieces`)."""
+        return pieces_of(self._finish()[1])
+
+    def _feed(self, delta):
         if self._finished:
             raise ValueError("answer: the stream is finished; start a new CitationStream")
         if not isinstance(delta, str):
@@ -181,41 +327,18 @@ class CitationStream:
         self._scan(delta, out)
         return self._show(out)
 
-    def feed_pieces(self, delta):
-        """Like `feed`, but returns what is safe to show as pieces, in order:
-        `{"type": "text", "text": ...}` (never any part of a marker) and
-        `{"type": "cite", "numbers": [...], "ids": [...], "new": [...]}` where a marker stood (`new`: the numbers
-        shown for the first time). The text pieces of a whole stream join to `answer_without_markers`."""
+    def _finish(self):
         if self._finished:
-            raise ValueError("answer: the stream is finished; start a new CitationStream")
-        if not isinstance(delta, str):
-            raise ValueError(f"answer: each delta must be text, got {type(delta).__name__}")
-        self._fresh = []
-        self._raw.append(delta)
-        out = []
-        self._scan(delta, out)
-        self._show(out)
-        return pieces_of(out)
-
-    def finish(self):
-        return self._show(self._finish_out())
-
-    def finish_pieces(self):
-        """Like `finish`, as pieces (see `feed_pieces`)."""
-        return pieces_of(self._finish_out())
-
-    def _finish_out(self):
-        if self._finished:
-            return []
+            return [], []
         self._fresh = []
         out = [self._candidate]
         self._candidate = ""
         self._finished = True
-        return out
+        return self._show(out, final=True)
 
     @property
     def pending(self):
-        """The text held back: an unfinished marker candidate, never longer than 63 characters."""
+        """The unfinished marker candidate held back, never longer than 63 characters."""
         return self._candidate
 
     def new_citations(self):
@@ -233,7 +356,7 @@ class CitationStream:
             status = "cited" if citations else "uncited"
         return {
             "answer": "".join(self._shown),
-            "answer_without_markers": "".join(self._plain),
+            "answer_without_markers": "".join(p for p in self._plain if isinstance(p, str)),
             "citations": citations,
             "id_map": {c["id"]: c["index"] for c in citations},
             "invalid_ids": list(self._invalid),
@@ -244,11 +367,27 @@ class CitationStream:
 
     # scanning
 
-    def _show(self, out):
-        text = "".join(piece if isinstance(piece, str) else piece[0] for piece in out)
-        self._shown.append(text)
-        self._plain.extend(piece for piece in out if isinstance(piece, str))
-        return text
+    def _show(self, out, final=False):
+        """The scanner's output through both joiners: (answer text parts, plain text parts and citation pieces)."""
+        shown, plain = [], []
+        for piece in out:
+            if isinstance(piece, str):
+                self._answer_joiner.text(piece, shown)
+                self._plain_joiner.text(piece, plain)
+                continue
+            text, numbers, ids, new = piece
+            cite = {"type": "cite", "numbers": numbers, "ids": ids, "new": new} if numbers else None
+            self._plain_joiner.removed(plain, cite)
+            if text:
+                self._answer_joiner.rendered(text, shown)
+            else:
+                self._answer_joiner.removed(shown)
+        if final:
+            self._answer_joiner.finish(shown)
+            self._plain_joiner.finish(plain)
+        self._shown.extend(shown)
+        self._plain.extend(plain)
+        return shown, plain
 
     def _scan(self, text, out):
         i, n = 0, len(text)
@@ -319,8 +458,7 @@ class CitationStream:
                 citation = {"index": self._index_of[key], "id": key, "count": 0}
                 chunk = (self._chunks or {}).get(chunk_id, {})
                 for field in CITATION_FIELDS:
-                    value = chunk.get(field)
-                    citation[field] = "" if value is None else value
+                    citation[field] = field_text(chunk.get(field), field)
                 self._citations.append(citation)
                 self._fresh.append(citation)
                 new.append(self._index_of[key])
@@ -331,19 +469,20 @@ class CitationStream:
         return "".join(f"[{number}]" for number in sorted(shown)), numbers, ids_shown, sorted(new)
 
 
-def pieces_of(out):
-    """The scanner's output as text and citation pieces, adjacent text joined, empty pieces dropped."""
+def pieces_of(parts):
+    """Text parts and citation pieces as pieces, adjacent text joined, empty text dropped."""
     pieces = []
-    for piece in out:
-        if isinstance(piece, str):
-            if not piece:
+    for part in parts:
+        if isinstance(part, str):
+            if not part:
                 continue
             if pieces and pieces[-1]["type"] == "text":
-                pieces[-1]["text"] += piece
+                pieces[-1]["text"] += part
             else:
-                pieces.append({"type": "text", "text": piece})
-        elif piece[1]:
-            pieces.append({"type": "cite", "numbers": list(piece[1]), "ids": list(piece[2]), "new": list(piece[3])})
+                pieces.append({"type": "text", "text": part})
+        else:
+            pieces.append({"type": "cite", "numbers": list(part["numbers"]), "ids": list(part["ids"]),
+                           "new": list(part["new"])})
     return pieces
 
 

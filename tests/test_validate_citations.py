@@ -200,11 +200,11 @@ def test_a_marker_split_across_deltas_is_never_shown_in_part():
 
 def test_a_bracket_that_never_closes_is_released_as_text():
     stream = CitationStream(CHUNKS)
-    assert stream.feed("a [") == "a "
-    assert stream.feed("C:1 and more") == "[C:1 and more"
+    assert stream.feed("a [") == "a"  # the space waits: a removed marker and punctuation may follow
+    assert stream.feed("C:1 and more") == " [C:1 and more"
     stream = CitationStream(CHUNKS)
-    assert stream.feed("tail [C:1") == "tail "
-    assert stream.finish() == "[C:1"
+    assert stream.feed("tail [C:1") == "tail"
+    assert stream.finish() == " [C:1"
     assert stream.result()["answer"] == "tail [C:1"
 
 
@@ -296,3 +296,111 @@ def test_pieces_stream_equals_batch_for_any_answer_and_any_split(answer, cuts, k
     assert [p for p in streamed if p["type"] == "cite"] == [p for p in whole if p["type"] == "cite"]
     assert [n for p in streamed if p["type"] == "cite" for n in p["new"]] == [c["index"] for c in expected["citations"]]
     assert stream.result()["citations"] == expected["citations"]
+
+
+# --- hostile inputs (issue 10) ----------------------------------------------------------------------------
+
+def test_non_text_chunk_fields_are_shown_as_text_or_left_out():
+    result = main("[C:1]", [{"id": "1", "url": 5}])
+    assert result["citations"][0]["url"] == "" and result["references_markdown"] == "1. C:1"
+    odd = {"id": "1", "document_title": 2024, "display_subtitle": 1.5, "site_name": {"a": 1}, "source_type": True,
+           "published_date": ["2024"], "url": ["https://a.b"]}
+    citation = main("[C:1]", [odd])["citations"][0]
+    assert (citation["document_title"], citation["display_subtitle"], citation["site_name"], citation["source_type"],
+            citation["published_date"], citation["url"]) == ("2024", "1.5", "", "", "", "")
+    assert main("[C:1]", [{"id": "1", "document_title": float("nan")}])["citations"][0]["document_title"] == ""
+
+
+@pytest.mark.parametrize("answer,chunks,plain", [
+    ("[C:3\u00a0[C:1,C:2]]", None, "[C:3\u00a0…]"),
+    ("【C:3 [C:1] , 4】", None, "【C:3 … , 4】"),
+    ("[C [C:1]:5]", None, "[C …:5]"),
+    ("[C:3 [C:4 [C:1]]]", None, "[C:3 [C:4 …]]"),
+    ("[C:1]```\n```\n[C:5]", None, "…```\n```\n[C:5]"),
+    ("```\n```[C:1]`[C:5]", None, "```\n```…`[C:5]"),
+    ("[C:1]`code` b", None, "…`code` b"),
+])
+def test_removing_markers_never_creates_one(answer, chunks, plain):
+    result = main(answer, chunks)
+    assert result["answer_without_markers"] == plain
+    assert main(plain, None)["citations"] == []
+
+
+def test_an_invalid_marker_removed_from_the_answer_never_leaves_a_marker():
+    result = main("[C:3 [C:99]]", CHUNKS)
+    assert result["answer"] == "[C:3 …]" and main(result["answer"], None)["citations"] == []
+
+
+@pytest.mark.parametrize("answer,plain", [
+    ("It takes 15 days [C:1], then 3 days [C:2].", "It takes 15 days, then 3 days."),
+    ("需要 15 天 [C:1]，然后 3 天【C：2】。", "需要 15 天，然后 3 天。"),
+    ("see [C:1] more", "see more"),
+    ("see [C:1][C:2] more", "see more"),
+    ("see [C:1] [C:2] more", "see more"),
+    ("see [C:1]more", "see more"),
+    ("end [C:1]\nnext", "end\nnext"),
+    ("end [C:1]", "end"),
+    ("trailing space kept  ", "trailing space kept  "),
+    ("a [b] c", "a [b] c"),
+])
+def test_no_stray_space_where_a_marker_was_removed(answer, plain):
+    assert main(answer, None)["answer_without_markers"] == plain
+
+
+def test_the_answer_keeps_the_space_before_a_shown_number_and_drops_it_for_a_removed_one():
+    assert main("It takes 15 days [C:1], then 3 days [C:99].", CHUNKS)["answer"] == "It takes 15 days [1], then 3 days."
+
+
+@pytest.mark.parametrize("title,line", [
+    ("# H", "1. \\# H"),
+    ("- x", "1. \\- x"),
+    ("---", "1. \\---"),
+    ("+ y", "1. \\+ y"),
+    ("1. x", "1. 1\\. x"),
+    ("2) x", "1. 2\\) x"),
+    ("=== ", "1. \\==="),
+    ("Plain", "1. Plain"),
+])
+def test_titles_never_start_a_markdown_block(title, line):
+    assert main("[C:1]", [chunk(1, document_title=title)])["references_markdown"] == line
+
+
+def test_a_whole_float_id_is_that_integer_and_other_ids_are_errors_naming_the_input():
+    assert main("x[C:1]", [{"id": 1.0}])["id_map"] == {"1": 1}
+    assert main("x", [{"id": 1.0}])["invalid_ids"] == []
+    for bad in (1.5, float("nan"), True, None, "1.0", "-1", [1]):
+        with pytest.raises(ValueError, match=r"chunk_metadata\[0\]\.id"):
+            main("x", [{"id": bad}])
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000, '[{"id": "1", "x": ' + "[" * 50_000 + "]" * 50_000 + "}]",
+                                  '{"a":' * 50_000])
+def test_deeply_nested_json_is_an_error_naming_the_input(text):
+    with pytest.raises(ValueError, match="chunk_metadata"):
+        main("x", text)
+
+
+MARKER_PARTS = st.sampled_from(["[", "]", "【", "】", "［", "］", "C", ":", "：", ",", "-", " ", "\u00a0", "`", "```",
+                                "\n", "1", "2", "99", "x", ".", "，", "。", "[C:1]", "[C:99]", "[C:2,3]"])
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(MARKER_PARTS, max_size=50).map("".join), st.lists(st.integers(min_value=0, max_value=300), max_size=10),
+       st.booleans())
+def test_outputs_hold_no_marker_and_stream_equals_batch(answer, cuts, known):
+    chunks = CHUNKS[:5] if known else None
+    result = main(answer, chunks)
+    assert main(result["answer_without_markers"], None)["citations"] == []
+    assert main(result["answer"], None)["citations"] == []
+    cuts = [c for c in cuts if c <= len(answer)]
+    streamed, _ = stream_pieces(answer, cuts, chunks)
+    assert "".join(p["text"] for p in streamed if p["type"] == "text") == result["answer_without_markers"]
+    text, _ = feed_all(answer, cuts, chunks)
+    assert "".join(text) == result["answer"]
+
+
+def test_the_plugin_tool_shows_non_text_fields_as_text_or_leaves_them_out():
+    from tests import sdk
+    variables = sdk.invoke(sdk.registration(), "validate_citations",
+                           {"answer": "[C:1]", "chunk_metadata": [{"id": "1", "url": 5, "document_title": 7}]})
+    assert variables["citations"][0]["url"] == "" and variables["references_markdown"] == "1. 7"
