@@ -404,3 +404,43 @@ def test_the_plugin_tool_shows_non_text_fields_as_text_or_leaves_them_out():
     variables = sdk.invoke(sdk.registration(), "validate_citations",
                            {"answer": "[C:1]", "chunk_metadata": [{"id": "1", "url": 5, "document_title": 7}]})
     assert variables["citations"][0]["url"] == "" and variables["references_markdown"] == "1. 7"
+
+
+# --- every list is capped for Dify's Code-node limits (issue 9) ------------------------------------------
+
+def test_forty_unknown_ids_are_capped_with_a_count_of_the_rest():
+    result = main("a[C:4-23][C:24-43]", CHUNKS[:3])
+    assert len(result["invalid_ids"]) == 30
+    assert result["invalid_ids"][:29] == [str(i) for i in range(4, 33)]
+    assert result["invalid_ids"][29] == "…and 11 more"
+    assert len(main("a[C:4-23][C:24-33]", CHUNKS[:3])["invalid_ids"]) == 30  # exactly 30: nothing to count
+    assert main("a[C:4-23][C:24-33]", CHUNKS[:3])["invalid_ids"][-1] == "33"
+
+
+def test_more_than_thirty_citations_end_with_a_summary_entry():
+    chunks = [{"id": str(i), "document_title": f"D{i}"} for i in range(1, 41)]
+    answer = "".join(f"s{i}[C:{i}]" for i in range(1, 41)) + "[C:40]"
+    result = main(answer, chunks)
+    assert len(result["citations"]) == 30
+    assert [c["id"] for c in result["citations"][:29]] == [str(i) for i in range(1, 30)]
+    summary = result["citations"][29]
+    assert (summary["index"], summary["id"], summary["count"]) == (0, "", 12)
+    assert "11 more" in summary["document_title"] and set(summary) == set(result["citations"][0])
+    assert len(result["id_map"]) == 40 and result["references_markdown"].count("\n") == 39
+    assert main(answer, chunks, max_list_items=None)["citations"][29]["id"] == "30"
+
+
+def test_the_stream_and_the_plugin_tool_keep_longer_lists():
+    stream = CitationStream(CHUNKS[:3])
+    stream.feed("a[C:4-23][C:24-43]")
+    assert len(stream.result()["invalid_ids"]) == 40
+    from tests import sdk
+    variables = sdk.invoke(sdk.registration(), "validate_citations",
+                           {"answer": "a[C:4-23][C:24-43]", "chunk_metadata": CHUNKS[:3]})
+    assert len(variables["invalid_ids"]) == 40
+
+
+@pytest.mark.parametrize("bad", [0, 1, "30", 2.5, True])
+def test_max_list_items_must_be_a_whole_number(bad):
+    with pytest.raises(ValueError, match="max_list_items"):
+        main("x", None, max_list_items=bad)
