@@ -30,7 +30,10 @@ MARKER_HEAD = re.compile(f"{SPACE}(?:[Cc]{SPACE}(?:{COLON}[ \t\u00a0\u3000\\d,�
 MAX_MARKER_LENGTH = 64
 MAX_RANGE_IDS = 20
 FENCE = "```"
-INSUFFICIENT_DEFAULT = "根据现有资料无法确定"
+# The refusals the chatflows' prompts ask for (Chinese, English); matched case-insensitively, whitespace-tolerant,
+# and a phrase's own trailing punctuation is not required.
+INSUFFICIENT_DEFAULT = "根据现有资料无法确定|The available sources do not answer this question"
+PHRASE_END = " \t.。!！?？,，;；:：…\"'”’"
 
 # Joining the text around a removed marker (see `Joiner`)
 HSPACE = " \t\u00a0\u3000"
@@ -136,7 +139,17 @@ def parse_phrases(value):
         items = re.split(r"[\n|]", value)
     else:
         raise ValueError(f"insufficient_phrases: expected text, got {type(value).__name__}")
-    return [str(p).strip() for p in items if str(p).strip()]
+    phrases = []
+    for item in items:
+        phrase = normal_text(str(item).rstrip(PHRASE_END))
+        if phrase and phrase not in phrases:
+            phrases.append(phrase)
+    return phrases
+
+
+def normal_text(text):
+    """Text for phrase matching: case folded, every run of whitespace one space."""
+    return " ".join(text.split()).casefold()
 
 
 # --- Rendering the references ----------------------------------------------------------------------------
@@ -348,15 +361,16 @@ class CitationStream:
     def result(self):
         if not self._finished:
             self.finish()
-        raw = "".join(self._raw)
         citations = [dict(c) for c in self._citations]
-        if any(p in raw for p in self._phrases):
+        plain = "".join(p for p in self._plain if isinstance(p, str))
+        said = normal_text(plain) if self._phrases else ""
+        if any(p in said for p in self._phrases):
             status = "insufficient_evidence"
         else:
             status = "cited" if citations else "uncited"
         return {
             "answer": "".join(self._shown),
-            "answer_without_markers": "".join(p for p in self._plain if isinstance(p, str)),
+            "answer_without_markers": plain,
             "citations": citations,
             "id_map": {c["id"]: c["index"] for c in citations},
             "invalid_ids": list(self._invalid),

@@ -444,3 +444,33 @@ def test_the_stream_and_the_plugin_tool_keep_longer_lists():
 def test_max_list_items_must_be_a_whole_number(bad):
     with pytest.raises(ValueError, match="max_list_items"):
         main("x", None, max_list_items=bad)
+
+
+# --- the refusal phrases (issue 14) -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("answer", [
+    "根据现有资料无法确定。",
+    "根据现有资料无法确定",
+    "抱歉，根据现有资料无法确定！",
+    "The available sources do not answer this question.",
+    "the available sources do not answer this question",
+    "THE AVAILABLE SOURCES DO NOT ANSWER THIS QUESTION!",
+    "Sorry. The available  sources do\nnot answer this question…",
+])
+def test_the_default_phrases_recognise_both_refusals(answer):
+    assert main(answer, CHUNKS)["status"] == "insufficient_evidence"
+    stream = CitationStream(CHUNKS)
+    for part in answer:
+        stream.feed(part)
+    assert stream.result()["status"] == "insufficient_evidence"
+
+
+@pytest.mark.parametrize("answer", ["The available sources answer this question [C:1].", "根据现有资料可以确定[C:1]。",
+                                    "The sources do not answer this question."])
+def test_answers_that_are_not_refusals(answer):
+    assert main(answer, CHUNKS)["status"] != "insufficient_evidence"
+
+
+def test_a_phrase_given_with_trailing_punctuation_still_matches():
+    assert main("No data here", CHUNKS, "no data here.")["status"] == "insufficient_evidence"
+    assert main("无可奉告", CHUNKS, "无可奉告。|x")["status"] == "insufficient_evidence"
