@@ -15,6 +15,8 @@ The marker grammar (here and nowhere else in this file):
 
 import json
 import re
+import unicodedata
+from bisect import bisect_left
 from urllib.parse import quote, urlsplit
 
 # --- The marker grammar ----------------------------------------------------------------------------------
@@ -201,6 +203,289 @@ def references_by_marker_markdown(citations):
     return "\n".join(f"- [C:{c['id']}] {reference_line(c)}" for c in citations)
 
 
+# --- The support check -----------------------------------------------------------------------------------
+# Does the cited chunk back the sentence that cites it? A lexical proxy that needs no model and no tokenizer:
+# the share of the sentence's content found in the chunk (README: "The support check").
+
+SUPPORT_THRESHOLD = 0.45  # chosen from the labelled set tests/data/support_pairs.json (`make bench` prints why)
+CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+STOP_CHARS = frozenset("的了是在和与及或等也都就而且这那个之其把被为对从到以于将并要会着过您你我他她它们吗呢吧啊请")
+STOP_CHAR = re.compile("[" + "".join(sorted(STOP_CHARS)) + "]")
+CJK_RUNS = re.compile(f"[{CJK}]+")
+CODE_TOKENS = re.compile(r"\b(?:[A-Za-z]+\d[A-Za-z0-9]*|\d+[A-Za-z][A-Za-z0-9]*)")
+NUMBER_TOKENS = re.compile(r"\d+(?:\.\d+)?")
+WORD_TOKENS = re.compile("[A-Za-z\u00c0-\u024f]+")
+STOP_WORDS = frozenset(
+    "a an the and or of to in on at for by with from is are was were be been being it its this that these those as if "
+    "then than so do does did can could will would should may might must shall has have had there their they them "
+    "you your we our he she his her which who whom what when where how also all any each such into about up out "
+    "more most other some very just but i me my".split())
+WEIGHT_EXACT = 3.0  # a number or a code (B2, GB50016): the facts a wrong citation most often gets wrong
+WEIGHT_NAME = 2.0  # a capitalised word inside a sentence
+WEIGHT_CHAR = 0.5  # one Chinese character (a bigram weighs 1, or 0.5 with a stop character)
+WEIGHT_QUESTION = 0.3  # factor for what the question itself says (repeating it proves nothing)
+MISSING_EXACT = 0.5  # factor per number or code of the sentence that the chunk does not contain
+MIN_FACTUAL_WEIGHT = 3.0  # less content than this is never judged "factual" (greetings, "如下：")
+
+SENTENCE_END = re.compile(rf"(?:[。！？!?；;]+|\.(?=\s|$|[{CJK}])|…+(?=\s|$))[”’\"'）)】」』]*")
+LINE_MARK = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)、]|#{1,6}|>)[ \t]+)*")
+INLINE_CODE = re.compile(r"`[^`\n]*`?")
+TABLE_RULE = re.compile(r"[ \t]*\|?[ \t:|-]*-[ \t:|-]*")
+MAX_SENTENCE_SHOWN = 300
+
+
+EN_NUMBERS = {word: n for n, word in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen".split())}
+EN_NUMBERS.update({word: 10 * n for n, word in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)})
+ORDINAL = re.compile(r"(?<=\d)(?:st|nd|rd|th|d)\b", re.IGNORECASE)
+ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+ZH_NUMBER = re.compile("[零一二两三四五六七八九十百千]+(?=[个天次楼层人元分年月日点号周岁小倍位条])")
+
+
+def zh_number(text):
+    """A Chinese numeral (below 10,000) as an int, or None."""
+    total = digit = 0
+    for char in text:
+        if char in ZH_DIGITS:
+            digit = ZH_DIGITS[char]
+        else:
+            unit = {"十": 10, "百": 100, "千": 1000}[char]
+            total += (digit or 1) * unit
+            digit = 0
+    total += digit
+    return total if text not in ("零",) or total == 0 else None
+
+
+def number_words(words, exact):
+    """`words` without the number words, which go into `exact` as numbers ("twenty five" -> #25)."""
+    kept = []
+    skip = False
+    for position, word in enumerate(words):
+        if skip:
+            skip = False
+            continue
+        value = EN_NUMBERS.get(word.casefold())
+        if value is None:
+            kept.append(word)
+            continue
+        if value >= 20 and position + 1 < len(words) and 0 < EN_NUMBERS.get(words[position + 1].casefold(), 10) < 10:
+            value += EN_NUMBERS[words[position + 1].casefold()]
+            skip = True
+        exact.add(f"#{value}")
+    return kept
+
+
+WORD_UNITS = {}  # word -> its unit ("" for a stop word), a bounded cache
+
+
+def word_unit(word):
+    """A lower-case word's unit: its first five letters after a plural s; "" for a stop word."""
+    unit = WORD_UNITS.get(word)
+    if unit is None:
+        stem = word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+        unit = "" if word in STOP_WORDS else stem[:5]
+        if len(WORD_UNITS) < 20_000:
+            WORD_UNITS[word] = unit
+    return unit
+
+
+def number_unit(number):
+    """`#` and the number without leading or trailing zeros (`08` -> `#8`, `3.50` -> `#3.5`)."""
+    whole, _, fraction = number.partition(".")
+    fraction = fraction.rstrip("0")
+    return "#" + (whole.lstrip("0") or "0") + ("." + fraction if fraction else "")
+
+
+def content_units(text, question=None, weights=True):
+    """{unit: weight} of a text: the characters and character bigrams of Chinese runs, word stems, numbers and
+    codes (`#…`; number words and Chinese numerals before a measure word count as numbers). With weights=False,
+    just the set of units (a chunk's side)."""
+    text = unicodedata.normalize("NFKC", text)
+    text = THOUSANDS.sub("", ORDINAL.sub("", text))
+    text = ZH_NUMBER.sub(lambda m: str(zh_number(m.group())), text)
+    codes = CODE_TOKENS.findall(text)
+    if codes:
+        text = CODE_TOKENS.sub(" ", text)
+    exact = {"#" + code.casefold() for code in codes}
+    exact.update(number_unit(number) for number in NUMBER_TOKENS.findall(text))
+    words = WORD_TOKENS.findall(text)
+    if EN_NUMBERS.keys() & set(map(str.casefold, words)):
+        words = number_words(words, exact)
+    runs = CJK_RUNS.findall(text)
+    grams = {run[i:i + 2] for run in runs for i in range(len(run) - 1)}
+    if not weights:
+        units = grams | exact
+        units.update(*runs)
+        units.update(WORD_UNITS.get(word) or word_unit(word) for word in map(str.casefold, words))
+        units.discard("")
+        return units
+    units = dict.fromkeys(grams, 1.0)
+    units.update(dict.fromkeys(set("".join(runs)) - STOP_CHARS, WEIGHT_CHAR))
+    if STOP_CHAR.search(text):  # a bigram with one stop character weighs 0.5, with two nothing
+        for gram in [gram for gram in grams if gram[0] in STOP_CHARS or gram[1] in STOP_CHARS]:
+            if gram[0] in STOP_CHARS and gram[1] in STOP_CHARS:
+                del units[gram]
+            else:
+                units[gram] = 0.5
+    for position, word in enumerate(words):
+        unit = WORD_UNITS.get(word.casefold()) or word_unit(word.casefold())
+        if unit:
+            weight = WEIGHT_NAME if position and word[0].isupper() else 1.0
+            if units.get(unit, 0.0) < weight:
+                units[unit] = weight
+    units.update(dict.fromkeys(exact, WEIGHT_EXACT))
+    if weights and question:
+        for unit in units.keys() & question:
+            units[unit] *= WEIGHT_QUESTION
+    return units
+
+
+def support_score(units, chunk, others=frozenset()):
+    """The weighted share of a sentence's units found in `chunk` (a set of units), leaving out the units only
+    `others` (the sentence's other cited chunks) contain; times 0.5 for each number or code the chunk lacks.
+    1.0 when the sentence has no content to back."""
+    found = needed = 0.0
+    missing = 0
+    for unit, weight in units.items():
+        if unit in chunk:
+            found += weight
+        elif unit in others:
+            continue
+        elif unit[0] == "#":
+            missing += 1
+        needed += weight
+    return 1.0 if needed == 0 else found / needed * MISSING_EXACT ** missing
+
+
+def sentence_spans(text):
+    """[(start, end, kind)]: the sentences of `text` — split after 。！？；!?; and a full stop, one per list item,
+    heading line or table row; fenced code blocks and table rules are not sentences and inline code is never split."""
+    spans = []
+    fence = False
+    start = 0
+    for line in text.split("\n"):
+        at, start = start, start + len(line) + 1
+        if line.startswith("```"):
+            fence = not fence
+            continue
+        stripped = line.strip()
+        if fence or not stripped:
+            continue
+        if stripped.startswith("|"):
+            if not TABLE_RULE.fullmatch(line):
+                spans.append((at, at + len(line), "row"))
+            continue
+        kind = "heading" if stripped.startswith("#") else "text"
+        masked = INLINE_CODE.sub(lambda m: "x" * len(m.group()), line)
+        begin = LINE_MARK.match(line).end()
+        for end in SENTENCE_END.finditer(masked, begin):
+            if end.end() > begin:
+                spans.append((at + begin, at + end.end(), kind))
+                begin = end.end()
+        if line[begin:].strip():
+            spans.append((at + begin, at + len(line), kind))
+    return spans
+
+
+def sentence_of(spans, starts, text, position):
+    """The index of the sentence a citation at `position` belongs to: the one it ends or stands in; between two
+    sentences, the one before when no line break comes between, else the one after."""
+    index = bisect_left(starts, position) - 1  # the last sentence starting before `position`
+    if index >= 0 and position <= spans[index][1]:
+        return index
+    after = index + 1 if index + 1 < len(spans) else None
+    if index >= 0 and (after is None or "\n" not in text[spans[index][1]:position]):
+        return index
+    return after
+
+
+def check_support(pieces, chunks, threshold=SUPPORT_THRESHOLD, question="", phrases=()):
+    """The support check over the answer without markers and its citation pieces (see README)."""
+    text_parts, cites, length = [], [], 0
+    for piece in pieces:
+        if isinstance(piece, str):
+            text_parts.append(piece)
+            length += len(piece)
+        else:
+            cites.append((length, piece["ids"]))
+    text = "".join(text_parts)
+    spans = sentence_spans(text)
+    starts = [start for start, _, _ in spans]
+    cited = [[] for _ in spans]
+    for position, ids in cites:
+        index = sentence_of(spans, starts, text, position)
+        if index is not None:
+            cited[index].extend(i for i in ids if i not in cited[index])
+    question_units = set(content_units(question, weights=False)) if question else None
+    chunk_units = {}
+
+    def units_of(chunk_id):
+        if chunk_id not in chunk_units:
+            chunk = (chunks or {}).get(int(chunk_id))
+            content = chunk.get("content") if isinstance(chunk, dict) else None
+            chunk_units[chunk_id] = content_units(content, weights=False) if isinstance(content, str) and content.strip() else None
+        return chunk_units[chunk_id]
+
+    def all_units():
+        """Every chunk's units, and all of them together (no single chunk backs what all together do not)."""
+        if "*" not in chunk_units:
+            each = [u for u in (units_of(str(i)) for i in (chunks or {})) if u is not None]
+            chunk_units["*"] = (each, set().union(*each))
+        return chunk_units["*"]
+
+    support = {}  # chunk id -> lowest score over the sentences citing it
+    pairs = good_pairs = claims = backed = 0
+    uncited = []
+    for (start, end, kind), ids in zip(spans, cited):
+        sentence = text[start:end].strip()
+        units = content_units(sentence, question_units)
+        if ids:
+            known = [i for i in ids if units_of(i) is not None]
+            if not known:
+                continue
+            claims += 1
+            together = units_of(known[0]) if len(known) == 1 else set().union(*(units_of(i) for i in known))
+            if support_score(units, together) >= threshold:
+                backed += 1
+            for chunk_id in known:
+                others = set().union(*(units_of(i) for i in known if i != chunk_id)) if len(known) > 1 else frozenset()
+                score = support_score(units, units_of(chunk_id), others)
+                support[chunk_id] = min(support.get(chunk_id, 1.0), score)
+                pairs += 1
+                good_pairs += score >= threshold
+            continue
+        if is_factual(sentence, units, kind, phrases, all_units, threshold):
+            claims += 1
+            uncited.append(sentence if len(sentence) <= MAX_SENTENCE_SHOWN else sentence[:MAX_SENTENCE_SHOWN - 1] + "…")
+    return {
+        "support": support,
+        "uncited_sentences": uncited,
+        "citation_recall_proxy": round(backed / claims, 3) if claims else None,
+        "citation_precision_proxy": round(good_pairs / pairs, 3) if pairs else None,
+    }
+
+
+def is_factual(sentence, units, kind, phrases, all_units, threshold):
+    """An uncited sentence states a fact unless it is a heading, a question, an introduction ending with a colon,
+    a refusal, or has too little content; it does when it holds a number or code, or when some chunk of this turn
+    backs it (its content came from the sources, yet it cites nothing)."""
+    if kind == "heading" or sentence.rstrip("*_ ").endswith(("?", "？", ":", "：")):
+        return False
+    if sum(units.values()) < MIN_FACTUAL_WEIGHT:
+        return False
+    said = normal_text(sentence)
+    if any(phrase in said for phrase in phrases):
+        return False
+    if any(unit[0] == "#" for unit in units):
+        return True
+    each, together = all_units()
+    if support_score(units, together) < threshold:
+        return False
+    return any(support_score(units, chunk_units) >= threshold for chunk_units in each)
+
+
 # --- Joining the text around removed markers ------------------------------------------------------------
 
 class Joiner:
@@ -292,8 +577,12 @@ class CitationStream:
     trailing whitespace (to drop it if a removed marker and punctuation follow). Total cost is linear in the answer.
     """
 
-    def __init__(self, chunk_metadata=None, insufficient_phrases=INSUFFICIENT_DEFAULT):
+    def __init__(self, chunk_metadata=None, insufficient_phrases=INSUFFICIENT_DEFAULT, question=None):
         self._chunks = parse_chunk_metadata(chunk_metadata)
+        if question is not None and not isinstance(question, str):
+            raise ValueError(f"question: expected text, got {type(question).__name__}")
+        self._question = question or ""
+        self._checked = None
         self._phrases = parse_phrases(insufficient_phrases)
         self._candidate = ""  # an opening bracket and what followed it, not yet decided
         self._inline = False
@@ -361,13 +650,20 @@ class CitationStream:
     def result(self):
         if not self._finished:
             self.finish()
-        citations = [dict(c) for c in self._citations]
         plain = "".join(p for p in self._plain if isinstance(p, str))
         said = normal_text(plain) if self._phrases else ""
         if any(p in said for p in self._phrases):
             status = "insufficient_evidence"
         else:
-            status = "cited" if citations else "uncited"
+            status = "cited" if self._citations else "uncited"
+        if self._checked is None:  # the support check runs once, after the stream ended
+            self._checked = check_support(self._plain, self._chunks, question=self._question, phrases=self._phrases)
+        checked = self._checked
+        citations = []
+        for citation in self._citations:
+            score = checked["support"].get(citation["id"])
+            citations.append({**citation, "support": None if score is None else round(score, 3),
+                              "weak": score is not None and score < SUPPORT_THRESHOLD})
         return {
             "answer": "".join(self._shown),
             "answer_without_markers": plain,
@@ -377,6 +673,9 @@ class CitationStream:
             "status": status,
             "references_markdown": references_markdown(citations),
             "references_by_marker_markdown": references_by_marker_markdown(citations),
+            "uncited_sentences": list(checked["uncited_sentences"]),
+            "citation_recall_proxy": checked["citation_recall_proxy"],
+            "citation_precision_proxy": checked["citation_precision_proxy"],
         }
 
     # scanning
@@ -517,16 +816,15 @@ def cap_citations(citations, limit):
     summary = {key: "" for key in citations[0]}
     summary.update({"index": 0, "id": "", "count": sum(c["count"] for c in rest),
                     "document_title": f"…and {len(rest)} more cited sources (see references_markdown)"})
-    for key, value in citations[0].items():
-        if isinstance(value, bool):
-            summary[key] = any(c[key] for c in rest)
-        elif isinstance(value, float):
-            summary[key] = min(c[key] for c in rest)
+    scores = [c["support"] for c in rest if c.get("support") is not None]
+    summary.update({"support": min(scores) if scores else None, "weak": any(c.get("weak") for c in rest)})
     return citations[:limit - 1] + [summary]
 
 
-def main(answer, chunk_metadata=None, insufficient_phrases=INSUFFICIENT_DEFAULT, max_list_items=30) -> dict:
-    """`max_list_items` caps every list in the result (Dify's Code node refuses longer arrays: 30 by default)."""
+def main(answer, chunk_metadata=None, insufficient_phrases=INSUFFICIENT_DEFAULT, max_list_items=30,
+         question="") -> dict:
+    """`max_list_items` caps every list in the result (Dify's Code node refuses longer arrays: 30 by default);
+    `question` (optional, the user's question) makes the support check weigh the question's own words down."""
     if answer is None:
         answer = ""
     if not isinstance(answer, str):
@@ -534,9 +832,10 @@ def main(answer, chunk_metadata=None, insufficient_phrases=INSUFFICIENT_DEFAULT,
     if max_list_items is not None and (isinstance(max_list_items, bool) or not isinstance(max_list_items, int)
                                        or max_list_items < 2):
         raise ValueError(f"max_list_items: expected a whole number of at least 2, got {max_list_items!r}")
-    stream = CitationStream(chunk_metadata, insufficient_phrases)
+    stream = CitationStream(chunk_metadata, insufficient_phrases, question)
     stream.feed(answer)
     result = stream.result()
     result["citations"] = cap_citations(result["citations"], max_list_items)
     result["invalid_ids"] = cap_texts(result["invalid_ids"], max_list_items)
+    result["uncited_sentences"] = cap_texts(result["uncited_sentences"], max_list_items)
     return result

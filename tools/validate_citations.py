@@ -23,6 +23,7 @@ class ValidateCitationsTool(Tool):
             chunk_metadata=_chunk_list(tool_parameters.get("chunk_metadata")),
             insufficient_phrases=validate_citations.INSUFFICIENT_DEFAULT if phrases is None else phrases,
             max_list_items=MAX_LIST_ITEMS,
+            question=tool_parameters.get("question") or "",
         )
         for name, value in outputs.items():
             if name in STREAMED:
