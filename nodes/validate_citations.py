@@ -511,17 +511,14 @@ class Joiner:
         if not text:
             return
         out.append(text)
-        at = max(text.rfind(bracket) for bracket in BRACKETS)
-        if at >= 0:
-            head = text[at:]
+        if "[" in text or "【" in text or "［" in text:
+            head = text[max(text.rfind("["), text.rfind("【"), text.rfind("［")):]
+            self.head = head if could_become_marker(head) else ""
         elif self.head:
             head = self.head + text
-        else:
-            head = ""
-        self.head = head if head and could_become_marker(head) else ""
-        at = text.rfind("\n")
-        if at >= 0:
-            self.ticks_only = not text[at + 1:].strip("`")
+            self.head = head if could_become_marker(head) else ""
+        if "\n" in text:
+            self.ticks_only = not text[text.rfind("\n") + 1:].strip("`")
         elif self.ticks_only:
             self.ticks_only = not text.strip("`")
 
