@@ -230,6 +230,7 @@ WEIGHT_CHAR = 0.5  # one Chinese character (a bigram weighs 1, or 0.5 with a sto
 WEIGHT_QUESTION = 0.3  # factor for what the question itself says (repeating it proves nothing)
 MISSING_EXACT = 0.5  # factor per number or code of the sentence that the chunk does not contain
 MIN_FACTUAL_WEIGHT = 3.0  # less content than this is never judged "factual" (greetings, "如下：")
+MAX_BACKING_WORK = 2_000_000  # chunk look-ups for "does some chunk back this uncited sentence?" in one answer
 
 SENTENCE_END = re.compile(rf"(?:[。！？!?；;]+|\.(?=\s|$|[{CJK}])|…+(?=\s|$))[”’\"'）)】」』]*")
 LINE_MARK = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)、]|#{1,6}|>)[ \t]+)*")
@@ -347,16 +348,16 @@ def content_units(text, question=None, weights=True):
     return units
 
 
-def support_score(units, chunk, others=frozenset()):
+def support_score(units, chunk, others=None):
     """The weighted share of a sentence's units found in `chunk` (a set of units), leaving out the units only
-    `others` (the sentence's other cited chunks) contain; times 0.5 for each number or code the chunk lacks.
-    1.0 when the sentence has no content to back."""
+    another cited chunk contains (`others`: unit -> how many of the sentence's cited chunks contain it); times 0.5
+    for each number or code the chunk lacks. 1.0 when the sentence has no content to back."""
     found = needed = 0.0
     missing = 0
     for unit, weight in units.items():
         if unit in chunk:
             found += weight
-        elif unit in others:
+        elif others and others.get(unit):
             continue
         elif unit[0] == "#":
             missing += 1
@@ -430,16 +431,11 @@ def check_support(pieces, chunks, threshold=SUPPORT_THRESHOLD, question="", phra
         if chunk_id not in chunk_units:
             chunk = (chunks or {}).get(int(chunk_id))
             content = chunk.get("content") if isinstance(chunk, dict) else None
-            chunk_units[chunk_id] = content_units(content, weights=False) if isinstance(content, str) and content.strip() else None
+            usable = isinstance(content, str) and content.strip()
+            chunk_units[chunk_id] = content_units(content, weights=False) if usable else None
         return chunk_units[chunk_id]
 
-    def all_units():
-        """Every chunk's units, and all of them together (no single chunk backs what all together do not)."""
-        if "*" not in chunk_units:
-            each = [u for u in (units_of(str(i)) for i in (chunks or {})) if u is not None]
-            chunk_units["*"] = (each, set().union(*each))
-        return chunk_units["*"]
-
+    backing = Backing([units_of(str(i)) for i in (chunks or {})] if chunks else [])
     support = {}  # chunk id -> lowest score over the sentences citing it
     pairs = good_pairs = claims = backed = 0
     uncited = []
@@ -451,17 +447,18 @@ def check_support(pieces, chunks, threshold=SUPPORT_THRESHOLD, question="", phra
             if not known:
                 continue
             claims += 1
-            together = units_of(known[0]) if len(known) == 1 else set().union(*(units_of(i) for i in known))
+            holders = {unit: sum(unit in units_of(i) for i in known) for unit in units} if len(known) > 1 else None
+            together = units_of(known[0]) if holders is None else {unit for unit, n in holders.items() if n}
             if support_score(units, together) >= threshold:
                 backed += 1
             for chunk_id in known:
-                others = set().union(*(units_of(i) for i in known if i != chunk_id)) if len(known) > 1 else frozenset()
-                score = support_score(units, units_of(chunk_id), others)
+                score = support_score(units, units_of(chunk_id), holders)
                 support[chunk_id] = min(support.get(chunk_id, 1.0), score)
                 pairs += 1
                 good_pairs += score >= threshold
             continue
-        if is_factual(sentence, units, kind, phrases, all_units, threshold):
+        factual = is_factual(sentence, units, kind, phrases)
+        if factual or (factual is False and backing.backs(units, threshold)):
             claims += 1
             uncited.append(sentence if len(sentence) <= MAX_SENTENCE_SHOWN else sentence[:MAX_SENTENCE_SHOWN - 1] + "…")
     return {
@@ -472,23 +469,47 @@ def check_support(pieces, chunks, threshold=SUPPORT_THRESHOLD, question="", phra
     }
 
 
-def is_factual(sentence, units, kind, phrases, all_units, threshold):
-    """An uncited sentence states a fact unless it is a heading, a question, an introduction ending with a colon,
-    a refusal, or has too little content; it does when it holds a number or code, or when some chunk of this turn
-    backs it (its content came from the sources, yet it cites nothing)."""
+def is_factual(sentence, units, kind, phrases):
+    """None when an uncited sentence cannot state a fact (a heading, a question, an introduction ending with a
+    colon, a refusal, too little content), True when it holds a number or code, else False (then it states a fact
+    when some chunk of this turn backs it: its content came from the sources, yet it cites nothing)."""
     if kind == "heading" or sentence.rstrip("*_ ").endswith(("?", "？", ":", "：")):
-        return False
+        return None
     if sum(units.values()) < MIN_FACTUAL_WEIGHT:
-        return False
+        return None
     said = normal_text(sentence)
     if any(phrase in said for phrase in phrases):
-        return False
-    if any(unit[0] == "#" for unit in units):
-        return True
-    each, together = all_units()
-    if support_score(units, together) < threshold:
-        return False
-    return any(support_score(units, chunk_units) >= threshold for chunk_units in each)
+        return None
+    return any(unit[0] == "#" for unit in units)
+
+
+class Backing:
+    """Does some chunk back a sentence? An index unit -> chunks, built on first use; the work it may do in one
+    answer is bounded (MAX_BACKING_WORK chunk look-ups), after which it answers no."""
+
+    def __init__(self, chunk_units):
+        self._chunks = [units for units in chunk_units if units is not None]
+        self._index = None
+        self._work = MAX_BACKING_WORK
+
+    def backs(self, units, threshold):
+        if units is None or not self._chunks:  # not a candidate, or no chunk text to compare with
+            return False
+        if self._index is None:
+            self._index = {}
+            for position, chunk in enumerate(self._chunks):
+                for unit in chunk:
+                    self._index.setdefault(unit, []).append(position)
+        needed = sum(units.values())
+        found = {}
+        for unit, weight in units.items():
+            holders = self._index.get(unit, ())
+            self._work -= len(holders)
+            if self._work < 0:
+                return False
+            for position in holders:
+                found[position] = found.get(position, 0.0) + weight
+        return bool(found) and max(found.values()) / needed >= threshold
 
 
 # --- Joining the text around removed markers ------------------------------------------------------------

@@ -654,3 +654,19 @@ def test_a_changed_number_is_derived_only_from_numbers_the_chunk_holds():
     assert changed_number("费用为10元，共2次", "费用10元，3次") == "费用为11元，共2次"
     assert changed_number("费用为10元", "费用10元或11元") == "费用为12元"
     assert changed_number("无数字", "10元") is None
+
+
+def test_the_search_for_a_chunk_backing_an_uncited_sentence_is_bounded(monkeypatch):
+    from nodes import validate_citations
+    sentence = "巡更人员须在每个点位用手持终端打卡。"
+    assert main(sentence, BUILDING)["uncited_sentences"] == [sentence]
+    monkeypatch.setattr(validate_citations, "MAX_BACKING_WORK", 3)
+    assert main(sentence, BUILDING)["uncited_sentences"] == []  # out of work: it answers no, never hangs
+    assert main("费用为35元。", BUILDING)["uncited_sentences"] == ["费用为35元。"]  # a number needs no search
+
+
+def test_many_chunks_and_markers_in_one_sentence_stay_linear():
+    chunks = [{"id": str(i), "content": f"巡更每{i}小时"} for i in range(1, 2001)]
+    answer = "巡更每2小时一次" + "".join(f"[C:{i}-{i + 19}]" for i in range(1, 2000, 20))
+    result = main(answer, chunks, max_list_items=None)
+    assert len(result["citations"]) == 2000 and result["citation_precision_proxy"] is not None
