@@ -218,6 +218,7 @@ STOP_CHAR = re.compile("[" + "".join(sorted(STOP_CHARS)) + "]")
 CJK_RUNS = re.compile(f"[{CJK}]+")
 CODE_TOKENS = re.compile(r"\b(?:[A-Za-z]+\d[A-Za-z0-9]*|\d+[A-Za-z][A-Za-z0-9]*)")
 NUMBER_TOKENS = re.compile(r"\d+(?:\.\d+)?")
+DIGIT = re.compile(r"\d")
 WORD_TOKENS = re.compile("[A-Za-z\u00c0-\u024f]+")
 STOP_WORDS = frozenset(
     "a an the and or of to in on at for by with from is are was were be been being it its this that these those as if "
@@ -310,14 +311,17 @@ def content_units(text, question=None, weights=True):
     if "," in text:
         text = THOUSANDS.sub("", text)
     text = ZH_NUMBER.sub(lambda m: str(zh_number(m.group())), text)
-    codes = CODE_TOKENS.findall(text)
-    if codes:
-        text = CODE_TOKENS.sub(" ", text)
-    exact = {number_unit(ORDINAL.sub("", code)) if ORDINAL.search(code) and ORDINAL.sub("", code).isdigit()
-             else "#" + code.casefold() for code in codes}
-    exact.update(number_unit(number) for number in NUMBER_TOKENS.findall(text))
+    exact = set()
+    if DIGIT.search(text):  # numbers and codes (a code holds a digit)
+        codes = CODE_TOKENS.findall(text)
+        if codes:
+            text = CODE_TOKENS.sub(" ", text)
+            exact.update(number_unit(ORDINAL.sub("", code)) if ORDINAL.search(code) and ORDINAL.sub("", code).isdigit()
+                         else "#" + code.casefold() for code in codes)
+        exact.update("#" + number if number[0] != "0" and "." not in number else number_unit(number)
+                     for number in NUMBER_TOKENS.findall(text))
     words = WORD_TOKENS.findall(text)
-    if EN_NUMBERS.keys() & set(map(str.casefold, words)):
+    if words and EN_NUMBERS.keys() & set(map(str.casefold, words)):
         words = number_words(words, exact)
     runs = CJK_RUNS.findall(text)
     grams = {run[i:i + 2] for run in runs for i in range(len(run) - 1)}
