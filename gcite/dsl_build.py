@@ -257,7 +257,9 @@ FILTER_OUTPUTS = {"chunks": "array[object]", "kept_count": "number", "dropped_co
                   "dropped": "array[object]", "warnings": "array[string]"}
 VALIDATE_OUTPUTS = {"answer": "string", "answer_without_markers": "string", "citations": "array[object]",
                     "id_map": "object", "invalid_ids": "array[string]", "status": "string",
-                    "references_markdown": "string", "references_by_marker_markdown": "string"}
+                    "references_markdown": "string", "references_by_marker_markdown": "string",
+                    "uncited_sentences": "array[string]", "citation_recall_proxy": "number",
+                    "citation_precision_proxy": "number"}
 
 
 def common_nodes(v: Variant) -> list[dict[str, Any]]:

@@ -44,6 +44,9 @@ class Citation(BaseModel):
     display_subtitle: str = Field(description="The subtitle line to show")
     site_name: str = Field(description="Site display name (web)")
     published_date: str = Field(description="Publication date (web)")
+    support: float | None = Field(description="How well the cited chunk backs the sentences citing it, 0..1 (the "
+                                              "lowest over those sentences); null when the chunk's text is unknown")
+    weak: bool = Field(description="support is below the validator's threshold: the chunk may not back the claim")
 
 
 def json_schema_of(model: type[BaseModel]) -> dict[str, Any]:
@@ -58,6 +61,8 @@ def json_schema_of(model: type[BaseModel]) -> dict[str, Any]:
         elif "const" in spec:
             prop["type"] = spec.get("type", "string")
             prop["enum"] = [spec["const"]]
+        elif "anyOf" in spec:  # an optional field: its type (null is said in the description)
+            prop["type"] = next(s["type"] for s in spec["anyOf"] if s.get("type") != "null")
         else:
             prop["type"] = spec["type"]
         if "description" in spec:

@@ -9,6 +9,8 @@ from nodes import validate_citations
 # Text an Answer node shows. Sent as stream variables: Dify's Answer node streams a tool's stream variables, while a
 # plain tool variable placed after the LLM text reaches only the node's final output, not the stream.
 STREAMED = ("answer", "answer_without_markers", "references_markdown", "references_by_marker_markdown")
+# A tool's outputs are not bound by the Code node's 30-element arrays; lists are still capped, far higher.
+MAX_LIST_ITEMS = 1000
 
 
 class ValidateCitationsTool(Tool):
@@ -20,6 +22,8 @@ class ValidateCitationsTool(Tool):
             answer=tool_parameters.get("answer"),
             chunk_metadata=_chunk_list(tool_parameters.get("chunk_metadata")),
             insufficient_phrases=validate_citations.INSUFFICIENT_DEFAULT if phrases is None else phrases,
+            max_list_items=MAX_LIST_ITEMS,
+            question=tool_parameters.get("question") or "",
         )
         for name, value in outputs.items():
             if name in STREAMED:
