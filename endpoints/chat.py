@@ -242,9 +242,10 @@ class GCiteChatEndpoint(Endpoint):
                         content_type="text/event-stream; charset=utf-8")
 
     def _stream(self, config: Config, sub: str, roles: list[str], query: str,
-                conversation_id: str | None) -> Iterator[str]:
-        """The response body: a generator, so the daemon flushes each event as it comes; never raises."""
-        yield OPEN_COMMENT
+                conversation_id: str | None) -> Iterator[bytes]:
+        """The response body: a generator, so the daemon flushes each event as it comes; never raises. Events are
+        encoded here (a lone surrogate becomes "?"), so not even encoding can fail after the body started."""
+        yield OPEN_COMMENT.encode("ascii")
         translator = Translator(source_node=config.source_node, snippet_length=config.snippet_length,
                                 conversation_handle=lambda cid: make_handle(config.secret, sub, cid))
 
@@ -257,11 +258,12 @@ class GCiteChatEndpoint(Endpoint):
         def log_problem(code: str, error: BaseException) -> None:
             logger.error("gcite chat: %s: %s: %s", code, type(error).__name__, str(error)[:500])
 
+        ended = False  # a done or error event was sent
         try:
             for name, data in translate(app_events(), translator, on_problem=log_problem):
-                yield sse(name, data)
+                yield sse(name, data).encode("utf-8", "replace")
+                ended = name in ("done", "error")
         except Exception as error:  # noqa: BLE001 - an exception after the body started would reach the caller raw
             log_problem(INTERNAL_ERROR, error)
-            if not translator.finished:
-                translator.finished = True
-                yield sse(*error_event(INTERNAL_ERROR))
+            if not ended:
+                yield sse(*error_event(INTERNAL_ERROR)).encode("utf-8")
