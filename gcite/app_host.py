@@ -16,9 +16,8 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from gcite.demo import SAMPLE_SEARCH_KEY
 from gcite.runner import Conversation, Services, run_chatflow
-
-SAMPLE_SEARCH_KEY = "tvly-local-sample-key"  # the sample web search wants a key set, like the real Tavily plugin
 
 
 def sample_services(**overrides: Any) -> Services:

@@ -370,3 +370,14 @@ def test_a_request_the_sdk_cannot_parse_fails_that_session_only(plugin):
     assert call.status is None and "header" in call.error["message"].lower()
     follow = post(plugin, {"query": "q"}, bearer=token(), handler=Canned(dify_stream(["ok"], [])))
     assert events_of(follow)[-1][0] == "done" and plugin.alive
+
+
+def test_the_app_host_refuses_unknown_conversations_and_apps_like_dify(plugin, plugin_dsl_host):
+    canned = events_of(post(plugin, {"query": "q"}, bearer=token("frank", []),
+                            handler=Canned(dify_stream(["ok"], [], conversation="conv-elsewhere"))))
+    handle = canned[-1][1]["conversation"]  # signed for frank, but the chatflow host never saw that conversation
+    call = post(plugin, {"query": "q", "conversation": handle}, bearer=token("frank", []), handler=plugin_dsl_host)
+    assert [n for n, _ in events_of(call)] == ["ready", "error"] and events_of(call)[-1][1]["code"] == "app_unavailable"
+    other_app = {**SETTINGS, "app": {"app_id": "app-other"}}
+    call = post(plugin, {"query": "q"}, bearer=token("frank", []), handler=plugin_dsl_host, settings=other_app)
+    assert events_of(call)[-1][1]["code"] == "app_unavailable" and call.app_requests[0]["app_id"] == "app-other"
