@@ -9,23 +9,33 @@ STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 venv: $(STAMP)
 
 $(STAMP): $(REQS) scripts/find_python.sh
+	@echo "==> set-up [1/4] Python 3.12 in $(VENV) (the requirements changed, or this is the first run)"
 	@set -e; \
 	if [ ! -x $(PY) ] || ! $(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then \
 		py312=$$(scripts/find_python.sh 3.12); \
-		echo "creating $(VENV) with $$py312"; \
+		echo "    creating $(VENV) with $$py312"; \
 		rm -rf $(VENV); $$py312 -m venv $(VENV); \
-	fi
-	$(PY) -m pip install --disable-pip-version-check -q --upgrade pip
-	$(PY) -m pip install --disable-pip-version-check -q -r requirements-dev.txt
-	$(PY) -m pip install --disable-pip-version-check -q --no-deps -r requirements-engine.txt
-	rm -f $(VENV)/.installed-*
-	touch $@
+	else echo "    $(VENV) exists"; fi
+	@echo "==> set-up [2/4] upgrading pip"
+	@$(PY) -m pip install --disable-pip-version-check -q --upgrade pip
+	@echo "==> set-up [3/4] installing the pinned packages (requirements-dev.txt; about 100 MB the first time)"
+	@$(PY) -m pip install --disable-pip-version-check --progress-bar on -r requirements-dev.txt
+	@echo "==> set-up [4/4] installing graphon, Dify's workflow engine, without its extras (requirements-engine.txt)"
+	@$(PY) -m pip install --disable-pip-version-check -q --no-deps -r requirements-engine.txt
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+	@echo "==> set-up done"
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests
 
+# make demo [QUERY="…"] [ROLES="role1,role2"] [DSL=code|plugin|path/to/dsl.yml]; ROLES=, is a user with no role.
 demo: $(STAMP)
-	$(PY) -m gcite demo
+	@set -- ; \
+	if [ -n "$$QUERY" ]; then set -- "$$@" --query "$$QUERY"; fi; \
+	if [ -n "$$ROLES" ]; then set -- "$$@" --roles "$$ROLES"; fi; \
+	if [ -n "$$DSL" ]; then set -- "$$@" --dsl "$$DSL"; fi; \
+	$(PY) -m gcite demo "$$@"
 
 package: $(STAMP)
 	$(PY) -m gcite package

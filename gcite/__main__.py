@@ -1,108 +1,276 @@
-"""python -m gcite COMMAND …"""
+"""python -m gcite COMMAND …
+
+One subparser per command in `build_parser()`, one `*_command(args) -> int` per command below it. A bad option or
+input is a one-line `error: …` on stderr and exit status 2; a failed run is status 1; never a traceback.
+"""
 
 import argparse
 import sys
 
 
-def main(argv: list[str] | None = None) -> int:
+class CliError(Exception):
+    """A bad option or input: printed as one `error:` line, exit status 2."""
+
+
+def version_text() -> str:
+    import yaml
+
+    from gcite import ROOT
+
+    try:
+        manifest = yaml.safe_load((ROOT / "manifest.yaml").read_text(encoding="utf-8"))
+        return f"gcite {manifest['version']} (plugin {manifest['author']}/{manifest['name']})"
+    except (OSError, yaml.YAMLError, KeyError, TypeError):
+        return "gcite (version unknown: manifest.yaml unreadable)"
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m gcite", description="G-Cite command line")
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("demo", help="run the G-Cite chatflow on the built-in building-assistant data")
+    parser.add_argument("--version", action="version", version=version_text(), help="print the version and exit")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = commands.add_parser("demo", help="run the G-Cite chatflow on the built-in building-assistant data")
+    demo.add_argument("--query", action="append", metavar="TEXT",
+                      help="a question (repeat for more turns of one conversation; default: two sample questions)")
+    demo.add_argument("--roles", metavar="ROLES",
+                      help="the user's roles, comma-separated (default: 物业经理; '' for a user with no role)")
+    demo.add_argument("--dsl", default="plugin", metavar="plugin|code|PATH",
+                      help="the chatflow: plugin (dsl/gcite_chatflow.yml, default), code "
+                           "(dsl/gcite_chatflow_code.yml) or a DSL file")
+
     run = commands.add_parser("run", help="run a chatflow DSL on graphon and print the Service API stream")
-    run.add_argument("dsl", help="path of the DSL file")
+    run.add_argument("dsl", help="path of the chatflow DSL file (YAML)")
     run.add_argument("--query", required=True, help="the user's question (sys.query)")
-    run.add_argument("--inputs", default="{}", help="Start node inputs as a JSON object, e.g. '{\"user_roles\": \"物业经理\"}'")
-    run.add_argument("--llm-base-url", help="an OpenAI-compatible endpoint (key in GCITE_LLM_API_KEY); "
-                                            "default: the built-in extractive stand-in")
-    run.add_argument("--llm-model", help="model name for --llm-base-url")
+    run.add_argument("--inputs", default="{}",
+                     help="Start node inputs as a JSON object, e.g. '{\"user_roles\": \"物业经理\"}'")
+    run.add_argument("--pretty", action="store_true",
+                     help="show the chunk list, the answer as it streams and the cited sources instead of the raw "
+                          "stream")
+    run.add_argument("--llm-base-url", metavar="URL",
+                     help="an OpenAI-compatible endpoint (key in GCITE_LLM_API_KEY); needs --llm-model; "
+                          "default: the built-in extractive stand-in")
+    run.add_argument("--llm-model", metavar="NAME", help="model name at --llm-base-url (needs --llm-base-url)")
     run.add_argument("--web-search-fails", action="store_true", help="make the sample web search fail")
+
     commands.add_parser("sync-schema", help="write the models' item schemas into the tools' output_schema")
+
     pack = commands.add_parser("package", help="validate the plugin and write dist/<name>-<version>.difypkg")
     pack.add_argument("--out", default="dist", help="output directory (default: dist)")
     pack.add_argument("--no-dsl-update", action="store_true", help="do not rewrite the dependency in dsl/*.yml")
-    commands.add_parser("build-dsl", help="regenerate dsl/*.yml from gcite/dsl_build.py and nodes/*.py")
+
+    from gcite.dsl_build import LANGS, MAX_ROLE_SLOTS, ROLE_SLOTS
+
+    dsl = commands.add_parser("build-dsl", help="generate the chatflow DSL files from gcite/dsl_build.py and nodes/*.py")
+    dsl.add_argument("--lang", choices=LANGS, action="append",
+                     help="the language of the prompt, labels and refusal phrase (repeatable; default: all)")
+    dsl.add_argument("--slots", type=int, default=ROLE_SLOTS, metavar="N",
+                     help=f"role slots of the pre-filter, 1-{MAX_ROLE_SLOTS}: the most roles one user may have "
+                          f"(default: {ROLE_SLOTS})")
+    dsl.add_argument("--persona", metavar="TEXT",
+                     help="the assistant's persona, the first line of the system prompt (default: a neutral one)")
+    dsl.add_argument("--out", metavar="DIR",
+                     help="output directory (default: dsl/; required with non-default --slots or --persona)")
+
     pre = commands.add_parser("prefilter", help="print Knowledge Retrieval metadata_filtering_conditions for roles")
-    pre.add_argument("--acl-field", default="access_roles", help="document metadata field holding the roles")
+    pre.add_argument("--acl-field", default="access_roles", help="document metadata field holding the roles "
+                                                                 "(default: access_roles)")
     pre.add_argument("--roles", help="literal conditions for these roles (comma-separated)")
-    pre.add_argument("--slots", type=int, default=3, help="templated conditions with this many role slots")
-    pre.add_argument("--slot-node", default="acl_roles", help="id of the Code node running nodes/acl_prefilter.py")
-    pre.add_argument("--missing-acl", choices=("visible", "hidden"), default="visible")
-    args = parser.parse_args(argv)
+    pre.add_argument("--slots", type=int, help="templated conditions with this many role slots (default: 3)")
+    pre.add_argument("--slot-node", help="id of the Code node running nodes/acl_prefilter.py (default: acl_roles)")
+    pre.add_argument("--missing-acl", choices=("visible", "hidden"), default="visible",
+                     help="whether a document without the field is visible to everyone (default) or hidden")
 
-    if args.command == "demo":
-        from gcite import demo
+    from gcite import acl_admin
 
-        demo.run(sys.stdout)
-    elif args.command == "run":
-        return run_command(args)
-    elif args.command == "build-dsl":
-        from gcite import ROOT, dsl_build
+    acl_admin.add_parser(commands)
+    return parser
 
-        changed = dsl_build.write()
-        print("\n".join(f"wrote {p.relative_to(ROOT)}" for p in changed) or "dsl/ already in step")
-    elif args.command == "package":
-        return package_command(args)
-    elif args.command == "prefilter":
-        import yaml
 
-        from gcite import prefilter
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "demo":
+            return demo_command(args)
+        if args.command == "run":
+            return run_command(args)
+        if args.command == "build-dsl":
+            return build_dsl_command(args)
+        if args.command == "package":
+            return package_command(args)
+        if args.command == "prefilter":
+            return prefilter_command(args)
+        if args.command == "acl":
+            from gcite import acl_admin
 
-        if args.roles is not None:
-            roles = [r.strip() for r in args.roles.split(",") if r.strip()]
-            conditions = prefilter.conditions_for_roles(args.acl_field, roles, args.missing_acl)
-        else:
-            selectors = [f"{{{{#{args.slot_node}.role_{n}#}}}}" for n in range(1, args.slots + 1)]
-            conditions = prefilter.templated_conditions(args.acl_field, selectors, args.missing_acl)
-        print(yaml.safe_dump({"metadata_filtering_mode": "manual", "metadata_filtering_conditions": conditions},
-                             allow_unicode=True, sort_keys=False), end="")
-    elif args.command == "sync-schema":
-        from gcite import schema_sync
+            return acl_admin.command(args)
+        if args.command == "sync-schema":
+            from gcite import schema_sync
 
-        changed = schema_sync.sync()
-        print("updated: " + ", ".join(changed) if changed else "schemas already in step")
+            changed = schema_sync.sync()
+            print("updated: " + ", ".join(changed) if changed else "schemas already in step")
+    except CliError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     return 0
+
+
+# --- demo ------------------------------------------------------------------------------------------------
+
+def demo_command(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from gcite import demo
+
+    path = demo.DSL_CHOICES.get(args.dsl) or Path(args.dsl)
+    load_chatflow(path)
+    queries = tuple(q for q in args.query or () if q.strip())
+    if args.query and not queries:
+        raise CliError("--query: the question is empty")
+    roles = demo.DEMO_ROLES if args.roles is None else args.roles
+    return 0 if demo.run(sys.stdout, queries or demo.DEMO_TURNS, roles, path) else 1
+
+
+# --- run -------------------------------------------------------------------------------------------------
+
+def load_chatflow(path) -> str:
+    """The text of a chatflow DSL file, or a CliError saying in one line why it is not one."""
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise CliError(f"{path}: not a YAML file (not UTF-8 text)") from None
+    except OSError as error:
+        raise CliError(f"{path}: cannot read it ({type(error).__name__}: {error.strerror or error})") from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or type(error).__name__
+        raise CliError(f"{path}: not a YAML file ({problem}{where})") from None
+    if not isinstance(document, dict):
+        raise CliError(f"{path}: not a chatflow DSL (expected a mapping at the top, found "
+                       f"{type(document).__name__ if document is not None else 'an empty file'})")
+    mode = (document.get("app") or {}).get("mode") if isinstance(document.get("app"), dict) else None
+    if mode is not None and mode != "advanced-chat":
+        raise CliError(f"{path}: not a chatflow DSL (app.mode is {mode!r}; a chatflow has 'advanced-chat')")
+    workflow = document.get("workflow")
+    if not isinstance(workflow, dict) or not isinstance(workflow.get("graph"), dict):
+        raise CliError(f"{path}: not a chatflow DSL (it has no workflow.graph)")
+    return text
 
 
 def run_command(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from graphon.dsl.errors import DslError
-
-    from gcite.demo import SAMPLE_SEARCH_KEY
-    from gcite.llm import ExtractiveModel, OpenAICompatibleModel
-    from gcite.runner import Services, run_chatflow, sse
-    from gcite.web_search import SampleSearchHttpClient
-
     try:
         inputs = json.loads(args.inputs)
     except ValueError as error:
-        print(f"error: --inputs is not JSON: {error}", file=sys.stderr)
-        return 2
+        raise CliError(f"--inputs is not JSON: {error}") from None
     if not isinstance(inputs, dict):
-        print("error: --inputs must be a JSON object", file=sys.stderr)
-        return 2
+        raise CliError("--inputs must be a JSON object")
     if args.llm_base_url and not args.llm_model:
-        print("error: --llm-base-url needs --llm-model", file=sys.stderr)
-        return 2
+        raise CliError("--llm-base-url needs --llm-model")
+    if args.llm_model and not args.llm_base_url:
+        raise CliError("--llm-model needs --llm-base-url (the built-in stand-in has no models to choose)")
+    if not args.query.strip():
+        raise CliError("--query: the question is empty")
+    dsl = load_chatflow(Path(args.dsl))
+
+    from gcite.demo import SAMPLE_SEARCH_KEY
+    from gcite.llm import ExtractiveModel, OpenAICompatibleModel
+    from gcite.pretty import PrettyPrinter
+    from gcite.runner import Services, run_chatflow, sse
+    from gcite.web_search import SampleSearchHttpClient
+
     llm = OpenAICompatibleModel(args.llm_base_url, args.llm_model) if args.llm_base_url else ExtractiveModel()
     services = Services(llm=llm, search_http=SampleSearchHttpClient(fail=args.web_search_fails),
                         tavily_fail=args.web_search_fails,
                         tool_credentials={"langgenius/tavily:": {"tavily_api_key": SAMPLE_SEARCH_KEY}})
+    printer = PrettyPrinter(sys.stdout) if args.pretty else None
     failed = False
     try:
-        dsl = Path(args.dsl).read_text(encoding="utf-8")
         for event in run_chatflow(dsl, args.query, inputs, services):
             failed |= event["event"] == "error"
-            sys.stdout.write(sse(event))
-            sys.stdout.flush()
-    except (OSError, ValueError, DslError) as error:  # unreadable file, or not a runnable chatflow DSL
-        print(f"error: {args.dsl}: {type(error).__name__}: {error}", file=sys.stderr)
-        return 2
+            if printer:
+                printer.feed(event)
+            else:
+                sys.stdout.write(sse(event))
+                sys.stdout.flush()
+    except Exception as error:  # noqa: BLE001 - a DSL the engine cannot run: one line, never a traceback
+        message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise CliError(f"{args.dsl}: {type(error).__name__}: {message}") from None
     finally:
         services.close()
+    if printer:
+        failed |= bool(printer.finish()["errors"])
     return 1 if failed else 0
 
+
+# --- build-dsl -------------------------------------------------------------------------------------------
+
+def build_dsl_command(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from gcite import ROOT, dsl_build
+
+    langs = tuple(dict.fromkeys(args.lang)) if args.lang else dsl_build.LANGS
+    defaults = args.slots == dsl_build.ROLE_SLOTS and args.persona is None
+    if args.out is None and not defaults:
+        raise CliError("--slots and --persona need --out DIR: dsl/ holds the default chatflows "
+                       "(the tests compare them with the generator)")
+    out = Path(args.out) if args.out else dsl_build.DSL_DIR
+    try:
+        changed = dsl_build.write(out_dir=out, langs=langs, slots=args.slots, persona=args.persona)
+    except ValueError as error:
+        raise CliError(f"--{error}") from None
+
+    def shown(path: Path) -> str:
+        return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+    print("\n".join(f"wrote {shown(p)}" for p in changed) or f"{shown(out)} already in step")
+    if not defaults:
+        print(f"pre-filter: {args.slots} role slot(s), {dsl_build.condition_count(args.slots)} conditions")
+    return 0
+
+
+# --- prefilter -------------------------------------------------------------------------------------------
+
+def prefilter_command(args: argparse.Namespace) -> int:
+    import yaml
+
+    from gcite import prefilter
+    from gcite.dsl_build import MAX_ROLE_SLOTS, ROLE_SLOTS
+    from nodes.acl_prefilter import ROLE_DELIMITERS
+
+    if not args.acl_field.strip():
+        raise CliError("--acl-field must not be empty")
+    if args.roles is not None:
+        if args.slots is not None or args.slot_node is not None:
+            raise CliError("--roles prints literal conditions: --slots and --slot-node apply only without it")
+        roles = [r.strip() for r in args.roles.split(",") if r.strip()]
+        for role in roles:
+            if '"' in role or "\\" in role or ROLE_DELIMITERS.search(role):
+                raise CliError(f"--roles: role {role!r} contains '\"', '\\' or a delimiter (, ， ; ； | 、): "
+                               f"the pre-filter cannot match it exactly")
+        conditions = prefilter.conditions_for_roles(args.acl_field, roles, args.missing_acl)
+    else:
+        slots = ROLE_SLOTS if args.slots is None else args.slots
+        if not 1 <= slots <= MAX_ROLE_SLOTS:
+            raise CliError(f"--slots must be from 1 to {MAX_ROLE_SLOTS}, got {slots}")
+        node = args.slot_node if args.slot_node is not None else "acl_roles"
+        if not node.replace("_", "").isalnum() or not node.isascii():
+            raise CliError(f"--slot-node: {node!r} is not a node id (letters, digits and _)")
+        selectors = [f"{{{{#{node}.role_{n}#}}}}" for n in range(1, slots + 1)]
+        conditions = prefilter.templated_conditions(args.acl_field, selectors, args.missing_acl)
+    print(yaml.safe_dump({"metadata_filtering_mode": "manual", "metadata_filtering_conditions": conditions},
+                         allow_unicode=True, sort_keys=False), end="")
+    return 0
+
+
+# --- package ---------------------------------------------------------------------------------------------
 
 def untracked(root, files: list[str]) -> list[str]:
     """Packaged files that git does not track (none when this is not a git checkout)."""
@@ -117,7 +285,7 @@ def untracked(root, files: list[str]) -> list[str]:
 
 def package_command(args: argparse.Namespace) -> int:
     from gcite import ROOT
-    from gcite.package import PackageError, build, update_dsl_dependencies
+    from gcite.package import PackageError, build, source_of, update_dsl_dependencies
 
     try:
         built = build(ROOT, ROOT / args.out)
@@ -126,10 +294,10 @@ def package_command(args: argparse.Namespace) -> int:
             print(f"error: {problem}", file=sys.stderr)
         print(f"no package written ({len(error.problems)} problem(s))", file=sys.stderr)
         return 1
-    for path in untracked(ROOT, built.files):
+    for path in untracked(ROOT, [source_of(f) for f in built.files]):
         print(f"warning: {path} is packaged but not tracked by git: the identifier will differ on a clean clone "
               f"(add it to .difyignore, or commit it)", file=sys.stderr)
-    print(f"package:    {built.path.relative_to(ROOT)}")
+    print(f"package:    {built.path.relative_to(ROOT) if built.path.is_relative_to(ROOT) else built.path}")
     print(f"identifier: {built.identifier}")
     print(f"size:       {built.size:,} bytes ({built.size / 1024:.1f} KB; {built.uncompressed:,} bytes uncompressed, "
           f"{len(built.files)} files)")

@@ -2,7 +2,8 @@
 
 - `ExtractiveModel`: a deterministic built-in stand-in, NOT a language model. It reads the numbered chunks in the
   system prompt, picks the ones that share the most with the question, quotes their first sentence and cites each
-  with `[C:N]`; with nothing relevant it gives the insufficient-evidence answer. It lets the demo and the tests run
+  with `[C:N]`; with nothing relevant it gives the insufficient-evidence answer. It answers in the question's
+  language: Chinese when the question has a CJK character, else English (the prompts' two refusal phrases). It lets the demo and the tests run
   the real chatflow offline and repeatably.
 - `OpenAICompatibleModel`: any `/chat/completions` endpoint, streamed with `requests`.
 """
@@ -23,6 +24,8 @@ from gcite.knowledge import relevance
 
 EXTRACTIVE_LABEL = "gcite-extractive (built-in extractive stand-in, not an LLM)"
 INSUFFICIENT = "根据现有资料无法确定。"
+INSUFFICIENT_EN = "The available sources do not answer this question."
+CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 CHUNK_HEADER = re.compile(r"^\[C:(\d+)\]$", re.MULTILINE)
 SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|(?<=\.)\s")
 DELTA_SIZE = 4  # characters per streamed chunk, like an LLM's tokens
@@ -59,8 +62,11 @@ def extractive_answer(prompt_messages: Sequence[PromptMessage], top: int = 2, th
         if overlap >= threshold:
             scored.append((overlap, chunk_id, text))
     scored.sort(key=lambda s: -s[0])  # stable: ties keep the context's order
+    english = not CJK.search(question)
     if not scored:
-        return INSUFFICIENT
+        return INSUFFICIENT_EN if english else INSUFFICIENT
+    if english:
+        return " ".join(f"{first_sentence(text)}[C:{chunk_id}]." for _, chunk_id, text in scored[:top])
     return "".join(f"{first_sentence(text)}[C:{chunk_id}]。" for _, chunk_id, text in scored[:top])
 
 

@@ -3,6 +3,10 @@
 - Files are walked from the plugin root. Each line of `.difyignore` (else `.gitignore`) is a gitignore pattern; as in
   the daemon, a path is skipped as soon as one pattern matches it, so `!negation` lines have no effect.
 - Entries are sorted, use `/` separators, and no directory entries are written.
+- The repository's README.md is the developer README; the package's README is the user-facing page in
+  `plugin_readme/`: `plugin_readme/README.md` ships as `README.md` (English, what Dify shows by default) and
+  `plugin_readme/README_<lang>.md` as `readme/README_<lang>.md` (e.g. `README_zh_Hans.md`, shown to users of that
+  language), the layout the daemon reads a plugin's README from.
 - The unique identifier is `author/name:version@checksum`, the checksum being sha256 over the sorted paths of
   sha256(path) followed by sha256(content), as the daemon computes it when a package is uploaded.
 """
@@ -74,6 +78,43 @@ def collect_files(root: Path) -> list[str]:
             if not excluded(relative, False, patterns):
                 files.append(relative)
     return sorted(files)
+
+
+PLUGIN_README_DIR = "plugin_readme"
+README_I18N = re.compile(r"README_[a-z]{2}_[A-Za-z]{2,}\.md")  # the daemon's pattern for readme/README_<lang>.md
+
+
+def packaged_name(source: str) -> str:
+    """The name a walked file gets in the package (only the plugin README files are renamed)."""
+    directory, _, name = source.rpartition("/")
+    if directory == PLUGIN_README_DIR:
+        if name == "README.md":
+            return "README.md"
+        if README_I18N.fullmatch(name):
+            return f"readme/{name}"
+    return source
+
+
+def source_of(name: str) -> str:
+    """The file in the plugin tree that the package entry `name` comes from (inverse of `packaged_name`)."""
+    if name == "README.md":
+        return f"{PLUGIN_README_DIR}/README.md"
+    directory, _, base = name.rpartition("/")
+    if directory == "readme" and README_I18N.fullmatch(base):
+        return f"{PLUGIN_README_DIR}/{base}"
+    return name
+
+
+def package_entries(root: Path) -> dict[str, Path]:
+    """{name in the package: file it comes from}, sorted by name: the walked files with the README mapping."""
+    entries: dict[str, Path] = {}
+    plugin_readme = (root / PLUGIN_README_DIR / "README.md").is_file()
+    for source in collect_files(root):
+        if source == "README.md" and plugin_readme:
+            raise PackageError([f"README.md: the package's README comes from {PLUGIN_README_DIR}/README.md; "
+                                f"exclude the repository's /README.md in .difyignore"])
+        entries[packaged_name(source)] = root / source
+    return dict(sorted(entries.items(), key=lambda item: item[0].encode("utf-8")))
 
 
 # --- identity -------------------------------------------------------------------------------------------
@@ -167,6 +208,7 @@ def validate(root: Path, files: list[str]) -> tuple[dict[str, Any] | None, list[
     runner = ((manifest.get("meta") or {}).get("runner") or {})
     must_ship(f"{runner.get('entrypoint', 'main')}.py", "the entrypoint")
     must_ship("requirements.txt", "the dependency file")
+    must_ship("README.md", "the README Dify shows for the plugin")
     if manifest.get("privacy"):
         must_ship(str(manifest["privacy"]), "the privacy policy")
     for provider_path in (manifest.get("plugins") or {}).get("tools") or []:
@@ -191,7 +233,7 @@ def validate(root: Path, files: list[str]) -> tuple[dict[str, Any] | None, list[
     problems += endpoint_problems(root, manifest, packaged)
     for icon in filter(None, icons):
         must_ship(f"_assets/{icon}", "the icon")
-    size = sum((root / f).stat().st_size for f in files)
+    size = sum((root / source_of(f)).stat().st_size for f in files)
     if size >= MAX_UNCOMPRESSED:
         problems.append(f"the plugin is {size:,} bytes uncompressed; the daemon accepts less than {MAX_UNCOMPRESSED:,}")
     return manifest, problems
@@ -200,11 +242,12 @@ def validate(root: Path, files: list[str]) -> tuple[dict[str, Any] | None, list[
 # --- building -------------------------------------------------------------------------------------------
 
 def build(root: Path, out_dir: Path) -> Package:
-    files = collect_files(root)
+    sources = package_entries(root)
+    files = list(sources)
     manifest, problems = validate(root, files)
     if problems or manifest is None:
         raise PackageError(problems)
-    entries = {f: (root / f).read_bytes() for f in files}
+    entries = {f: sources[f].read_bytes() for f in files}
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for name in files:

@@ -1,10 +1,17 @@
 from typing import Any
 
 from dify_plugin import ToolProvider
+from dify_plugin.errors.tool import ToolProviderCredentialValidationError
+
+from tools import web_search_providers as web
 
 
 class GciteProvider(ToolProvider):
-    """G-Cite needs no credentials: every tool works on the data the chatflow hands it."""
+    """Every credential is optional: only the web search tool uses them. Saving checks each configured search
+    provider with its cheapest call and reports every one that failed, by name (no key or URL in the message)."""
 
     def _validate_credentials(self, credentials: dict[str, Any]) -> None:
-        return None
+        failures = web.check_all(credentials or {})
+        if failures:
+            raise ToolProviderCredentialValidationError(
+                "web search credentials failed: " + "; ".join(f"{name}: {why}" for name, why in failures.items()))

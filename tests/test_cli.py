@@ -1,6 +1,8 @@
+import json
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from gcite.__main__ import main
@@ -26,3 +28,258 @@ def test_demo_runs_as_a_module():
     assert out.index("node_finished(merge)") < out.index("answer, as it streams") < out.index("cited sources")
     assert "status: cited; chunk list before answer: True" in out
     assert "[C:" not in out.split("answer, as it streams")[1].split("cited sources")[0]  # no raw marker shown
+
+
+# --- the CLI's structure ----------------------------------------------------------------------------------
+
+def parsers():
+    """Every parser of the CLI (the top one, each command's, each sub-command's) with its name."""
+    import argparse
+
+    from gcite.__main__ import build_parser
+    todo, found = [("python -m gcite", build_parser())], []
+    while todo:
+        name, parser = todo.pop()
+        found.append((name, parser))
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                todo += [(f"{name} {sub}", p) for sub, p in action.choices.items()]
+    return found
+
+
+def test_every_command_and_option_has_help_text():
+    import argparse
+    found = parsers()
+    names = {name for name, _ in found}
+    assert {f"python -m gcite {c}" for c in ("demo", "run", "build-dsl", "package", "prefilter", "sync-schema")} <= names
+    for name, parser in found:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                continue  # each choice is a parser of its own, checked with its help below
+            assert action.help, f"{name} {action.option_strings or action.dest} has no help text"
+    top = found[0][1]
+    commands = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    assert all(choice.help for choice in commands._choices_actions), "a command has no help text"
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    manifest = yaml.safe_load((ROOT / "manifest.yaml").read_text(encoding="utf-8"))
+    assert capsys.readouterr().out.strip() == f"gcite {manifest['version']} (plugin gcite/gcite)"
+
+
+# --- run: a file that is not a chatflow, flags that need each other --------------------------------------------
+
+BAD_FILES = {
+    "binary.yml": (b"\x00\x01\xff\xfe", "not a YAML file (not UTF-8 text)"),
+    "broken.yml": (b"app: [1\n", "not a YAML file (expected ',' or ']'"),
+    "list.yml": (b"- 1\n- 2\n", "not a chatflow DSL (expected a mapping at the top, found list)"),
+    "empty.yml": (b"", "not a chatflow DSL (expected a mapping at the top, found an empty file)"),
+    "text.yml": (b"just some words\n", "not a chatflow DSL (expected a mapping at the top, found str)"),
+    "workflow.yml": (b"app: {mode: workflow}\nworkflow: {graph: {nodes: []}}\n", "app.mode is 'workflow'"),
+    "no_graph.yml": (b"kind: app\nworkflow: {}\n", "not a chatflow DSL (it has no workflow.graph)"),
+    "no_nodes.yml": (b"workflow:\n  graph:\n    nodes: [{id: x}]\n    edges: 5\n", "DslError"),
+}
+
+
+def one_error_line(capsys, argv, status=2) -> str:
+    assert main(argv) == status
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
+    assert "Traceback" not in captured.err and captured.out == ""
+    return lines[0]
+
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_run_on_a_file_that_is_not_a_chatflow_is_a_one_line_error(name, tmp_path, capsys):
+    content, message = BAD_FILES[name]
+    (tmp_path / name).write_bytes(content)
+    line = one_error_line(capsys, ["run", str(tmp_path / name), "--query", "q"])
+    assert line.startswith(f"error: {tmp_path / name}: ") and message in line
+
+
+def test_run_on_a_missing_file_or_a_directory(tmp_path, capsys):
+    assert "cannot read it (FileNotFoundError" in one_error_line(capsys, ["run", str(tmp_path / "nope.yml"), "--query", "q"])
+    assert "cannot read it (IsADirectoryError" in one_error_line(capsys, ["run", str(tmp_path), "--query", "q"])
+
+
+def test_no_traceback_reaches_the_terminal(tmp_path):
+    (tmp_path / "broken.yml").write_bytes(b"app: [1\n")
+    done = subprocess.run([sys.executable, "-m", "gcite", "run", str(tmp_path / "broken.yml"), "--query", "q"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--llm-model", "gpt-4o-mini"], "--llm-model needs --llm-base-url"),
+    (["--llm-base-url", "http://127.0.0.1:9"], "--llm-base-url needs --llm-model"),
+    (["--inputs", "[1]"], "--inputs must be a JSON object"),
+    (["--inputs", "{oops"], "--inputs is not JSON"),
+])
+def test_run_flags_that_need_another_or_bad_values_are_errors(extra, message, capsys):
+    assert message in one_error_line(capsys, ["run", str(ROOT / "dsl" / "gcite_chatflow_code.yml"), "--query", "q",
+                                              *extra])
+
+
+def test_run_pretty_shows_chunks_streamed_answer_and_only_cited_sources(capsys):
+    dsl = str(ROOT / "dsl" / "gcite_chatflow_code.yml")
+    args = ["run", dsl, "--query", "会议室怎么预约？", "--inputs", '{"user_roles": "前台"}']
+    assert main(args) == 0
+    raw = [json.loads(block[6:]) for block in capsys.readouterr().out.split("\n\n") if block.startswith("data: ")]
+    validate = next(e["data"]["outputs"] for e in raw if e["event"] == "node_finished"
+                    and e["data"]["node_id"] == "validate")
+    assert main(args + ["--pretty"]) == 0
+    out = capsys.readouterr().out
+    assert "data: " not in out
+    chunks, rest = out.split("-- answer, as it streams", 1)
+    answer, sources = rest.split("-- cited sources", 1)
+    assert chunks.startswith("-- node_finished(merge): ") and "会议室使用规范" in chunks
+    assert "[C:" not in answer and "[1]" in answer and "单次最长 4 小时" in answer
+    listed = [line for line in sources.splitlines() if line.startswith("[")]
+    assert [line.split("]")[0] for line in listed] == [f"[{c['index']}" for c in validate["citations"]]
+    assert [c["document_title"] in line for c, line in zip(validate["citations"], listed)] == [True] * len(listed)
+    assert "oss://" not in out.split("-- cited sources")[1]  # internal storage URLs are not shown as links
+    assert sources.strip().splitlines()[-1] == f"status: {validate['status']}; chunk list before answer: True; " \
+                                               f"workflow succeeded"
+
+
+# --- prefilter refuses what the README calls invalid -------------------------------------------------------------
+
+@pytest.mark.parametrize("argv,message", [
+    (["--slots", "0"], "--slots must be from 1 to 20, got 0"),
+    (["--slots", "21"], "--slots must be from 1 to 20"),
+    (["--slots", "-1"], "--slots must be from 1 to 20"),
+    (["--roles", 'a"b'], "role 'a\"b' contains"),
+    (["--roles", "ops,a\\b"], "role 'a\\\\b' contains"),
+    (["--roles", "运维；物业"], "contains '\"', '\\' or a delimiter"),
+    (["--roles", "a|b"], "role 'a|b' contains"),
+    (["--roles", "前台、保安"], "role '前台、保安' contains"),
+    (["--roles", "x", "--slots", "2"], "--slots and --slot-node apply only without it"),
+    (["--roles", "x", "--slot-node", "n"], "--slots and --slot-node apply only without it"),
+    (["--slot-node", "bad node"], "--slot-node: 'bad node' is not a node id"),
+    (["--acl-field", " "], "--acl-field must not be empty"),
+])
+def test_prefilter_refuses_invalid_slots_and_roles(argv, message, capsys):
+    assert message in one_error_line(capsys, ["prefilter", *argv])
+
+
+# --- build-dsl options ---------------------------------------------------------------------------------------
+
+def test_build_dsl_defaults_reproduce_the_committed_files(tmp_path, capsys):
+    assert main(["build-dsl", "--out", str(tmp_path)]) == 0
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == sorted(p.name for p in (ROOT / "dsl").glob("*.yml"))
+    for name in written:
+        assert (tmp_path / name).read_text(encoding="utf-8") == (ROOT / "dsl" / name).read_text(encoding="utf-8")
+    assert main(["build-dsl", "--out", str(tmp_path)]) == 0 and "already in step" in capsys.readouterr().out
+
+
+def test_build_dsl_with_more_slots_a_language_and_a_persona(tmp_path, capsys):
+    from gcite.dsl_build import condition_count
+    from gcite.runner import Services, run_chatflow
+    from gcite.web_search import SampleSearchHttpClient
+    from nodes import acl_prefilter
+
+    persona = "You are Ada, the help desk assistant of Example Ltd."
+    assert main(["build-dsl", "--slots", "5", "--lang", "en", "--persona", persona, "--out", str(tmp_path)]) == 0
+    assert "5 role slot(s), 83 conditions" in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gcite_chatflow.en.yml", "gcite_chatflow_code.en.yml"]
+    assert condition_count(5) == 3 + 16 * 5 == 83 and condition_count(3) == 51
+    for path in tmp_path.iterdir():
+        nodes = {n["id"]: n["data"] for n in yaml.safe_load(path.read_text(encoding="utf-8"))["workflow"]["graph"]["nodes"]}
+        assert nodes["llm"]["prompt_template"][0]["text"].split("\n")[:2] == ["# Role", persona]
+        assert len(nodes["kr"]["metadata_filtering_conditions"]["conditions"]) == 83
+        assert list(nodes["acl_roles"]["outputs"]) == [f"role_{n}" for n in range(1, 6)] + ["role_count"]
+        code = nodes["acl_roles"]["code"]
+        assert code == (ROOT / "nodes" / "acl_prefilter.py").read_text(encoding="utf-8").replace(
+            "DEFAULT_ROLE_SLOTS = 3\n", "DEFAULT_ROLE_SLOTS = 5\n")
+        namespace: dict = {}
+        exec(compile(code, "acl_roles", "exec"), namespace)  # noqa: S102 - the generated Code node, run as Dify would
+        assert namespace["main"]("a,b,c,d,e")["role_5"] == "e"
+        with pytest.raises(ValueError, match="6 roles but the pre-filter has 5 slots"):
+            namespace["main"]("a,b,c,d,e,f")
+        assert acl_prefilter.main("a,b,c")["role_3"] == "c"  # the node file itself is unchanged
+    # five roles fill every slot and the chatflow runs to the end on the runner
+    svc = Services(search_http=SampleSearchHttpClient(fail=True))
+    try:
+        events = list(run_chatflow((tmp_path / "gcite_chatflow_code.en.yml").read_text(encoding="utf-8"),
+                                   "会议室怎么预约？", {"user_roles": "前台,保安,访客,运维,财务"}, svc))
+    finally:
+        svc.close()
+    roles = next(e["data"]["outputs"] for e in events if e["event"] == "node_finished"
+                 and e["data"]["node_id"] == "acl_roles")
+    assert roles["role_count"] == 5 and events[-1]["event"] == "message_end"
+    assert not any(e["event"] == "error" for e in events)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--slots", "4"], "--slots and --persona need --out DIR"),
+    (["--persona", "x"], "--slots and --persona need --out DIR"),
+    (["--slots", "0", "--out", "OUT"], "--slots: expected a whole number from 1 to 20, got 0"),
+    (["--slots", "21", "--out", "OUT"], "--slots: expected a whole number from 1 to 20"),
+    (["--persona", " ", "--out", "OUT"], "--persona: must not be empty"),
+    (["--persona", "I am {{#sys.query#}}", "--out", "OUT"], "--persona: must not contain a Dify variable reference"),
+])
+def test_build_dsl_refuses_bad_options(argv, message, tmp_path, capsys):
+    argv = [str(tmp_path / "out") if a == "OUT" else a for a in argv]
+    assert message in one_error_line(capsys, ["build-dsl", *argv])
+    assert not (tmp_path / "out").exists()
+
+
+def test_build_dsl_refuses_an_unknown_language(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["build-dsl", "--lang", "fr", "--out", "x"])
+    assert done.value.code == 2 and "invalid choice: 'fr'" in capsys.readouterr().err
+
+
+# --- demo options ---------------------------------------------------------------------------------------------
+
+def test_demo_takes_a_query_roles_and_the_code_chatflow(capsys):
+    assert main(["demo", "--query", "访客怎么登记？", "--roles", "前台", "--dsl", "code"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Chatflow: gcite_chatflow_code.yml on graphon") and "user_roles = 前台" in out
+    assert out.count("===== turn") == 1 and "===== turn 1: 访客怎么登记？" in out
+    assert "访客管理制度" in out.split("-- cited sources")[1]  # 前台 may see the visitor policy, and it is cited
+
+
+def test_demo_with_a_role_the_pre_filter_cannot_match_shows_the_error_and_fails(capsys):
+    assert main(["demo", "--query", "访客怎么登记？", "--roles", '["前台\\"x"]', "--dsl", "code"]) == 1
+    out = capsys.readouterr().out
+    assert "error: node " in out and "contains a character the pre-filter cannot match exactly" in out
+
+
+def test_demo_refuses_a_file_that_is_not_a_chatflow(tmp_path, capsys):
+    (tmp_path / "x.yml").write_text("- 1\n")
+    assert "not a chatflow DSL" in one_error_line(capsys, ["demo", "--dsl", str(tmp_path / "x.yml")])
+
+
+# --- the Makefile ---------------------------------------------------------------------------------------------
+
+def test_make_demo_passes_query_roles_and_dsl(tmp_path):
+    import shutil
+    if not shutil.which("make"):
+        pytest.skip("make is not installed")
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("QUERY", "ROLES", "DSL")}
+    done = subprocess.run(["make", "-s", "demo", "QUERY=What's the visitor \"rule\"?", "ROLES=前台", "DSL=code"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "Chatflow: gcite_chatflow_code.yml" in done.stdout and "user_roles = 前台" in done.stdout
+    assert "===== turn 1: What's the visitor \"rule\"?" in done.stdout and "turn 2" not in done.stdout
+
+
+def test_the_set_up_announces_each_step():
+    import shutil
+    if not shutil.which("make"):
+        pytest.skip("make is not installed")
+    done = subprocess.run(["make", "-n", "-W", "requirements-dev.txt", "venv"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    steps = [line for line in done.stdout.splitlines() if line.startswith('echo "==> set-up')]
+    assert [s.split("]")[0] for s in steps[:4]] == [f'echo "==> set-up [{n}/4' for n in range(1, 5)]
+    assert any("set-up done" in line for line in done.stdout.splitlines())
+    install = [line for line in done.stdout.splitlines() if "-r requirements-dev.txt" in line]
+    assert install and " -q " not in install[0]  # pip shows what it collects and installs

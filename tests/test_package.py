@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import socket
 import sys
@@ -14,16 +15,23 @@ import pytest
 import requests
 import yaml
 
-from gcite.package import (PackageError, build, checksum, collect_files, identifier_of_package, plugin_references,
-                           update_dsl_dependencies)
+from gcite.package import (PackageError, build, checksum, collect_files, identifier_of_package, package_entries,
+                           plugin_references, source_of, update_dsl_dependencies)
 from gcite.plugin_process import PluginProcess
 from nodes import filter_chunks, merge_chunks, validate_citations
 from tests.conftest import ROOT
 from tests.fixtures.web_shapes import WEB_SHAPES
 from tests.package_env import package_python, unpack
 
-PLUGIN_FILES = [".difyignore", "PRIVACY.md", "README.md", "_assets/icon.svg", "main.py", "manifest.yaml",
-                "provider/gcite.py", "provider/gcite.yaml", "requirements.txt", "tools/params.py"]
+# Exactly what the plugin runs, its icon, its privacy policy and its user-facing README (English, and Chinese where
+# the daemon looks for other languages). Adding a packaged file means adding it here.
+PACKAGE_FILES = ["PRIVACY.md", "README.md", "_assets/icon.svg", "main.py", "manifest.yaml",
+                 "nodes/acl_prefilter.py", "nodes/filter_chunks.py", "nodes/merge_chunks.py", "nodes/remember_turn.py",
+                 "nodes/validate_citations.py", "nodes/web_search_request.py",
+                 "provider/gcite.py", "provider/gcite.yaml", "readme/README_zh_Hans.md", "requirements.txt",
+                 "tools/filter_chunks.py", "tools/filter_chunks.yaml", "tools/merge_chunks.py", "tools/merge_chunks.yaml",
+                 "tools/params.py", "tools/validate_citations.py", "tools/validate_citations.yaml",
+                 "tools/web_search.py", "tools/web_search.yaml", "tools/web_search_providers.py"]
 RAG = [{"content": "巡更需先打卡", "metadata": {"score": 0.7, "dataset_name": "楼宇知识库", "segment_id": "s1",
                                               "doc_metadata": {"document_title": "巡更指南", "access_roles": ",物业经理,"}}},
        {"content": "冷水机组 7℃", "metadata": {"score": 0.6, "segment_id": "s2",
@@ -57,14 +65,53 @@ def test_package_holds_only_what_the_plugin_runs(built):
     with zipfile.ZipFile(built.path) as archive:
         names = archive.namelist()
         assert not any(info.is_dir() for info in archive.infolist())
-    assert names == sorted(names) and all("\\" not in n for n in names)
-    assert set(PLUGIN_FILES) <= set(names)
+    assert names == PACKAGE_FILES  # sorted, `/` separators, nothing else
     assert {f"nodes/{p.name}" for p in (ROOT / "nodes").glob("*.py")} <= set(names)
-    for excluded in ("tests/", "bench/", "dsl/", "gcite/", "scripts/", ".venv", ".git/", "dist/", "__pycache__",
-                     "Makefile", ".ci/", "requirements-dev.txt", ".pytest_cache", ".hypothesis"):
-        assert not any(n.startswith(excluded) or f"/{excluded}" in n for n in names), excluded
     assert built.size < 200 * 1024, f"package is {built.size} bytes"
     assert built.path.name == "gcite-0.1.0.difypkg"
+
+
+def test_the_package_readme_is_the_short_user_page_not_the_developer_readme(built):
+    with zipfile.ZipFile(built.path) as archive:
+        readme = archive.read("README.md").decode("utf-8")
+        readme_zh = archive.read("readme/README_zh_Hans.md").decode("utf-8")
+    assert readme == (ROOT / "plugin_readme" / "README.md").read_text(encoding="utf-8")
+    assert readme_zh == (ROOT / "plugin_readme" / "README_zh_Hans.md").read_text(encoding="utf-8")
+    assert readme != (ROOT / "README.md").read_text(encoding="utf-8") and len(readme) < 5000
+    for text in (readme, readme_zh):
+        assert "filter_chunks" in text and "merge_chunks" in text and "validate_citations" in text
+        assert "/gcite/chat" in text and "README.zh-CN.md" in text and "README.md" in text
+        for word in ("design", "§", "appendix", "附录", "设计文档"):
+            assert word not in text
+    assert re.search(r"[\u4e00-\u9fff]", readme_zh) and not re.search(r"[\u4e00-\u9fff]{20}", readme)
+
+
+def test_readme_files_are_renamed_as_the_daemon_expects(tmp_path):
+    for name in ("manifest.yaml", "README.md", "plugin_readme/README.md", "plugin_readme/README_zh_Hans.md",
+                 "plugin_readme/README_ja_JP.md", "plugin_readme/notes.md"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(name)
+    (tmp_path / ".difyignore").write_text(".difyignore\n/README.md\n")
+    entries = package_entries(tmp_path)
+    assert list(entries) == ["README.md", "manifest.yaml", "plugin_readme/notes.md", "readme/README_ja_JP.md",
+                             "readme/README_zh_Hans.md"]
+    assert entries["README.md"].read_text() == "plugin_readme/README.md"
+    assert all(source_of(name) == str(path.relative_to(tmp_path)) for name, path in entries.items())
+    (tmp_path / ".difyignore").write_text(".difyignore\n")  # the developer README would collide with the user one
+    with pytest.raises(PackageError, match="README.md"):
+        package_entries(tmp_path)
+
+
+def test_minimum_dify_version_is_the_newest_feature_used():
+    manifest = yaml.safe_load((ROOT / "manifest.yaml").read_text(encoding="utf-8"))
+    # hidden Start fields (`hide: true`, user_roles) came in Dify 1.4.0; metadata filtering 1.1.0; endpoints 1.0.0
+    assert manifest["meta"]["minimum_dify_version"] == "1.4.0"
+    for dsl in (ROOT / "dsl").glob("*.yml"):
+        start = next(n["data"] for n in yaml.safe_load(dsl.read_text(encoding="utf-8"))["workflow"]["graph"]["nodes"]
+                     if n["data"]["type"] == "start")
+        assert [v["hide"] for v in start["variables"]] == [True]
+    for readme in ("README.md", "README.zh-CN.md", "plugin_readme/README.md", "plugin_readme/README_zh_Hans.md"):
+        assert "1.4.0" in (ROOT / readme).read_text(encoding="utf-8"), readme
 
 
 def test_identifier_is_what_the_daemon_computes_on_upload(built):
@@ -101,7 +148,7 @@ def test_ignore_rules_follow_the_daemon(tmp_path):
 
 def plugin_copy(tmp_path: Path) -> Path:
     root = tmp_path / "plugin"
-    for name in collect_files(ROOT):
+    for name in [".difyignore"] + [source_of(n) for n in package_entries(ROOT)]:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, root / name)
     return root
@@ -182,7 +229,8 @@ def test_registration_in_a_python_with_only_the_requirements(unpacked, python):
               "print(json.dumps(sorted(t.identity.name for p in r.tools_configuration for t in p.tools)))")
     done = subprocess.run([python, "-c", script], cwd=unpacked, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == ["filter_chunks", "merge_chunks", "validate_citations"]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == ["filter_chunks", "merge_chunks", "validate_citations",
+                                                               "web_search"]
 
 
 def test_stdio_starts_with_the_manifest(plugin):
