@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gcite.package import build, collect_files, validate
+from gcite.package import build, collect_files, package_entries, validate
 from gcite.plugin_process import PluginProcess
 from tests.conftest import ROOT
 from tests.package_env import package_python, unpack
@@ -48,7 +48,7 @@ def test_every_setting_is_bilingual_and_typed_as_the_issue_asks():
 @pytest.fixture
 def tree(tmp_path):
     """A copy of the plugin's packaged files to break."""
-    for relative in collect_files(ROOT):
+    for relative in collect_files(ROOT) + [".difyignore"]:
         target = tmp_path / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(ROOT / relative, target)
@@ -56,7 +56,7 @@ def tree(tmp_path):
 
 
 def problems_of(root: Path) -> list[str]:
-    return validate(root, collect_files(root))[1]
+    return validate(root, list(package_entries(root)))[1]
 
 
 def edit_yaml(path: Path, change) -> None:
