@@ -12,8 +12,6 @@ import statistics
 import sys
 import time
 
-import jwt
-
 from bench.common import ROOT, print_table
 from gcite.app_host import AppHost, sample_services
 from gcite.dsl_build import PLUGIN_DSL
@@ -54,6 +52,8 @@ def expected_paced_text(n: int) -> str:
 
 
 def token(n: int) -> str:
+    import jwt  # imported late: it imports ssl, which dify_plugin's gevent patching wants to come first
+
     return jwt.encode({"sub": f"user-{n}", "roles": ["物业经理"], "exp": int(time.time()) + 3600}, SECRET,
                       algorithm="HS256")
 
