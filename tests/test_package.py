@@ -25,7 +25,9 @@ from tests.package_env import package_python, unpack
 
 # Exactly what the plugin runs, its icon, its privacy policy and its user-facing README (English, and Chinese where
 # the daemon looks for other languages). Adding a packaged file means adding it here.
-PACKAGE_FILES = ["PRIVACY.md", "README.md", "_assets/icon.svg", "main.py", "manifest.yaml",
+PACKAGE_FILES = ["PRIVACY.md", "README.md", "_assets/icon.svg",
+                 "endpoints/chat.py", "endpoints/chat.yaml", "endpoints/chat_preflight.yaml", "endpoints/chat_protocol.py",
+                 "group/gcite_endpoint.yaml", "main.py", "manifest.yaml",
                  "nodes/acl_prefilter.py", "nodes/filter_chunks.py", "nodes/merge_chunks.py", "nodes/remember_turn.py",
                  "nodes/validate_citations.py", "nodes/web_search_request.py",
                  "provider/gcite.py", "provider/gcite.yaml", "readme/README_zh_Hans.md", "requirements.txt",
