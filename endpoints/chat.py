@@ -1,0 +1,265 @@
+"""`POST /gcite/chat` (and its CORS preflight `OPTIONS /gcite/chat`): a cited answer from the configured chatflow,
+streamed in the G-Cite protocol (`endpoints/chat_protocol.py`) to a caller holding a token the operator signed.
+
+What it trusts: only a JWT (HS256, signed with the endpoint's token secret) carrying `sub`, `roles` (a list of
+strings) and `exp`. The roles reach the chatflow only from a valid token, as its `user_roles` input; the body gives
+the question and, to continue a conversation, the handle the endpoint returned, which is signed and bound to `sub`.
+What it sends: only the protocol's events; no node's inputs or outputs except the chunk list's whitelisted fields
+and the answer's text, no internal error text (that goes to the plugin's log).
+"""
+
+import base64
+import hashlib
+import hmac
+import json
+import logging
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jwt
+from dify_plugin import Endpoint
+from dify_plugin.config.logger_format import plugin_logger_handler
+from werkzeug import Request, Response
+
+from endpoints.chat_protocol import (DEFAULT_SNIPPET_LENGTH, INTERNAL_ERROR, MAX_SNIPPET_LENGTH, OPEN_COMMENT,
+                                     Translator, error_event, sse, translate)
+
+logger = logging.getLogger("gcite.endpoint")
+logger.setLevel(logging.INFO)
+logger.addHandler(plugin_logger_handler)
+
+MIN_SECRET_BYTES = 32  # RFC 7518 §3.2: an HS256 key at least as long as the hash
+MAX_BODY_BYTES = 64 * 1024
+MAX_QUERY_CHARS = 4000
+MAX_TOKEN_CHARS = 8192
+MAX_SUB_CHARS = 256
+MAX_ROLES = 50
+MAX_ROLE_CHARS = 200
+MAX_HANDLE_CHARS = 300
+CONVERSATION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+ALGORITHM = "HS256"
+CORS_HEADERS = {
+    "Access-Control-Allow-Methods": "POST, OPTIONS",
+    "Access-Control-Allow-Headers": "Authorization, Content-Type",
+    "Access-Control-Max-Age": "600",
+}
+STREAM_HEADERS = {"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"}
+
+MESSAGES = {
+    "not_configured": "The chat endpoint is not configured yet. 聊天端点尚未配置完成。",
+    "origin_not_allowed": "This site may not use the chat endpoint. 此网站无权使用聊天端点。",
+    "missing_token": "Sign in first: the request has no bearer token. 请先登录：请求中没有令牌。",
+    "expired_token": "Your session has expired; sign in again. 登录已过期，请重新登录。",
+    "invalid_token": "The sign-in token is not valid. 登录令牌无效。",
+    "bad_request": "The request is not a valid question. 请求不是有效的提问。",
+    "forbidden": "This conversation belongs to someone else. 该对话不属于你。",
+    INTERNAL_ERROR: "Something went wrong while answering. 回答时出现了错误。",
+}
+
+
+class HttpError(Exception):
+    def __init__(self, status: int, code: str, detail: str = "") -> None:
+        super().__init__(detail or code)
+        self.status, self.code, self.detail = status, code, detail
+
+
+@dataclass(frozen=True)
+class Config:
+    app_id: str
+    secret: bytes
+    origins: frozenset[str]  # normalised origins; "*" admits every origin
+    source_node: str | None
+    snippet_length: int
+    audience: str | None
+
+    def origin_allowed(self, origin: str) -> bool:
+        return "*" in self.origins or normal_origin(origin) in self.origins
+
+
+def normal_origin(origin: str) -> str:
+    return origin.strip().rstrip("/").lower()
+
+
+def read_settings(settings: Mapping[str, Any]) -> Config:
+    """The endpoint's settings, checked; a problem raises HttpError(500, not_configured) naming the setting."""
+    def problem(name: str, what: str) -> HttpError:
+        return HttpError(500, "not_configured", f"setting {name}: {what}")
+
+    app = settings.get("app")
+    app_id = app.get("app_id") if isinstance(app, Mapping) else app
+    if not isinstance(app_id, str) or not app_id.strip():
+        raise problem("app", "choose the chatflow app")
+    secret = settings.get("token_secret")
+    if not isinstance(secret, str) or len(secret.encode("utf-8")) < MIN_SECRET_BYTES:
+        raise problem("token_secret", f"must be at least {MIN_SECRET_BYTES} bytes")
+    origins = settings.get("allowed_origins") or ""
+    if not isinstance(origins, str):
+        raise problem("allowed_origins", "expected text")
+    allowed = frozenset(normal_origin(o) for o in re.split(r"[\s,]+", origins) if o.strip())
+    source_node = settings.get("source_node_id") or None
+    if source_node is not None and (not isinstance(source_node, str) or len(source_node.strip()) > 128):
+        raise problem("source_node_id", "expected a node id")
+    length = settings.get("snippet_length")
+    if length in (None, ""):
+        length = DEFAULT_SNIPPET_LENGTH
+    try:
+        length = int(str(length).strip())
+    except ValueError:
+        raise problem("snippet_length", "expected a whole number") from None
+    if not 0 <= length <= MAX_SNIPPET_LENGTH:
+        raise problem("snippet_length", f"expected 0..{MAX_SNIPPET_LENGTH}")
+    audience = settings.get("jwt_audience") or None
+    if audience is not None and not isinstance(audience, str):
+        raise problem("jwt_audience", "expected text")
+    return Config(app_id=app_id.strip(), secret=secret.encode("utf-8"), origins=allowed,
+                  source_node=source_node.strip() if source_node else None, snippet_length=length,
+                  audience=audience.strip() if audience else None)
+
+
+# --- who is calling -------------------------------------------------------------------------------------------
+
+def caller(authorization: str | None, config: Config) -> tuple[str, list[str]]:
+    """(sub, roles) of a valid bearer token; anything else raises HttpError(401)."""
+    if not authorization or not authorization.strip():
+        raise HttpError(401, "missing_token")
+    scheme, _, token = authorization.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or len(token) > MAX_TOKEN_CHARS:
+        raise HttpError(401, "invalid_token", "not a bearer token")
+    try:
+        claims = jwt.decode(token, config.secret, algorithms=[ALGORITHM], audience=config.audience,
+                            options={"require": ["sub", "exp", "roles"]})
+    except jwt.ExpiredSignatureError:
+        raise HttpError(401, "expired_token", "token expired") from None
+    except jwt.PyJWTError as error:
+        raise HttpError(401, "invalid_token", f"{type(error).__name__}") from None
+    sub, roles = claims.get("sub"), claims.get("roles")
+    if not isinstance(sub, str) or not sub.strip() or len(sub) > MAX_SUB_CHARS:
+        raise HttpError(401, "invalid_token", "sub is not a user id")
+    if not isinstance(roles, list) or len(roles) > MAX_ROLES or not all(
+            isinstance(r, str) and r.strip() and len(r) <= MAX_ROLE_CHARS for r in roles):
+        raise HttpError(401, "invalid_token", "roles is not a list of role names")
+    return sub, [r.strip() for r in roles]
+
+
+# --- conversation handles -------------------------------------------------------------------------------------
+
+def _handle_key(secret: bytes) -> bytes:
+    return hmac.new(secret, b"gcite conversation handle v1", hashlib.sha256).digest()
+
+
+def _mac(secret: bytes, sub: str, conversation_id: str) -> str:
+    message = json.dumps([sub, conversation_id], ensure_ascii=False).encode("utf-8")
+    digest = hmac.new(_handle_key(secret), message, hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def make_handle(secret: bytes, sub: str, conversation_id: str) -> str:
+    """`<conversation_id>.<HMAC(sub, conversation_id)>`: only the same `sub` can continue the conversation."""
+    return f"{conversation_id}.{_mac(secret, sub, conversation_id)}"
+
+
+def open_handle(secret: bytes, sub: str, handle: str) -> str:
+    """The conversation id of a handle made for `sub`; another caller's or a forged handle raises HttpError(403)."""
+    conversation_id, dot, mac = handle.rpartition(".")
+    if not dot or len(handle) > MAX_HANDLE_CHARS or not CONVERSATION_ID.fullmatch(conversation_id):
+        raise HttpError(403, "forbidden", "malformed handle")
+    if not hmac.compare_digest(mac.encode("ascii", "replace"), _mac(secret, sub, conversation_id).encode("ascii")):
+        raise HttpError(403, "forbidden", "handle not made for this caller")
+    return conversation_id
+
+
+# --- the request body -----------------------------------------------------------------------------------------
+
+def question(r: Request) -> tuple[str, str | None]:
+    """(query, handle or None) from the JSON body; anything else raises HttpError(400). Other keys are ignored."""
+    raw = r.get_data(cache=False)
+    if len(raw) > MAX_BODY_BYTES:
+        raise HttpError(400, "bad_request", f"body over {MAX_BODY_BYTES} bytes")
+    try:
+        body = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise HttpError(400, "bad_request", "body is not JSON") from None
+    if not isinstance(body, dict):
+        raise HttpError(400, "bad_request", "body is not a JSON object")
+    query = body.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise HttpError(400, "bad_request", "query: missing or empty")
+    if len(query) > MAX_QUERY_CHARS:
+        raise HttpError(400, "bad_request", f"query: over {MAX_QUERY_CHARS} characters")
+    handle = body.get("conversation")
+    if handle in (None, ""):
+        return query, None
+    if not isinstance(handle, str):
+        raise HttpError(400, "bad_request", "conversation: expected the handle text")
+    return query, handle
+
+
+# --- responses ------------------------------------------------------------------------------------------------
+
+def json_response(status: int, code: str, headers: Mapping[str, str]) -> Response:
+    body = json.dumps({"code": code, "message": MESSAGES.get(code, MESSAGES[INTERNAL_ERROR])}, ensure_ascii=False)
+    return Response(body, status=status, headers=dict(headers), content_type="application/json; charset=utf-8")
+
+
+def cors_headers(r: Request, config: Config | None) -> dict[str, str]:
+    origin = r.headers.get("Origin")
+    if not origin or config is None or not config.origin_allowed(origin):
+        return {}
+    return {"Access-Control-Allow-Origin": origin.strip(), "Vary": "Origin"}
+
+
+class GCiteChatEndpoint(Endpoint):
+    def _invoke(self, r: Request, values: Mapping, settings: Mapping) -> Response:
+        config = None
+        try:
+            config = read_settings(settings)
+            origin = r.headers.get("Origin")
+            if origin and not config.origin_allowed(origin):
+                raise HttpError(403, "origin_not_allowed", "origin not in allowed_origins")
+            if r.method == "OPTIONS":
+                if not origin:
+                    raise HttpError(403, "origin_not_allowed", "preflight without an Origin")
+                return Response(status=204, headers={**cors_headers(r, config), **CORS_HEADERS})
+            if r.method != "POST":
+                raise HttpError(405, "bad_request", f"method {r.method}")
+            sub, roles = caller(r.headers.get("Authorization"), config)
+            query, handle = question(r)
+            conversation_id = open_handle(config.secret, sub, handle) if handle else None
+        except HttpError as error:
+            if error.status >= 500 or error.code == "forbidden":
+                logger.warning("gcite chat: %s %s (%s)", error.status, error.code, error.detail)
+            return json_response(error.status, error.code, cors_headers(r, config))
+        except Exception as error:  # noqa: BLE001 - never the SDK's 500 page with the exception text
+            logger.error("gcite chat: request failed: %s", type(error).__name__)
+            return json_response(500, INTERNAL_ERROR, cors_headers(r, config))
+        stream = self._stream(config, sub, roles, query, conversation_id)
+        return Response(stream, status=200, headers={**STREAM_HEADERS, **cors_headers(r, config)},
+                        content_type="text/event-stream; charset=utf-8")
+
+    def _stream(self, config: Config, sub: str, roles: list[str], query: str,
+                conversation_id: str | None) -> Iterator[str]:
+        """The response body: a generator, so the daemon flushes each event as it comes; never raises."""
+        yield OPEN_COMMENT
+        translator = Translator(source_node=config.source_node, snippet_length=config.snippet_length,
+                                conversation_handle=lambda cid: make_handle(config.secret, sub, cid))
+
+        def app_events() -> Iterator[dict]:
+            yield from self.session.app.chat.invoke(
+                app_id=config.app_id, query=query,
+                inputs={"user_roles": json.dumps(roles, ensure_ascii=False)},
+                response_mode="streaming", conversation_id=conversation_id, user=sub)
+
+        def log_problem(code: str, error: BaseException) -> None:
+            logger.error("gcite chat: %s: %s: %s", code, type(error).__name__, str(error)[:500])
+
+        try:
+            for name, data in translate(app_events(), translator, on_problem=log_problem):
+                yield sse(name, data)
+        except Exception as error:  # noqa: BLE001 - an exception after the body started would reach the caller raw
+            log_problem(INTERNAL_ERROR, error)
+            if not translator.finished:
+                translator.finished = True
+                yield sse(*error_event(INTERNAL_ERROR))
