@@ -4,7 +4,8 @@ PY     := $(VENV)/bin/python
 REQS   := requirements.txt requirements-dev.txt requirements-engine.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 
-.PHONY: venv test demo bench package dsl clean
+.PHONY: venv test demo bench package dsl clean browser
+DEMO ?= all
 
 venv: $(STAMP)
 
@@ -21,11 +22,19 @@ $(STAMP): $(REQS) scripts/find_python.sh
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(PY) -m pytest -q tests
+
+# the page's browser tests drive Debian's chromium (never a downloaded browser); CJK fonts render the Chinese text
+browser:
+	@dpkg -s chromium fonts-noto-cjk >/dev/null 2>&1 || { apt-get update && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium fonts-noto-cjk; }
 
 demo: $(STAMP)
 	$(PY) -m gcite demo
+ifneq ($(DEMO),cli)
+	$(PY) -m gcite serve
+endif
 
 package: $(STAMP)
 	$(PY) -m gcite package

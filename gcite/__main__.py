@@ -16,6 +16,12 @@ def main(argv: list[str] | None = None) -> int:
                                             "default: the built-in extractive stand-in")
     run.add_argument("--llm-model", help="model name for --llm-base-url")
     run.add_argument("--web-search-fails", action="store_true", help="make the sample web search fail")
+    from gcite.client import add_chat_arguments
+    from gcite.serve import add_serve_arguments
+
+    add_chat_arguments(commands.add_parser("chat", help="ask a question and show the cited answer as it streams"))
+    add_serve_arguments(commands.add_parser("serve", help="serve the chat page and endpoint on 127.0.0.1 "
+                                                             "through the real plugin process"))
     commands.add_parser("sync-schema", help="write the models' item schemas into the tools' output_schema")
     pack = commands.add_parser("package", help="validate the plugin and write dist/<name>-<version>.difypkg")
     pack.add_argument("--out", default="dist", help="output directory (default: dist)")
@@ -35,6 +41,14 @@ def main(argv: list[str] | None = None) -> int:
         demo.run(sys.stdout)
     elif args.command == "run":
         return run_command(args)
+    elif args.command == "chat":
+        from gcite.client import chat_command
+
+        return chat_command(args, sys.stdin, sys.stdout, sys.stderr)
+    elif args.command == "serve":
+        from gcite.serve import serve_command
+
+        return serve_command(args)
     elif args.command == "build-dsl":
         from gcite import ROOT, dsl_build
 
