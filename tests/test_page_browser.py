@@ -286,3 +286,56 @@ def test_weak_citations_are_hollow_and_can_be_hidden_and_replace_redraws(served,
     assert not weak.is_visible() and not answer.locator(".gc-source.gc-weak").is_visible()
     assert answer.locator(".gc-body .gc-num").nth(0).is_visible()
     visit.close()
+
+
+EMBEDDER = """<!doctype html><meta charset="utf-8"><title>host site</title>
+<iframe id="gcite" src="{src}" style="width:900px;height:600px"></iframe>
+<script>
+  const frame = document.getElementById("gcite");
+  window.messages = [];
+  window.addEventListener("message", (e) => {{
+    window.messages.push([e.origin, e.data && e.data.type]);
+    if (e.source === frame.contentWindow && e.data && e.data.type === "gcite:ready")
+      frame.contentWindow.postMessage({{type: "gcite:token", token: {token}}}, "{target}");
+  }});
+  frame.addEventListener("load", () => frame.contentWindow.postMessage({{type: "gcite:token", token: {token}}}, "*"));
+</script>"""
+
+
+def embed(browser, served, host, parent, user="wang"):
+    """A page on `host` (served by the test itself) that frames the chat page and sends the token by postMessage."""
+    context = browser.new_context(locale="zh-CN")
+    page = context.new_page()
+    src = served["page"].replace("#local", f"#parent={parent}")
+    html = EMBEDDER.format(src=src, token=json.dumps(served["users"][user]["token"]), target=served["origin"])
+    page.route(f"{host}/embed.html", lambda route: route.fulfill(status=200, body=html,
+                                                                 headers={"Content-Type": "text/html"}))
+    page.goto(f"{host}/embed.html")
+    return context, page
+
+
+def test_embedded_page_takes_the_token_by_postmessage_from_its_parent_only(served, browser):
+    context, page = embed(browser, served, served["origin"], served["origin"])  # an allowed origin
+    frame = page.frame_locator("#gcite")
+    frame.locator("#gc-query").fill(QUERY)
+    frame.locator("#gc-send").click()
+    frame.locator(".gc-answer:not(.gc-streaming) .gc-sources").wait_for()
+    assert frame.locator(".gc-source").count() == 2
+    assert [served["origin"], "gcite:ready"] in page.evaluate("window.messages")
+    context.close()
+
+    # the fragment names another parent: the page ignores the token its real parent sends
+    context, page = embed(browser, served, served["origin"], "https://other.example")
+    frame = page.frame_locator("#gcite")
+    frame.locator("#gc-ask").wait_for()
+    page.wait_for_timeout(300)
+    assert frame.locator("#gc-send").is_disabled()
+    assert page.evaluate("window.messages") == []  # "ready" went to https://other.example only
+    context.close()
+
+    # a site not in the allowed origins cannot frame the page at all (CSP frame-ancestors)
+    context, page = embed(browser, served, "http://evil.example", "http://evil.example")
+    page.wait_for_load_state("load")
+    child = page.frames[1]
+    assert child.url.startswith("chrome-error://") and child.locator("#gc-ask").count() == 0
+    context.close()
