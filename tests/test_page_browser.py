@@ -265,19 +265,28 @@ def test_weak_citations_are_hollow_and_can_be_hidden_and_replace_redraws(served,
     source = {"id": "1", "source_type": "rag", "document_title": "甲", "display_subtitle": "库", "site_name": "",
               "published_date": "", "url": "", "snippet": "甲的片段"}
     web = {**source, "id": "2", "source_type": "web", "document_title": "乙", "url": "https://example.com/b"}
-    events = [("ready", {}), ("sources", {"sources": [source, web]}), ("text", {"text": "旧文本"}),
+    same_document = {**source, "id": "3", "snippet": "甲的另一段"}
+    events = [("ready", {}), ("sources", {"sources": [source, web, same_document]}), ("text", {"text": "旧文本"}),
               ("cite", {"numbers": [1], "ids": ["1"], "new": [1]}), ("replace", {"text": "新的**正文**"}),
               ("text", {"text": "第一句"}), ("cite", {"numbers": [1, 2], "ids": ["1", "2"], "new": [1, 2]}),
+              ("text", {"text": "第二句"}), ("cite", {"numbers": [3], "ids": ["3"], "new": [3]}),
               ("done", {"status": "cited", "invalid_ids": [], "conversation": "h", "message_id": "m",
                         "citations": [{"number": 1, "id": "1", "count": 1, **source, "support": 0.8, "weak": False},
-                                      {"number": 2, "id": "2", "count": 1, **web, "support": 0.05, "weak": True}]})]
+                                      {"number": 2, "id": "2", "count": 1, **web, "support": 0.05, "weak": True},
+                                      {"number": 3, "id": "3", "count": 1, **same_document, "support": 0.7,
+                                       "weak": False}]})]
     body = "".join(f"event: {n}\ndata: {json.dumps(d, ensure_ascii=False)}\n\n" for n, d in events)
     visit = Visit(browser, served["page"]).as_user(served, "wang")
     visit.page.route("**/gcite/chat", lambda route: route.fulfill(status=200, body=body.encode(),
                                                                   headers={"Content-Type": "text/event-stream"}))
     answer = visit.ask("任意问题")
-    assert answer.locator(".gc-body").text_content() == "新的正文第一句12"
+    assert answer.locator(".gc-body").text_content() == "新的正文第一句12第二句3"
     assert answer.locator(".gc-body strong").text_content() == "正文"
+    # two passages of one document share a chip; each number opens its own passage
+    assert [c.get_attribute("data-numbers") for c in answer.locator(".gc-source").all()] == ["1,3", "2"]
+    answer.locator(".gc-source .gc-num", has_text="3").click()
+    assert visit.page.locator("#gc-popover .gc-pop-snippet").text_content() == "甲的另一段"
+    visit.page.keyboard.press("Escape")
     weak = answer.locator(".gc-body .gc-num.gc-weak")
     assert weak.count() == 1 and weak.text_content() == "2" and "可能不支持" in weak.get_attribute("title")
     toggle = visit.page.locator("#gc-hide-weak")

@@ -268,18 +268,34 @@ export class Answer {
   }
 
   sourcesBar(numbers) {
-    const bar = el("nav", "gc-sources");
-    bar.setAttribute("aria-label", T.sources);
+    // one chip per source: passages of the same document (same type, title, subtitle and link) share a chip
+    const groups = new Map();
     for (const n of numbers) {
       const s = this.byNumber.get(n);
+      const key = JSON.stringify([s.source_type, s.document_title, s.display_subtitle, s.url]);
+      if (!groups.has(key)) groups.set(key, []);
+      groups.get(key).push(n);
+    }
+    const bar = el("nav", "gc-sources");
+    bar.setAttribute("aria-label", T.sources);
+    for (const group of groups.values()) {
+      const s = this.byNumber.get(group[0]);
       const chip = el("button", `gc-source gc-${s.source_type === "web" ? "web" : "rag"}`);
       chip.type = "button";
-      chip.dataset.number = n;
-      if (s.weak === true) { chip.classList.add("gc-weak"); chip.title = T.weak; }
-      chip.append(el("span", "gc-num", String(n)), icon(s.source_type));
+      chip.dataset.number = group[0];
+      chip.dataset.numbers = group.join(",");
+      if (group.every((n) => this.byNumber.get(n).weak === true)) { chip.classList.add("gc-weak"); chip.title = T.weak; }
+      for (const n of group) {
+        const badge = chip.appendChild(el("span", "gc-num", String(n)));
+        badge.dataset.number = n;
+      }
+      chip.append(icon(s.source_type));
       chip.append(el("span", "gc-title", s.document_title || s.site_name || s.id || ""));
       if (s.display_subtitle) chip.append(el("span", "gc-sub", s.display_subtitle));
-      chip.addEventListener("click", (e) => this.showSource(n, e.currentTarget));
+      chip.addEventListener("click", (e) => {
+        const badge = e.target.closest("[data-number]");
+        this.showSource(Number(badge ? badge.dataset.number : group[0]), e.currentTarget);
+      });
       bar.append(chip);
     }
     return bar;
