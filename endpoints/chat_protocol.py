@@ -181,33 +181,51 @@ class AnswerText:
 
     An Answer node may show more than the LLM's text: the shipped chatflows append the validator's reference list
     (`{{#llm.text#}}` + blank line + `{{#validate.references_by_marker_markdown#}}`), with raw `[C:N]` markers,
-    for clients of the raw stream. Rule: text up to and including the LLM's is answer text; once the LLM's text has
-    begun, text from any other node is the appended part and is dropped.
-    - With `from_variable_selector` (Dify sends it with every `message`), a delta is the LLM's when the selector's
-      node is an LLM node (known from its `node_started`/`node_finished` event, `node_type` "llm").
-    - Without it (older Dify), the LLM's text is over once an LLM node's `node_finished` has come: later deltas are
-      the appended part. (The whitespace between them may arrive before that event; it is harmless text.)
+    for clients of the raw stream. Rule: text up to and including the LLM's is answer text; what follows the LLM's
+    text is the appended part and is dropped. The LLM's text is known to be over when
+    - (with `from_variable_selector`, which Dify sends with every `message`) text from an LLM node has been shown
+      and a delta comes from any other node (an LLM node is known from its `node_started`, `node_type` "llm"), or
+    - (with or without it) an LLM node finishes whose output `text` is what has been shown so far, or its start
+      (the literal text after it in the template may come before the LLM's `node_finished`). An LLM whose output
+      is not the shown text (a query rewriter, say) is not the answer's and changes nothing.
+    Deltas from an LLM node are always answer text. Without `from_variable_selector`, whitespace between the LLM's
+    text and the appended part may pass as text (it shows as nothing).
     """
 
     def __init__(self) -> None:
         self.llm_nodes: set[str] = set()
         self.llm_text_started = False
-        self.llm_finished = False
+        self.over = False
+        self._shown: list[str] = []
+        self._held: list[str] = []
 
     def node_event(self, kind: str, data: Mapping[str, Any]) -> None:
-        if data.get("node_type") in LLM_NODE_TYPES and isinstance(data.get("node_id"), str):
-            self.llm_nodes.add(data["node_id"])
-            if kind == "node_finished":
-                self.llm_finished = True
+        if data.get("node_type") not in LLM_NODE_TYPES or not isinstance(data.get("node_id"), str):
+            return
+        self.llm_nodes.add(data["node_id"])
+        outputs = data.get("outputs")
+        if kind == "node_finished" and isinstance(outputs, Mapping) and isinstance(outputs.get("text"), str):
+            if "".join(self._shown).startswith(outputs["text"]):
+                self.over = True
 
-    def is_answer(self, event: Mapping[str, Any]) -> bool:
+    def take(self, event: Mapping[str, Any]) -> str:
+        """The answer text this `message` event adds now ("" for none). Whitespace from a node that is not an LLM
+        (the template's blank line before an appended list) is held back until more answer text follows."""
+        delta = event["answer"]
         selector = event.get("from_variable_selector")
-        if isinstance(selector, (list, tuple)) and selector and isinstance(selector[0], str):
-            if selector[0] in self.llm_nodes:
-                self.llm_text_started = True
-                return True
-            return not self.llm_text_started
-        return not self.llm_finished
+        has_selector = isinstance(selector, (list, tuple)) and bool(selector) and isinstance(selector[0], str)
+        from_llm = has_selector and selector[0] in self.llm_nodes
+        if from_llm:
+            self.llm_text_started = True
+        elif self.over or (self.llm_text_started and has_selector):
+            return ""
+        self._shown.append(delta)
+        if has_selector and not from_llm and not delta.strip():
+            self._held.append(delta)
+            return ""
+        text = "".join(self._held) + delta
+        self._held = []
+        return text
 
 
 # --- the translation --------------------------------------------------------------------------------------------
@@ -264,11 +282,13 @@ class Translator:
                 return self._chunk_list(data)
             return []
         if kind == "message":
-            delta = event.get("answer")
-            if not isinstance(delta, str) or not delta or self.replaced or not self.answer.is_answer(event):
+            if not isinstance(event.get("answer"), str) or not event["answer"] or self.replaced:
+                return []
+            text = self.answer.take(event)
+            if not text:
                 return []
             out = self._sources_first()
-            return out + self._pieces(self._citation_stream().feed_pieces(delta))
+            return out + self._pieces(self._citation_stream().feed_pieces(text))
         if kind == "message_replace":
             return self._replace(event.get("answer"))
         if kind == "workflow_finished" and data.get("status") in ("failed", "stopped"):
