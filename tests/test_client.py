@@ -152,6 +152,7 @@ class _Server:
                 pass
 
             def do_POST(self):
+                outer.path = self.path
                 outer.request = (self.headers.get("Authorization"), self.rfile.read(int(self.headers["Content-Length"])))
                 self.send_response(status)
                 self.send_header("Content-Type", "text/event-stream" if status == 200 else "application/json")
@@ -193,3 +194,17 @@ def test_chat_over_http_sends_token_and_handle_and_reads_errors():
     finally:
         server.close()
     assert list(client.chat("http://127.0.0.1:9/none", "tok", "问"))[-1].code == "connection"
+
+
+def test_service_api_reads_the_raw_stream_over_http(raw_stream):
+    server = _Server(200, "".join(sse(e) for e in raw_stream).encode())
+    try:
+        base = server.url.rsplit("/e/", 1)[0] + "/v1"
+        events = list(client.service_api(base, "app-key", QUERY, {"user_roles": "物业经理"}, conversation_id="c1"))
+        authorization, body = server.request
+        assert authorization == "Bearer app-key" and server.path == "/v1/chat-messages"
+        assert json.loads(body) == {"query": QUERY, "inputs": {"user_roles": "物业经理"}, "response_mode": "streaming",
+                                    "user": "gcite-client", "conversation_id": "c1"}
+        assert events == list(client.dify_events(raw_stream))
+    finally:
+        server.close()
