@@ -348,3 +348,11 @@ def test_embedded_page_takes_the_token_by_postmessage_from_its_parent_only(serve
     child = page.frames[1]
     assert child.url.startswith("chrome-error://") and child.locator("#gc-ask").count() == 0
     context.close()
+
+
+def test_without_a_token_the_page_says_how_to_get_one(served, browser):
+    visit = Visit(browser, served["page"].replace("#local", ""), locale="en-US")
+    notice = visit.page.locator("#gc-notice")
+    notice.wait_for()
+    assert notice.text_content().startswith("No access token") and visit.page.locator("#gc-send").is_disabled()
+    visit.close()

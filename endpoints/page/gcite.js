@@ -451,14 +451,16 @@ export function start() {
     });
     window.parent.postMessage({ type: "gcite:ready" }, parentOrigin);
   }
-  if (params.has("local")) localUsers(useToken);
+  if (params.has("local")) localUsers(useToken).catch(() => { notice.hidden = false; });
   else if (!chat.token && !parentOrigin) notice.hidden = false;
 }
 
 async function localUsers(useToken) {
   // Only `gcite serve` answers /local/users: sample users, each with a token minted for their roles.
   const picker = document.getElementById("gc-user");
-  const users = await (await fetch("/local/users")).json();
+  const response = await fetch("/local/users");
+  if (!response.ok) throw new Error("no sample users here");
+  const users = await response.json();
   for (const u of users) {
     const option = el("option", "", `${u.name} — ${u.roles.length ? u.roles.join("、") : T.noRoles}`);
     option.value = u.token;
