@@ -28,7 +28,9 @@ from endpoints.chat_protocol import (DEFAULT_SNIPPET_LENGTH, INTERNAL_ERROR, MAX
 
 logger = logging.getLogger("gcite.endpoint")
 logger.setLevel(logging.INFO)
-logger.addHandler(plugin_logger_handler)
+logger.propagate = False
+if plugin_logger_handler not in logger.handlers:  # the module is loaded once per endpoint YAML naming it
+    logger.addHandler(plugin_logger_handler)
 
 MIN_SECRET_BYTES = 32  # RFC 7518 §3.2: an HS256 key at least as long as the hash
 MAX_BODY_BYTES = 64 * 1024

@@ -139,6 +139,7 @@ class PluginProcess:
         self._manifest: queue.Queue[dict[str, Any] | BaseException] = queue.Queue()
         self._exited = False
         self.stray: list[dict[str, Any]] = []  # events that belong to no session we opened
+        self.logs: list[dict[str, Any]] = []  # the plugin's log events (`data`: level, message, timestamp)
         self._stderr: list[bytes] = []
         threading.Thread(target=self._read_stdout, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
@@ -282,8 +283,11 @@ class PluginProcess:
     def _dispatch(self, event: dict[str, Any]) -> None:
         with self._changed:
             session = self._sessions.get(event.get("session_id") or "")
+            if event.get("event") == "log":
+                self.logs.append(event.get("data") or {})
+                return
             if event.get("event") != "session" or session is None:
-                if event.get("event") not in ("heartbeat", "log"):
+                if event.get("event") != "heartbeat":
                     self.stray.append(event)
                 return
             data = event.get("data") or {}

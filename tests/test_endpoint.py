@@ -178,6 +178,8 @@ def test_the_audience_setting_requires_that_audience(plugin):
     settings = {**SETTINGS, "jwt_audience": "gcite-chat"}
     stream = dify_stream(["ok"], [])
     assert post(plugin, {"query": "q"}, bearer=token(), handler=Canned(stream), settings=settings).wait_head() == 401
+    assert post(plugin, {"query": "q"}, bearer=token(aud="other"), handler=Canned(stream),
+                settings=settings).wait_head() == 401
     call = post(plugin, {"query": "q"}, bearer=token(aud="gcite-chat"), handler=Canned(stream), settings=settings)
     assert call.wait_head() == 200 and events_of(call)[-1][0] == "done"
 
@@ -310,6 +312,11 @@ def test_a_backwards_invocation_error_is_an_error_event(plugin):
 
     events = run_canned(plugin, refuse)
     assert [name for name, _ in events] == ["ready", "error"] and events[-1][1]["code"] == "app_unavailable"
+    deadline = time.monotonic() + 10  # the detail is for the operator: in the plugin's log, not in the response
+    while not any(SECRET_DETAIL in json.dumps(log, ensure_ascii=False) for log in plugin.logs):
+        assert time.monotonic() < deadline, plugin.logs[-3:]
+        time.sleep(0.05)
+    assert not any(SECRET in json.dumps(log) for log in plugin.logs)
 
 
 def test_an_invocation_cut_mid_answer_keeps_what_was_sent_and_ends_with_an_error(plugin):
@@ -354,3 +361,12 @@ def test_fifty_concurrent_streams_over_one_plugin_process_none_lost_or_mixed(plu
         assert done["message_id"] == f"msg-{n}" and done["conversation"].startswith(f"conv-{n}.")
         assert call.app_requests[0]["user"] == f"user-{n}"
     assert len(canned.requests) == 50 and plugin.alive and plugin.stray == []
+
+
+def test_a_request_the_sdk_cannot_parse_fails_that_session_only(plugin):
+    call = plugin.request("POST", "/gcite/chat", headers={"X_Under": "1", "Authorization": f"Bearer {token()}"},
+                          body=b'{"query": "q"}', settings=SETTINGS, app_handler=Canned([]))
+    call.read()
+    assert call.status is None and "header" in call.error["message"].lower()
+    follow = post(plugin, {"query": "q"}, bearer=token(), handler=Canned(dify_stream(["ok"], [])))
+    assert events_of(follow)[-1][0] == "done" and plugin.alive
