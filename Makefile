@@ -4,7 +4,8 @@ PY     := $(VENV)/bin/python
 REQS   := requirements.txt requirements-dev.txt requirements-engine.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 
-.PHONY: venv test demo bench package dsl clean
+.PHONY: venv test demo bench package dsl clean browser
+DEMO ?= all
 
 venv: $(STAMP)
 
@@ -26,16 +27,25 @@ $(STAMP): $(REQS) scripts/find_python.sh
 	@touch $@
 	@echo "==> set-up done"
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(PY) -m pytest -q tests
 
-# make demo [QUERY="…"] [ROLES="role1,role2"] [DSL=code|plugin|path/to/dsl.yml]; ROLES=, is a user with no role.
+# the page's browser tests drive Debian's chromium (never a downloaded browser); CJK fonts render the Chinese text
+browser:
+	@dpkg -s chromium fonts-noto-cjk >/dev/null 2>&1 || { apt-get update && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium fonts-noto-cjk; }
+
+# make demo [QUERY="…"] [ROLES="role1,role2"] [DSL=code|plugin|path/to/dsl.yml] [DEMO=cli]; ROLES=, is a user with
+# no role. The terminal demo, then the chat page on 127.0.0.1 (Ctrl-C stops it) unless DEMO=cli.
 demo: $(STAMP)
 	@set -- ; \
 	if [ -n "$$QUERY" ]; then set -- "$$@" --query "$$QUERY"; fi; \
 	if [ -n "$$ROLES" ]; then set -- "$$@" --roles "$$ROLES"; fi; \
 	if [ -n "$$DSL" ]; then set -- "$$@" --dsl "$$DSL"; fi; \
 	$(PY) -m gcite demo "$$@"
+ifneq ($(DEMO),cli)
+	$(PY) -m gcite serve
+endif
 
 package: $(STAMP)
 	$(PY) -m gcite package

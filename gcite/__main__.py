@@ -53,6 +53,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--web-search-fails", action="store_true", help="make the sample web search fail")
     run.add_argument("--verbose", action="store_true",
                      help="print on stderr what the local Knowledge Retrieval admitted (conditions, documents)")
+
+    from gcite.client import add_chat_arguments
+    from gcite.serve import add_serve_arguments
+
+    add_chat_arguments(commands.add_parser("chat", help="ask a question and show the cited answer as it streams"))
+    add_serve_arguments(commands.add_parser("serve", help="serve the chat page and endpoint on 127.0.0.1 "
+                                                             "through the real plugin process"))
     commands.add_parser("sync-schema", help="write the models' item schemas into the tools' output_schema")
 
     pack = commands.add_parser("package", help="validate the plugin and write dist/<name>-<version>.difypkg")
@@ -100,6 +107,14 @@ def main(argv: list[str] | None = None) -> int:
             return package_command(args)
         if args.command == "prefilter":
             return prefilter_command(args)
+        if args.command == "chat":
+            from gcite.client import chat_command
+
+            return chat_command(args, sys.stdin, sys.stdout, sys.stderr)
+        if args.command == "serve":
+            from gcite.serve import serve_command
+
+            return serve_command(args)
         if args.command == "acl":
             from gcite import acl_admin
 

@@ -1,27 +1,313 @@
-"""A Service API stream consumer, as a front end would write it.
+"""`gcite.client`: read a cited answer as typed events, from either stream a back end may have.
 
-Read `POST /v1/chat-messages` (`response_mode=streaming`) events, take the numbered chunk list from the merge node's
-`node_finished` event, pass the `message` deltas through `CitationStream` so markers become display numbers 1, 2, 3
-without ever showing half a marker, and end with only the sources actually cited.
+- The **G-Cite protocol** (`POST /gcite/chat` of the plugin's endpoint, or `gcite serve`): SSE with named events
+  `ready`, `sources`, `text`, `cite`, `replace`, `done`, `error` — `gcite_events(lines)`, `chat(url, token, query)`.
+- The **raw Dify stream** (`POST /v1/chat-messages`, `response_mode=streaming`, for back ends that call the Service
+  API themselves): `dify_events(events)` translates it with `gcite.protocol` (the same module the endpoint uses), so
+  the chunk list comes from any `node_finished` whose outputs carry `chunk_metadata`, and the answer's `[C:N]`
+  markers become `text` and `cite` events.
+
+Both yield the same `Event` objects. A stream that ends without `done` or `error` (a cut connection) ends with
+`Error("incomplete", …)`; `ping`, comments and unknown events are skipped. `collect(events)` folds them into one
+JSON-able result. The older `CitedAnswer` (below) is a Service API consumer built directly on `CitationStream`.
 """
 
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Union
 
 from nodes.validate_citations import CitationStream
 
 MERGE_NODE = "merge"
+INCOMPLETE = "the connection closed before the answer was complete"
+
+
+# --- typed events -------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Ready:
+    pass
+
+
+@dataclass(frozen=True)
+class Sources:
+    sources: list[dict[str, str]]
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True)
+class Cite:
+    numbers: list[int]
+    ids: list[str]
+    new: list[int]
+
+
+@dataclass(frozen=True)
+class Replace:
+    text: str
+
+
+@dataclass(frozen=True)
+class Done:
+    status: str
+    citations: list[dict[str, Any]]
+    invalid_ids: list[str]
+    conversation: str
+    message_id: str
+    extra: dict[str, Any] = field(default_factory=dict)  # uncited_sentences and the proxies, when present
+
+
+@dataclass(frozen=True)
+class Error:
+    code: str
+    message: str
+
+
+Event = Union[Ready, Sources, Text, Cite, Replace, Done, Error]
+NAMES = ("ready", "sources", "text", "cite", "replace", "done", "error")
+DONE_KEYS = ("status", "citations", "invalid_ids", "conversation", "message_id")
+
+
+def to_event(name: str, data: dict[str, Any]) -> Event | None:
+    """One protocol event as a typed event; None for names this client does not know (skipped)."""
+    if name == "ready":
+        return Ready()
+    if name == "sources":
+        return Sources(list(data.get("sources") or []))
+    if name == "text":
+        return Text(str(data.get("text", "")))
+    if name == "cite":
+        return Cite(list(data.get("numbers") or []), [str(i) for i in data.get("ids") or []],
+                    list(data.get("new") or []))
+    if name == "replace":
+        return Replace(str(data.get("text", "")))
+    if name == "done":
+        return Done(str(data.get("status", "")), list(data.get("citations") or []),
+                    list(data.get("invalid_ids") or []), str(data.get("conversation") or ""),
+                    str(data.get("message_id") or ""), {k: v for k, v in data.items() if k not in DONE_KEYS})
+    if name == "error":
+        return Error(str(data.get("code") or "error"), str(data.get("message") or ""))
+    return None
+
+
+# --- SSE ----------------------------------------------------------------------------------------------------
+
+def sse_blocks(lines: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """(event name, data) for each SSE event; the name is "message" when none is given; comments are skipped."""
+    name, data = "message", []
+    for line in lines:
+        line = line.rstrip("\r\n")
+        if not line:
+            if data:
+                yield name, "\n".join(data)
+            name, data = "message", []
+        elif line.startswith(":"):
+            continue
+        elif line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+    if data:
+        yield name, "\n".join(data)
 
 
 def parse_sse(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
-    """Events from raw SSE lines: `data: {json}` lines; `event: ping` and blank lines are skipped."""
-    for line in lines:
-        line = line.strip()
-        if line.startswith("data:"):
-            yield json.loads(line[5:].strip())
+    """The Service API's events (its `data:` JSON objects); `event: ping` and comments are skipped."""
+    for name, data in sse_blocks(lines):
+        if name != "ping":
+            yield json.loads(data)
 
+
+def _ended(events: Iterator[Event]) -> Iterator[Event]:
+    """Stops at `done` or `error`; a stream ending before either ends with Error("incomplete")."""
+    for event in events:
+        yield event
+        if isinstance(event, (Done, Error)):
+            return
+    yield Error("incomplete", INCOMPLETE)
+
+
+def gcite_events(lines: Iterable[str]) -> Iterator[Event]:
+    """Typed events from the G-Cite protocol's SSE lines."""
+    def typed() -> Iterator[Event]:
+        for name, data in sse_blocks(lines):
+            if name in NAMES:
+                try:
+                    payload = json.loads(data)
+                except ValueError:
+                    yield Error("bad_stream", f"the server sent an unreadable {name} event")
+                    return
+                event = to_event(name, payload if isinstance(payload, dict) else {})
+                if event is not None:
+                    yield event
+    return _ended(typed())
+
+
+def dify_events(events: Iterable[dict[str, Any]], merge_node: str | None = None) -> Iterator[Event]:
+    """Typed events from the raw Dify stream (Service API event dicts), translated by `gcite.protocol`."""
+    from gcite import protocol
+
+    def typed() -> Iterator[Event]:
+        for name, data in protocol.translate(events, protocol.Translator(source_node=merge_node)):
+            event = to_event(name, data)
+            if event is not None:
+                yield event
+    return _ended(typed())
+
+
+def sse_events(lines: Iterable[str]) -> Iterator[Event]:
+    """Typed events from SSE lines of either stream: a G-Cite event name, or Dify `data:` objects with an `event` key."""
+    iterator = iter(lines)
+    head: list[str] = []
+    for line in iterator:
+        head.append(line)
+        stripped = line.strip()
+        if stripped.startswith("event:") and stripped[6:].strip() in NAMES:
+            return gcite_events(_chain(head, iterator))
+        if stripped.startswith("data:"):
+            return dify_events(parse_sse(_chain(head, iterator)))
+    return gcite_events(head)
+
+
+def _chain(head: list[str], rest: Iterator[str]) -> Iterator[str]:
+    yield from head
+    yield from rest
+
+
+# --- HTTP ---------------------------------------------------------------------------------------------------
+
+def _http_error(response: Any) -> Error:
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    body = body if isinstance(body, dict) else {}
+    code = str(body.get("code") or f"http_{response.status_code}")
+    return Error(code, str(body.get("message") or f"the server answered {response.status_code}"))
+
+
+def _lines(response: Any) -> Iterator[str]:
+    import requests
+
+    try:
+        yield from response.iter_lines(decode_unicode=True)
+    except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError):
+        return  # a cut connection: the stream ends here, and `_ended` says so
+
+
+def chat(url: str, token: str, query: str, conversation: str | None = None, timeout: float = 300) -> Iterator[Event]:
+    """Ask the G-Cite endpoint (`https://<dify>/e/<hook>/gcite/chat`, or `gcite serve`'s) and yield its events."""
+    import requests
+
+    body: dict[str, Any] = {"query": query}
+    if conversation:
+        body["conversation"] = conversation
+    try:
+        response = requests.post(url, json=body, headers={"Authorization": f"Bearer {token}"}, stream=True,
+                                 timeout=timeout)
+    except requests.RequestException as error:
+        yield Error("connection", f"cannot reach {url}: {type(error).__name__}")
+        return
+    with response:
+        if response.status_code != 200:
+            yield _http_error(response)
+            return
+        response.encoding = "utf-8"
+        yield from gcite_events(_lines(response))
+
+
+def service_api(base_url: str, api_key: str, query: str, inputs: dict[str, Any] | None = None,
+                conversation_id: str | None = None, user: str = "gcite-client",
+                timeout: float = 300) -> Iterator[Event]:
+    """Ask a Dify app through the Service API (`POST {base_url}/chat-messages`, raw stream) and yield the events."""
+    import requests
+
+    body = {"query": query, "inputs": inputs or {}, "response_mode": "streaming", "user": user,
+            "conversation_id": conversation_id or ""}
+    try:
+        response = requests.post(base_url.rstrip("/") + "/chat-messages", json=body, stream=True, timeout=timeout,
+                                 headers={"Authorization": f"Bearer {api_key}"})
+    except requests.RequestException as error:
+        yield Error("connection", f"cannot reach {base_url}: {type(error).__name__}")
+        return
+    with response:
+        if response.status_code != 200:
+            yield _http_error(response)
+            return
+        response.encoding = "utf-8"
+        yield from dify_events(parse_sse(_lines(response)))
+
+
+# --- one result ---------------------------------------------------------------------------------------------
+
+def collect(events: Iterable[Event]) -> dict[str, Any]:
+    """Fold events into one JSON-able object: the answer text with display numbers, and `done`'s fields; on an error,
+    `status` is "error" with `error` {code, message} and no partial answer."""
+    text: list[str] = []
+    sources: dict[str, dict[str, str]] = {}
+    for event in events:
+        if isinstance(event, Sources):
+            sources = {s.get("id", ""): s for s in event.sources}
+        elif isinstance(event, Text):
+            text.append(event.text)
+        elif isinstance(event, Cite):
+            text.append("".join(f"[{n}]" for n in event.numbers))
+        elif isinstance(event, Replace):
+            text = [event.text]
+        elif isinstance(event, Error):
+            return {"status": "error", "error": {"code": event.code, "message": event.message}}
+        elif isinstance(event, Done):
+            return {"status": event.status, "answer": "".join(text), "citations": event.citations,
+                    "invalid_ids": event.invalid_ids, "conversation": event.conversation,
+                    "message_id": event.message_id, **event.extra}
+    return {"status": "error", "error": {"code": "incomplete", "message": INCOMPLETE}}
+
+
+SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def render(events: Iterable[Event], out: Any, err: Any) -> int:
+    """Write a cited answer to a terminal as it streams (citations as superscript numbers), then its sources.
+    Returns 0, or 1 after an error (the error goes to `err`)."""
+    wrote = False
+    for event in events:
+        if isinstance(event, Text):
+            out.write(event.text)
+            wrote = True
+        elif isinstance(event, Cite):
+            out.write("˒".join(str(n).translate(SUPERSCRIPT) for n in event.numbers))
+            wrote = True
+        elif isinstance(event, Replace):
+            out.write(("\n" if wrote else "") + "── the answer was replaced ──\n" + event.text)
+            wrote = True
+        elif isinstance(event, Error):
+            if wrote:
+                out.write("\n")
+            out.flush()
+            err.write(f"error ({event.code}): {event.message}\n")
+            return 1
+        elif isinstance(event, Done):
+            out.write("\n")
+            if event.status == "insufficient_evidence":
+                out.write("(the sources do not answer this question)\n")
+            for c in event.citations:
+                kind = "web" if c.get("source_type") == "web" else "knowledge base"
+                subtitle = f" · {c['display_subtitle']}" if c.get("display_subtitle") else ""
+                url = f"  {c['url']}" if c.get("url") else ""
+                weak = "  (weak support)" if c.get("weak") is True else ""
+                out.write(f"[{c.get('number')}] {c.get('document_title', '')}{subtitle} ({kind}){url}{weak}\n")
+            if event.conversation:
+                out.write(f"conversation: {event.conversation}\n")
+        out.flush()
+    return 0
+
+
+# --- the older Service API consumer (kept for the chatflow demo and tests) -----------------------------------
 
 @dataclass
 class CitedAnswer:
@@ -71,3 +357,80 @@ class CitedAnswer:
     @property
     def result(self) -> dict[str, Any]:
         return self._stream.result() if self._stream is not None else {}
+
+
+# --- python -m gcite chat -----------------------------------------------------------------------------------
+
+def add_chat_arguments(parser: Any) -> None:
+    parser.add_argument("query", help="the question")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--url", help="a G-Cite chat endpoint: https://<dify>/e/<hook>/gcite/chat, or gcite serve's")
+    source.add_argument("--service-api", metavar="URL", help="a Dify Service API base URL (…/v1): the raw stream")
+    source.add_argument("--stdin", action="store_true", help="read a recorded stream (either kind) from standard input")
+    parser.add_argument("--token", help="with --url: the caller's token (JWT)")
+    parser.add_argument("--user", help="with --url of gcite serve: one of its sample users (see its /local/users)")
+    parser.add_argument("--api-key", help="with --service-api: the app's API key (default: $GCITE_DIFY_API_KEY)")
+    parser.add_argument("--roles", default="", help="the user_roles input, for --service-api and the local run")
+    parser.add_argument("--conversation", help="continue a conversation (the handle, or Dify's conversation_id)")
+    parser.add_argument("--dsl", help="the local run's chatflow DSL (default: dsl/gcite_chatflow.yml)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the live answer")
+
+
+def local_events(query: str, roles: str, dsl: str | None) -> Iterator[Event]:
+    """The chatflow run on the local runner (graphon), its raw Dify stream read like a Service API stream."""
+    from pathlib import Path
+
+    from gcite.demo import SAMPLE_SEARCH_KEY
+    from gcite.dsl_build import PLUGIN_DSL
+    from gcite.runner import Services, run_chatflow
+
+    services = Services(tool_credentials={"langgenius/tavily:": {"tavily_api_key": SAMPLE_SEARCH_KEY}})
+    try:
+        text = Path(dsl).read_text(encoding="utf-8") if dsl else PLUGIN_DSL.read_text(encoding="utf-8")
+        yield from dify_events(run_chatflow(text, query, {"user_roles": roles}, services))
+    finally:
+        services.close()
+
+
+def sample_user_token(url: str, user: str) -> str:
+    """The token `gcite serve` minted for one of its sample users."""
+    import requests
+    from urllib.parse import urljoin
+
+    users = requests.get(urljoin(url, "/local/users"), timeout=30).json()
+    for entry in users:
+        if user in (entry.get("id"), entry.get("name")):
+            return entry["token"]
+    raise ValueError(f"--user: no sample user {user!r}; known: {', '.join(u['id'] for u in users)}")
+
+
+def chat_command(args: Any, stdin: Any, stdout: Any, stderr: Any) -> int:
+    import os
+
+    if args.url:
+        token = args.token
+        if not token and args.user:
+            try:
+                token = sample_user_token(args.url, args.user)
+            except Exception as error:  # noqa: BLE001 - any failure to get a token is a usage error
+                stderr.write(f"error: {error}\n")
+                return 2
+        if not token:
+            stderr.write("error: --url needs --token (or --user with gcite serve)\n")
+            return 2
+        events = chat(args.url, token, args.query, args.conversation)
+    elif args.service_api:
+        key = args.api_key or os.environ.get("GCITE_DIFY_API_KEY", "")
+        if not key:
+            stderr.write("error: --service-api needs --api-key (or $GCITE_DIFY_API_KEY)\n")
+            return 2
+        events = service_api(args.service_api, key, args.query, {"user_roles": args.roles}, args.conversation)
+    elif args.stdin:
+        events = sse_events(stdin)
+    else:
+        events = local_events(args.query, args.roles, args.dsl)
+    if args.json:
+        result = collect(events)
+        stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+        return 1 if result["status"] == "error" else 0
+    return render(events, stdout, stderr)

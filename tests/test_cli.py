@@ -264,8 +264,8 @@ def test_make_demo_passes_query_roles_and_dsl(tmp_path):
     import shutil
     if not shutil.which("make"):
         pytest.skip("make is not installed")
-    env = {k: v for k, v in __import__("os").environ.items() if k not in ("QUERY", "ROLES", "DSL")}
-    done = subprocess.run(["make", "-s", "demo", "QUERY=What's the visitor \"rule\"?", "ROLES=前台", "DSL=code"],
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("QUERY", "ROLES", "DSL", "DEMO")}
+    done = subprocess.run(["make", "-s", "demo", "QUERY=What's the visitor \"rule\"?", "ROLES=前台", "DSL=code", "DEMO=cli"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr
     assert "Chatflow: gcite_chatflow_code.yml" in done.stdout and "user_roles = 前台" in done.stdout

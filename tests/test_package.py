@@ -27,6 +27,8 @@ from tests.package_env import package_python, unpack
 # the daemon looks for other languages). Adding a packaged file means adding it here.
 PACKAGE_FILES = ["PRIVACY.md", "README.md", "_assets/icon.svg",
                  "endpoints/chat.py", "endpoints/chat.yaml", "endpoints/chat_preflight.yaml", "endpoints/chat_protocol.py",
+                 "endpoints/page.py", "endpoints/page.yaml", "endpoints/page/gcite.css", "endpoints/page/gcite.js",
+                 "endpoints/page/index.html", "endpoints/page_assets.yaml",
                  "group/gcite_endpoint.yaml", "main.py", "manifest.yaml",
                  "nodes/acl_prefilter.py", "nodes/filter_chunks.py", "nodes/merge_chunks.py", "nodes/remember_turn.py",
                  "nodes/validate_citations.py", "nodes/web_search_request.py",

@@ -1,0 +1,54 @@
+"""`GET /gcite/` and `GET /gcite/<path:asset>`: the reference chat page, served by the plugin from endpoints/page/.
+
+Only the three files of the page are served, looked up by exact name (no path is ever joined from the request), with
+their content type and headers that keep the page safe: a Content-Security-Policy that allows only the page's own
+script, style and requests (`connect-src 'self'` is the chat endpoint beside it), no inline script, no framing except
+by the endpoint's allowed origins, `nosniff` and no referrer.
+"""
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from werkzeug import Request, Response
+
+from dify_plugin import Endpoint
+
+PAGE_DIR = Path(__file__).resolve().parent / "page"
+FILES = {
+    "index.html": "text/html; charset=utf-8",
+    "gcite.css": "text/css; charset=utf-8",
+    "gcite.js": "text/javascript; charset=utf-8",
+}
+ORIGIN_SETTINGS = ("allowed_origins", "allowed_origin")  # the endpoint group's setting: sites that may embed the page
+
+
+def frame_ancestors(settings: Mapping) -> str:
+    """`'self'` plus each allowed origin that is a plain http(s) origin; `*` in the setting is not honoured."""
+    value = next((settings.get(k) for k in ORIGIN_SETTINGS if settings.get(k)), "") or ""
+    origins = [o.strip().rstrip("/") for o in str(value).replace(",", " ").split()]
+    safe = [o for o in origins if o.startswith(("https://", "http://")) and not any(c in o[8:] for c in "/;'\"*")]
+    return " ".join(["'self'", *dict.fromkeys(safe)])
+
+
+def security_headers(settings: Mapping) -> dict[str, str]:
+    return {
+        "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+                                   "img-src 'self' data:; base-uri 'none'; form-action 'none'; "
+                                   f"frame-ancestors {frame_ancestors(settings)}",
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-cache",
+    }
+
+
+class GCitePageEndpoint(Endpoint):
+    def _invoke(self, r: Request, values: Mapping, settings: Mapping) -> Response:
+        name = values.get("asset") or "index.html"
+        headers = security_headers(settings)
+        if name not in FILES:
+            return Response("not found\n", status=404, content_type="text/plain; charset=utf-8", headers=headers)
+        try:
+            body = (PAGE_DIR / name).read_bytes()
+        except OSError:
+            return Response("not found\n", status=404, content_type="text/plain; charset=utf-8", headers=headers)
+        return Response(body, status=200, content_type=FILES[name], headers=headers)

@@ -1,0 +1,474 @@
+// G-Cite reference chat page: one ES module, no build step, no dependencies.
+//
+// It is also the reference for other front ends. What it does, in order:
+//   1. gets a token: from the URL fragment (#token=…), or from postMessage of the embedding site, never a query string;
+//   2. POSTs {query, conversation} to ./chat with `Authorization: Bearer <token>` and reads the SSE stream
+//      (events ready, sources, text, cite, replace, done, error — see the README's protocol section);
+//   3. draws the answer from `text` and `cite` events: text through a small markdown renderer that only creates
+//      elements and text nodes (never parsed HTML), each citation a superscript number;
+//   4. on `done`, draws the sources bar from `done.citations` (only cited sources, in display order).
+// All model and source text enters the page through textContent / createTextNode.
+
+const TEXT = {
+  en: {
+    title: "G-Cite", ask: "Ask", placeholder: "Ask a question…", user: "User", noRoles: "no role",
+    sources: "Sources", rag: "Knowledge base", web: "Web", open: "Open source", close: "Close",
+    insufficient: "The available sources do not answer this question.",
+    weak: "This source may not support the sentence that cites it", hideWeak: "Hide weak citations",
+    noToken: "No access token: open this page with #token=… or embed it and send the token with postMessage.",
+    errors: {
+      connection: "The connection was lost before the answer was complete.",
+      unauthorized: "Your session is not valid (sign in again).",
+      forbidden: "This conversation belongs to someone else.",
+      http: "The server refused the request.",
+    },
+    thinking: "Searching the sources…",
+  },
+  zh: {
+    title: "G-Cite", ask: "提问", placeholder: "请输入问题…", user: "用户", noRoles: "无角色",
+    sources: "来源", rag: "知识库", web: "网页", open: "打开来源", close: "关闭",
+    insufficient: "现有资料无法回答这个问题。",
+    weak: "该来源可能不支持引用它的句子", hideWeak: "隐藏弱引用",
+    noToken: "缺少访问令牌：请用 #token=… 打开本页，或嵌入本页后通过 postMessage 发送令牌。",
+    errors: {
+      connection: "回答尚未完成，连接已中断。",
+      unauthorized: "登录状态无效，请重新登录。",
+      forbidden: "该会话属于其他用户。",
+      http: "服务器拒绝了请求。",
+    },
+    thinking: "正在检索资料…",
+  },
+};
+export const lang = (navigator.language || "en").toLowerCase().startsWith("zh") ? "zh" : "en";
+const T = TEXT[lang];
+
+// ---------------------------------------------------------------------------------------------------------------
+// The stream: SSE over fetch (EventSource cannot POST or send headers).
+
+/** Yields {event, data} for each SSE event of a fetch Response; comments (": open") and pings are skipped. */
+export async function* readEvents(response) {
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value.replace(/\r\n?/g, "\n");
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let event = "message";
+      const data = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event:")) event = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+      }
+      if (!data.length || event === "ping") continue;
+      yield { event, data: JSON.parse(data.join("\n")) };
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// A safe markdown renderer: paragraphs, headings, lists, **strong**, *em*, `code`, fenced code. It builds nodes;
+// markdown links, images and HTML stay literal text. CITE (a private-use character, removed from model text) marks
+// where each citation goes; `cite(i)` returns the node for the i-th one.
+
+export const CITE = "\uE000";
+const INLINE = /(`[^`\n]+`)|(\*\*[^*\n]+?\*\*|__[^_\n]+?__)|(\*[^*\s][^*\n]*?\*|_[^_\s][^_\n]*?_)|(\uE000)/g;
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function inline(parent, text, cite) {
+  let last = 0;
+  for (const m of text.matchAll(INLINE)) {
+    if (m.index > last) parent.append(document.createTextNode(text.slice(last, m.index)));
+    if (m[1]) parent.append(codeWithCites(m[1].slice(1, -1), cite));
+    else if (m[2]) inline(parent.appendChild(el("strong")), m[2].slice(2, -2), cite);
+    else if (m[3]) inline(parent.appendChild(el("em")), m[3].slice(1, -1), cite);
+    else parent.append(cite());
+    last = m.index + m[0].length;
+  }
+  if (last < text.length) parent.append(document.createTextNode(text.slice(last)));
+}
+
+function codeWithCites(text, cite, tag = "code") {
+  const code = el(tag);
+  text.split(CITE).forEach((part, i) => {
+    if (i) code.append(cite());
+    code.append(document.createTextNode(part));
+  });
+  return code;
+}
+
+/** Renders markdown `text` into a DocumentFragment; each CITE character becomes `cite()` (called in order). */
+export function renderMarkdown(text, cite = () => document.createTextNode("")) {
+  const out = document.createDocumentFragment();
+  const lines = text.split("\n");
+  let paragraph = null, list = null;
+  const closeBlocks = () => { paragraph = null; list = null; };
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    if (/^\s*```/.test(line)) {
+      const body = [];
+      while (++i < lines.length && !/^\s*```/.test(lines[i])) body.push(lines[i]);
+      const pre = el("pre");
+      pre.append(codeWithCites(body.join("\n"), cite));
+      out.append(pre);
+      closeBlocks();
+      continue;
+    }
+    if (!line.trim()) { closeBlocks(); continue; }
+    const heading = /^(#{1,6})\s+(.*)$/.exec(line);
+    const item = /^\s*([-*+]|\d{1,9}[.)])\s+(.*)$/.exec(line);
+    if (heading) {
+      closeBlocks();
+      inline(out.appendChild(el(`h${Math.min(6, heading[1].length + 2)}`)), heading[2], cite);
+    } else if (item) {
+      const tag = /\d/.test(item[1]) ? "ol" : "ul";
+      if (!list || list.tagName.toLowerCase() !== tag) {
+        list = out.appendChild(el(tag));
+        if (tag === "ol") list.start = parseInt(item[1], 10);
+      }
+      paragraph = null;
+      inline(list.appendChild(el("li")), item[2], cite);
+    } else if (list && /^\s+/.test(line)) {
+      inline(list.lastChild, " " + line.trim(), cite);  // continuation of a list item
+    } else {
+      list = null;
+      if (paragraph) paragraph.append(el("br"));
+      else paragraph = out.appendChild(el("p"));
+      inline(paragraph, line, cite);
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// One answer: its state, drawn again on every event (answers are short, and a full redraw keeps it simple).
+
+/** http(s) URLs only, else "" (the endpoint already guarantees it; a front end checks again). */
+export function safeUrl(url) {
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === "http:" || parsed.protocol === "https:" ? parsed.href : "";
+  } catch { return ""; }
+}
+
+const ICONS = {  // tiny inline SVG paths: a document for the knowledge base, a globe for the web
+  rag: "M3.5 1.5h6l3 3v10h-9z M9.5 1.5v3h3 M5.5 8h5 M5.5 11h5",
+  web: "M8 1a7 7 0 1 0 0 14A7 7 0 0 0 8 1z M1 8h14 M8 1c-3 3.5-3 10.5 0 14 M8 1c3 3.5 3 10.5 0 14",
+};
+
+function icon(type) {
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("viewBox", "0 0 16 16");
+  svg.setAttribute("class", "gc-icon");
+  svg.setAttribute("aria-hidden", "true");
+  const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
+  path.setAttribute("d", ICONS[type] || ICONS.rag);
+  svg.append(path);
+  return svg;
+}
+
+export class Answer {
+  constructor(container, popover) {
+    this.container = container;   // element the answer is drawn into
+    this.popover = popover;
+    this.parts = [];               // {text} or {cite: {numbers, ids}} in stream order
+    this.sources = new Map();      // chunk id -> source (from the `sources` event)
+    this.byNumber = new Map();     // display number -> source or citation (citation once `done` came)
+    this.status = "streaming";     // streaming | cited | uncited | insufficient_evidence | error
+    this.error = null;
+    this.done = null;
+  }
+
+  /** Applies one protocol event; returns true when the answer is finished (done or error). */
+  apply(event, data) {
+    switch (event) {
+      case "sources":
+        for (const s of data.sources || []) this.sources.set(String(s.id), s);
+        break;
+      case "text":
+        this.parts.push({ text: String(data.text || "") });
+        break;
+      case "cite":
+        (data.numbers || []).forEach((n, i) => {
+          if (!this.byNumber.has(n)) this.byNumber.set(n, this.sources.get(String(data.ids[i])) || { id: data.ids[i] });
+        });
+        this.parts.push({ cite: { numbers: data.numbers || [] } });
+        break;
+      case "replace":  // Dify's message_replace: drop what was shown for this answer
+        this.parts = [{ text: String(data.text || "") }];
+        this.byNumber.clear();
+        break;
+      case "done":
+        this.done = data;
+        this.status = data.status;
+        this.byNumber.clear();
+        for (const c of data.citations || []) this.byNumber.set(c.number, c);
+        if ((data.citations || []).some((c) => c.weak === true)) {
+          document.getElementById("gc-weak-toggle")?.removeAttribute("hidden");
+        }
+        break;
+      case "error":
+        this.status = "error";
+        this.error = data;
+        break;
+      default:
+        return false;  // ready, and events a newer server may add
+    }
+    this.draw();
+    return event === "done" || event === "error";
+  }
+
+  fail(code, message) { return this.apply("error", { code, message }); }
+
+  draw() {
+    const box = this.container;
+    box.replaceChildren();
+    box.classList.toggle("gc-streaming", this.status === "streaming");
+    box.classList.toggle("gc-failed", this.status === "error");
+    const text = this.parts.map((p) => (p.cite ? CITE : p.text.replaceAll(CITE, "\uFFFD"))).join("");
+    const cites = this.parts.filter((p) => p.cite);
+    let next = 0;
+    const body = el("div", "gc-body");
+    body.append(renderMarkdown(text, () => this.superscript(cites[next++].cite.numbers)));
+    if (this.status === "streaming" && !text) body.append(el("p", "gc-thinking", T.thinking));
+    box.append(body);
+    if (this.status === "insufficient_evidence") box.append(el("div", "gc-insufficient", T.insufficient));
+    if (this.status === "error") {
+      const known = T.errors[this.error.code];
+      box.append(el("div", "gc-error", this.error.message || known || T.errors.http));
+    }
+    const numbers = [...this.byNumber.keys()].sort((a, b) => a - b);
+    if (numbers.length) box.append(this.sourcesBar(numbers));
+  }
+
+  superscript(numbers) {
+    const sup = el("sup", "gc-cite");
+    numbers.forEach((n) => {
+      const source = this.byNumber.get(n) || {};
+      const button = el("button", `gc-num gc-${source.source_type === "web" ? "web" : "rag"}`, String(n));
+      button.type = "button";
+      button.dataset.number = n;
+      if (source.weak === true) {
+        button.classList.add("gc-weak");
+        button.title = `${T.weak}${typeof source.support === "number" ? ` (${source.support.toFixed(2)})` : ""}`;
+      }
+      button.addEventListener("click", (e) => this.showSource(n, e.currentTarget));
+      sup.append(button);
+    });
+    return sup;
+  }
+
+  sourcesBar(numbers) {
+    // one chip per source: passages of the same document (same type, title, subtitle and link) share a chip
+    const groups = new Map();
+    for (const n of numbers) {
+      const s = this.byNumber.get(n);
+      const key = JSON.stringify([s.source_type, s.document_title, s.display_subtitle, s.url]);
+      if (!groups.has(key)) groups.set(key, []);
+      groups.get(key).push(n);
+    }
+    const bar = el("nav", "gc-sources");
+    bar.setAttribute("aria-label", T.sources);
+    for (const group of groups.values()) {
+      const s = this.byNumber.get(group[0]);
+      const chip = el("button", `gc-source gc-${s.source_type === "web" ? "web" : "rag"}`);
+      chip.type = "button";
+      chip.dataset.number = group[0];
+      chip.dataset.numbers = group.join(",");
+      if (group.every((n) => this.byNumber.get(n).weak === true)) { chip.classList.add("gc-weak"); chip.title = T.weak; }
+      for (const n of group) {
+        const badge = chip.appendChild(el("span", "gc-num", String(n)));
+        badge.dataset.number = n;
+      }
+      chip.append(icon(s.source_type));
+      chip.append(el("span", "gc-title", s.document_title || s.site_name || s.id || ""));
+      if (s.display_subtitle) chip.append(el("span", "gc-sub", s.display_subtitle));
+      chip.addEventListener("click", (e) => {
+        const badge = e.target.closest("[data-number]");
+        this.showSource(Number(badge ? badge.dataset.number : group[0]), e.currentTarget);
+      });
+      bar.append(chip);
+    }
+    return bar;
+  }
+
+  showSource(n, anchor) {
+    const s = this.byNumber.get(n) || {};
+    const pop = this.popover;
+    pop.replaceChildren();
+    const head = el("div", "gc-pop-head");
+    head.append(el("span", "gc-num", String(n)), icon(s.source_type),
+      el("span", "gc-pop-kind", s.source_type === "web" ? T.web : T.rag));
+    const close = el("button", "gc-pop-close", "×");
+    close.type = "button";
+    close.setAttribute("aria-label", T.close);
+    close.addEventListener("click", () => { pop.hidden = true; });
+    head.append(close);
+    pop.append(head, el("div", "gc-pop-title", s.document_title || ""));
+    const sub = [s.display_subtitle, s.site_name, s.published_date].filter(Boolean);
+    if (sub.length) pop.append(el("div", "gc-pop-sub", [...new Set(sub)].join(" · ")));
+    if (s.weak === true) pop.append(el("div", "gc-pop-weak", T.weak));
+    if (s.snippet) pop.append(el("blockquote", "gc-pop-snippet", s.snippet));
+    const href = safeUrl(s.url || "");
+    if (href) {
+      const link = el("a", "gc-pop-link", T.open);
+      link.href = href;
+      link.target = "_blank";
+      link.rel = "noopener noreferrer";
+      pop.append(link);
+    }
+    pop.className = `gc-popover gc-${s.source_type === "web" ? "web" : "rag"}`;
+    pop.hidden = false;
+    const r = anchor.getBoundingClientRect();
+    pop.style.top = `${window.scrollY + r.bottom + 6}px`;
+    pop.style.left = `${Math.max(8, Math.min(window.scrollX + r.left, window.innerWidth - pop.offsetWidth - 8))}px`;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// A chat: the token, the conversation handle, one request per question.
+
+export class Chat {
+  constructor({ endpoint, thread, popover, onBusy = () => {} }) {
+    Object.assign(this, { endpoint, thread, popover, onBusy });
+    this.token = null;
+    this.conversation = null;  // the handle from the last `done`: the next question continues the conversation
+  }
+
+  reset(token) {
+    this.token = token;
+    this.conversation = null;
+    this.thread.replaceChildren();
+    this.popover.hidden = true;
+  }
+
+  async ask(query) {
+    const turn = this.thread.appendChild(el("section", "gc-turn"));
+    turn.append(el("div", "gc-question", query));
+    const answer = new Answer(turn.appendChild(el("div", "gc-answer")), this.popover);
+    answer.draw();
+    this.onBusy(true);
+    try {
+      const body = { query };
+      if (this.conversation) body.conversation = this.conversation;
+      const response = await fetch(this.endpoint, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Authorization: `Bearer ${this.token}` },
+        body: JSON.stringify(body),
+      });
+      if (!response.ok) {
+        let message = "";
+        try { message = (await response.json()).message || ""; } catch { /* not JSON */ }
+        const code = { 401: "unauthorized", 403: "forbidden" }[response.status] || "http";
+        answer.fail(code, T.errors[code] + (message ? ` (${message})` : ""));
+        return answer;
+      }
+      for await (const { event, data } of readEvents(response)) {
+        if (answer.apply(event, data)) break;
+      }
+      if (answer.status === "streaming") answer.fail("connection", T.errors.connection);
+    } catch {
+      if (answer.status === "streaming") answer.fail("connection", T.errors.connection);
+    } finally {
+      if (answer.done && answer.done.conversation) this.conversation = answer.done.conversation;
+      this.onBusy(false);
+    }
+    return answer;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The page: wiring, the token sources, and (served by `gcite serve` with #local) the sample-user picker.
+//
+// Embedding: <iframe src="https://<dify>/e/<hook>/gcite/#parent=https://app.example.com">. The page posts
+// {type: "gcite:ready"} to the parent (target origin = that `parent` value), and accepts
+// {type: "gcite:token", token: "<JWT>"} only from window.parent and only when event.origin equals `parent`.
+// Sending a new token (a refresh, or another user) starts a new conversation only if the token's subject changed.
+
+function subject(token) {
+  try {
+    return JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))).sub;
+  } catch { return null; }
+}
+
+export function start() {
+  document.documentElement.lang = lang === "zh" ? "zh-CN" : "en";
+  for (const node of document.querySelectorAll("[data-i18n]")) node.textContent = T[node.dataset.i18n];
+  const $ = (id) => document.getElementById(id);
+  const form = $("gc-ask"), query = $("gc-query"), send = $("gc-send"), notice = $("gc-notice");
+  query.placeholder = T.placeholder;
+  const chat = new Chat({
+    endpoint: new URL("chat", document.baseURI).href,
+    thread: $("gc-thread"),
+    popover: $("gc-popover"),
+    onBusy: (busy) => { send.disabled = busy || !chat.token; document.body.classList.toggle("gc-busy", busy); },
+  });
+  const useToken = (token) => {
+    if (!token) return;
+    if (subject(token) !== subject(chat.token || "")) chat.reset(token);
+    else chat.token = token;
+    notice.hidden = true;
+    send.disabled = false;
+  };
+
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const q = query.value.trim();
+    if (!q || !chat.token || send.disabled) return;
+    query.value = "";
+    chat.ask(q);
+  });
+  query.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); form.requestSubmit(); }
+  });
+  document.addEventListener("click", (e) => {
+    const pop = $("gc-popover");
+    if (!pop.hidden && !pop.contains(e.target) && !e.target.closest(".gc-num, .gc-source")) pop.hidden = true;
+  });
+  document.addEventListener("keydown", (e) => { if (e.key === "Escape") $("gc-popover").hidden = true; });
+  $("gc-hide-weak").addEventListener("change", (e) => document.body.classList.toggle("gc-hide-weak", e.target.checked));
+
+  const params = new URLSearchParams(location.hash.slice(1));
+  const parentOrigin = params.get("parent");
+  if (params.get("token")) {
+    useToken(params.get("token"));
+    params.delete("token");  // keep the token out of the address bar and the history
+    history.replaceState(null, "", `${location.pathname}${params.toString() ? `#${params}` : ""}`);
+  }
+  if (parentOrigin && window.parent !== window) {
+    window.addEventListener("message", (e) => {
+      if (e.source !== window.parent || e.origin !== parentOrigin) return;
+      if (e.data && e.data.type === "gcite:token" && typeof e.data.token === "string") useToken(e.data.token);
+    });
+    window.parent.postMessage({ type: "gcite:ready" }, parentOrigin);
+  }
+  if (params.has("local")) localUsers(useToken).catch(() => { notice.hidden = false; });
+  else if (!chat.token && !parentOrigin) notice.hidden = false;
+}
+
+async function localUsers(useToken) {
+  // Only `gcite serve` answers /local/users: sample users, each with a token minted for their roles.
+  const picker = document.getElementById("gc-user");
+  const response = await fetch("/local/users");
+  if (!response.ok) throw new Error("no sample users here");
+  const users = await response.json();
+  for (const u of users) {
+    const option = el("option", "", `${u.name} — ${u.roles.length ? u.roles.join("、") : T.noRoles}`);
+    option.value = u.token;
+    picker.append(option);
+  }
+  picker.addEventListener("change", () => useToken(picker.value));
+  document.getElementById("gc-user-picker").hidden = false;
+  useToken(picker.value);
+}
+
+if (document.getElementById("gc-ask")) start();

@@ -1,0 +1,210 @@
+"""gcite.client and `python -m gcite chat`: both streams give the same typed events; ping, unknown events, errors
+and cut connections are handled."""
+
+import io
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from gcite import client, protocol
+from gcite.__main__ import main as gcite_main
+from gcite.client import Cite, Done, Error, Ready, Replace, Sources, Text
+from gcite.demo import SAMPLE_SEARCH_KEY
+from gcite.dsl_build import PLUGIN_DSL
+from gcite.runner import Services, run_chatflow, sse
+
+QUERY = "巡更时发现异常怎么上报？"
+SOURCE = {"id": "4", "source_type": "web", "document_title": "标题", "display_subtitle": "example.com",
+          "site_name": "", "published_date": "", "url": "https://example.com/a", "snippet": "片段"}
+
+
+@pytest.fixture(scope="module")
+def raw_stream():
+    """One real turn of the shipped chatflow on the runner: the Service API events (dicts)."""
+    services = Services(tool_credentials={"langgenius/tavily:": {"tavily_api_key": SAMPLE_SEARCH_KEY}})
+    try:
+        return list(run_chatflow(PLUGIN_DSL.read_text(encoding="utf-8"), QUERY, {"user_roles": "物业经理"}, services))
+    finally:
+        services.close()
+
+
+def gcite_sse(*events) -> list[str]:
+    return "".join(protocol.sse(name, data) for name, data in events).splitlines(keepends=True)
+
+
+def test_raw_dify_stream_and_gcite_protocol_give_the_same_events(raw_stream):
+    from_raw = list(client.sse_events("".join(sse(e) for e in raw_stream).splitlines(keepends=True)))
+    from_protocol = list(client.sse_events(
+        (": open\n\n" + "".join(protocol.sse(n, d) for n, d in protocol.translate(raw_stream))).splitlines(True)))
+    assert from_raw == from_protocol
+    assert isinstance(from_raw[0], Ready) and isinstance(from_raw[1], Sources) and isinstance(from_raw[-1], Done)
+    cites = [e for e in from_raw if isinstance(e, Cite)]
+    assert [c.numbers for c in cites] == [[1], [2]] and [c.new for c in cites] == [[1], [2]]
+    text = "".join(e.text for e in from_raw if isinstance(e, Text))
+    assert "[C:" not in text and text.startswith("巡检过程中如发现异常")
+    assert "- [C:1]" not in text  # the Answer node's appended source list is not answer text
+    done = from_raw[-1]
+    assert done.status == "cited" and [c["document_title"] for c in done.citations] == ["巡更操作指南 v2.1",
+                                                                                        "物业巡检流程标准 - 知乎"]
+
+
+def test_chunk_list_is_found_in_any_node_carrying_chunk_metadata(raw_stream):
+    renamed = [{**e, "data": {**e["data"], "node_id": "my_own_merge"}}
+               if e["event"] == "node_finished" and e["data"]["node_id"] == "merge" else e for e in raw_stream]
+    events = list(client.dify_events(renamed))
+    assert events == list(client.dify_events(raw_stream))
+    assert isinstance(events[-1], Done) and len(events[-1].citations) == 2
+
+
+def test_ping_comments_and_unknown_events_are_skipped():
+    lines = gcite_sse(("ready", {}), ("sources", {"sources": [SOURCE]})) + [
+        ": keep-alive\n", "\n", "event: ping\n", "data: {}\n", "\n", "event: future_event\n", 'data: {"x": 1}\n', "\n",
+    ] + gcite_sse(("text", {"text": "答案"}), ("cite", {"numbers": [1], "ids": ["4"], "new": [1]}),
+                  ("done", {"status": "cited", "citations": [{"number": 1, "id": "4", "count": 1, **SOURCE,
+                                                              "support": 0.9, "weak": False}],
+                            "invalid_ids": [], "conversation": "h", "message_id": "m",
+                            "citation_recall_proxy": 1.0}))
+    events = list(client.sse_events(line.replace("\n", "\r\n") for line in lines))  # CRLF too
+    assert [type(e) for e in events] == [Ready, Sources, Text, Cite, Done]
+    assert events[-1].extra == {"citation_recall_proxy": 1.0}
+    assert events[-1].citations[0]["weak"] is False
+
+
+def test_error_event_ends_the_stream():
+    events = list(client.gcite_events(gcite_sse(("ready", {}), ("text", {"text": "半"}),
+                                                ("error", {"code": "app_error", "message": "出错了"}),
+                                                ("text", {"text": "never"}))))
+    assert events[-1] == Error("app_error", "出错了") and Text("never") not in events
+
+
+def test_a_cut_stream_ends_with_incomplete_both_ways(raw_stream):
+    cut = [e for e in raw_stream if e["event"] not in ("message_end", "workflow_finished")]
+    assert list(client.dify_events(cut))[-1].code == "incomplete"
+    lines = gcite_sse(("ready", {}), ("text", {"text": "半句"}))
+    assert list(client.gcite_events(lines))[-1] == Error("incomplete", client.INCOMPLETE)
+    half = gcite_sse(("ready", {}))[0:1] + ['event: text\n', 'data: {"text": "未完']  # cut inside an event
+    assert list(client.gcite_events(half))[-1].code in ("incomplete", "bad_stream")
+
+
+def test_replace_drops_what_was_shown():
+    result = client.collect(client.gcite_events(gcite_sse(
+        ("ready", {}), ("text", {"text": "old"}), ("cite", {"numbers": [1], "ids": ["4"], "new": [1]}),
+        ("replace", {"text": "new text"}),
+        ("done", {"status": "uncited", "citations": [], "invalid_ids": [], "conversation": "", "message_id": ""}))))
+    assert result["answer"] == "new text" and result["status"] == "uncited"
+
+
+def run_cli(argv, stdin_text=""):
+    out, err = io.StringIO(), io.StringIO()
+    import sys
+    saved = sys.stdin, sys.stdout, sys.stderr
+    sys.stdin, sys.stdout, sys.stderr = io.StringIO(stdin_text), out, err
+    try:
+        code = gcite_main(argv)
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_cli_json_is_the_same_for_both_streams(raw_stream):
+    raw_text = "".join(sse(e) for e in raw_stream)
+    gcite_text = "".join(protocol.sse(n, d) for n, d in protocol.translate(raw_stream))
+    code_raw, out_raw, _ = run_cli(["chat", QUERY, "--stdin", "--json"], raw_text)
+    code_g, out_g, _ = run_cli(["chat", QUERY, "--stdin", "--json"], gcite_text)
+    assert code_raw == code_g == 0 and out_raw == out_g and out_raw.count("\n") == 1
+    result = json.loads(out_raw)
+    assert result["status"] == "cited" and "[1]" in result["answer"] and "[C:" not in result["answer"]
+
+
+def test_cli_renders_live_with_superscripts_and_the_sources(raw_stream):
+    code, out, err = run_cli(["chat", QUERY, "--stdin"], "".join(sse(e) for e in raw_stream))
+    assert code == 0 and err == ""
+    assert "主管¹。" in out and "[C:" not in out
+    assert "[1] 巡更操作指南 v2.1 · 楼宇运营知识库 (knowledge base)" in out
+    assert "[2] 物业巡检流程标准 - 知乎 · zhihu.com (web)  https://www.zhihu.com/question/123/answer/456" in out
+
+
+def test_cli_cut_connection_is_a_clear_error(raw_stream):
+    cut = "".join(sse(e) for e in raw_stream if e["event"] not in ("message_end", "workflow_finished"))
+    code, out, err = run_cli(["chat", QUERY, "--stdin"], cut)
+    assert code == 1 and "error (incomplete)" in err and "[C:" not in out and "[1]" not in out
+    code, out, err = run_cli(["chat", QUERY, "--stdin", "--json"], cut)
+    result = json.loads(out)
+    assert code == 1 and result["status"] == "error" and result["error"]["code"] == "incomplete"
+    assert result["error"]["message"] and set(result) == {"status", "error"}  # no partial answer
+
+
+def test_cli_local_run_insufficient_evidence():
+    code, out, _ = run_cli(["chat", "火星基地的氧气配额是多少？", "--roles", "物业经理", "--json"])
+    assert code == 0 and json.loads(out)["status"] == "insufficient_evidence"
+
+
+class _Server:
+    """A throwaway HTTP server on 127.0.0.1 answering POSTs with a fixed status and body, optionally cut."""
+
+    def __init__(self, status, body: bytes, cut: bool = False):
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                outer.path = self.path
+                outer.request = (self.headers.get("Authorization"), self.rfile.read(int(self.headers["Content-Length"])))
+                self.send_response(status)
+                self.send_header("Content-Type", "text/event-stream" if status == 200 else "application/json")
+                if not cut:
+                    self.send_header("Content-Length", str(len(body)))
+                else:
+                    self.send_header("Content-Length", str(len(body) + 1000))  # promises more than it sends
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/e/hook/gcite/chat"
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_chat_over_http_sends_token_and_handle_and_reads_errors():
+    body = "".join(gcite_sse(("ready", {}), ("text", {"text": "好"}),
+                             ("done", {"status": "uncited", "citations": [], "invalid_ids": [],
+                                       "conversation": "h2", "message_id": "m"}))).encode()
+    server = _Server(200, body)
+    try:
+        events = list(client.chat(server.url, "tok", "问", conversation="h1"))
+        assert events[-1].conversation == "h2"
+        assert server.request == ("Bearer tok", json.dumps({"query": "问", "conversation": "h1"}).encode())
+    finally:
+        server.close()
+    server = _Server(401, json.dumps({"code": "unauthorized", "message": "token expired"}).encode())
+    try:
+        assert list(client.chat(server.url, "tok", "问")) == [Error("unauthorized", "token expired")]
+    finally:
+        server.close()
+    server = _Server(200, "".join(gcite_sse(("ready", {}), ("text", {"text": "半"}))).encode(), cut=True)
+    try:
+        assert list(client.chat(server.url, "tok", "问"))[-1].code == "incomplete"
+    finally:
+        server.close()
+    assert list(client.chat("http://127.0.0.1:9/none", "tok", "问"))[-1].code == "connection"
+
+
+def test_service_api_reads_the_raw_stream_over_http(raw_stream):
+    server = _Server(200, "".join(sse(e) for e in raw_stream).encode())
+    try:
+        base = server.url.rsplit("/e/", 1)[0] + "/v1"
+        events = list(client.service_api(base, "app-key", QUERY, {"user_roles": "物业经理"}, conversation_id="c1"))
+        authorization, body = server.request
+        assert authorization == "Bearer app-key" and server.path == "/v1/chat-messages"
+        assert json.loads(body) == {"query": QUERY, "inputs": {"user_roles": "物业经理"}, "response_mode": "streaming",
+                                    "user": "gcite-client", "conversation_id": "c1"}
+        assert events == list(client.dify_events(raw_stream))
+    finally:
+        server.close()

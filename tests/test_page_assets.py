@@ -1,0 +1,78 @@
+"""The page's GET endpoints (endpoints/page.py): only the page's files, right types, safe headers, no traversal."""
+
+import importlib.util
+import re
+
+import pytest
+import yaml
+from werkzeug import Request
+
+from gcite import ROOT
+
+PAGE = ROOT / "endpoints" / "page"
+
+
+@pytest.fixture(scope="module")
+def endpoint():
+    spec = importlib.util.spec_from_file_location("gcite_page_endpoint", ROOT / "endpoints" / "page.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.GCitePageEndpoint(None)
+
+
+def get(endpoint, values, settings=None):
+    request = Request.from_values(path="/gcite/" + values.get("asset", ""), method="GET")
+    return endpoint.invoke(request, values, settings or {})
+
+
+@pytest.mark.parametrize("asset, content_type", [
+    (None, "text/html; charset=utf-8"),
+    ("index.html", "text/html; charset=utf-8"),
+    ("gcite.css", "text/css; charset=utf-8"),
+    ("gcite.js", "text/javascript; charset=utf-8"),
+])
+def test_serves_each_file_with_its_type_and_safe_headers(endpoint, asset, content_type):
+    response = get(endpoint, {"asset": asset} if asset else {})
+    assert response.status_code == 200
+    assert response.headers["Content-Type"] == content_type
+    assert response.get_data() == (PAGE / (asset or "index.html")).read_bytes()
+    csp = response.headers["Content-Security-Policy"]
+    assert "default-src 'none'" in csp and "script-src 'self'" in csp and "connect-src 'self'" in csp
+    assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
+    assert "frame-ancestors 'self'" in csp
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert response.headers["Referrer-Policy"] == "no-referrer"
+
+
+@pytest.mark.parametrize("asset", [
+    "../page.py", "../../manifest.yaml", "page/../gcite.js", "%2e%2e/page.py", "..%2Fpage.py", "/etc/passwd",
+    "GCITE.JS", "gcite.js/", "index.html/../../main.py", "chat", "page.yaml", ".",
+])
+def test_anything_else_is_404_without_content(endpoint, asset):
+    response = get(endpoint, {"asset": asset})
+    assert response.status_code == 404
+    assert response.get_data() == b"not found\n"
+    assert "Content-Security-Policy" in response.headers
+
+
+def test_frame_ancestors_take_only_plain_origins_from_the_settings(endpoint):
+    settings = {"allowed_origins": "https://app.example.com, http://localhost:3000 * javascript:alert(1) "
+                                   "https://x.example.com/path https://a.example.com'; script-src *"}
+    csp = get(endpoint, {}, settings).headers["Content-Security-Policy"]
+    ancestors = re.search(r"frame-ancestors ([^;]*)$", csp).group(1)
+    assert ancestors.split() == ["'self'", "https://app.example.com", "http://localhost:3000"]
+
+
+def test_page_has_no_inline_script_and_never_writes_html():
+    html = (PAGE / "index.html").read_text(encoding="utf-8")
+    assert re.findall(r"<script[^>]*>", html) == ['<script type="module" src="gcite.js">']
+    assert not re.search(r"\son[a-z]+=", html)  # no inline event handlers (the CSP would block them anyway)
+    js = (PAGE / "gcite.js").read_text(encoding="utf-8")
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
+        assert sink not in js, sink
+
+
+def test_the_endpoint_declarations_route_to_the_page_module():
+    for name, path in (("page.yaml", "/gcite/"), ("page_assets.yaml", "/gcite/<path:asset>")):
+        declaration = yaml.safe_load((ROOT / "endpoints" / name).read_text(encoding="utf-8"))
+        assert declaration == {"path": path, "method": "GET", "extra": {"python": {"source": "endpoints/page.py"}}}
