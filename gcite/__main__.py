@@ -50,7 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="an OpenAI-compatible endpoint (key in GCITE_LLM_API_KEY); needs --llm-model; "
                           "default: the built-in extractive stand-in")
     run.add_argument("--llm-model", metavar="NAME", help="model name at --llm-base-url (needs --llm-base-url)")
-    run.add_argument("--web-search-fails", action="store_true", help="make the sample web search fail")
+    run.add_argument("--web-search-fails", action="store_true",
+                     help="the local search server refuses the key (the web search node fails and the answer falls "
+                          "back to the knowledge base)")
     run.add_argument("--verbose", action="store_true",
                      help="print on stderr what the local Knowledge Retrieval admitted (conditions, documents)")
 
@@ -66,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     pack.add_argument("--out", default="dist", help="output directory (default: dist)")
     pack.add_argument("--no-dsl-update", action="store_true", help="do not rewrite the dependency in dsl/*.yml")
 
-    from gcite.dsl_build import LANGS, MAX_ROLE_SLOTS, ROLE_SLOTS
+    from gcite.dsl_build import LANGS, MAX_ROLE_SLOTS, ROLE_SLOTS, SEARCHES
 
     dsl = commands.add_parser("build-dsl", help="generate the chatflow DSL files from gcite/dsl_build.py and nodes/*.py")
     dsl.add_argument("--lang", choices=LANGS, action="append",
@@ -76,8 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
                           f"(default: {ROLE_SLOTS})")
     dsl.add_argument("--persona", metavar="TEXT",
                      help="the assistant's persona, the first line of the system prompt (default: a neutral one)")
+    dsl.add_argument("--search", choices=SEARCHES, default=SEARCHES[0],
+                     help="the plugin chatflow's web search: gcite (the plugin's web_search tool, default) or tavily "
+                          "(the official Tavily plugin)")
     dsl.add_argument("--out", metavar="DIR",
-                     help="output directory (default: dsl/; required with non-default --slots or --persona)")
+                     help="output directory (default: dsl/; required with non-default --slots, --persona or --search)")
 
     pre = commands.add_parser("prefilter", help="print Knowledge Retrieval metadata_filtering_conditions for roles")
     pre.add_argument("--acl-field", default="access_roles", help="document metadata field holding the roles "
@@ -238,12 +243,16 @@ def build_dsl_command(args: argparse.Namespace) -> int:
 
     langs = tuple(dict.fromkeys(args.lang)) if args.lang else dsl_build.LANGS
     defaults = args.slots == dsl_build.ROLE_SLOTS and args.persona is None
+    if args.out is None and args.search != dsl_build.SEARCHES[0]:
+        raise CliError("--search needs --out DIR: dsl/ holds the default chatflows (the tests compare them with "
+                       "the generator)")
     if args.out is None and not defaults:
         raise CliError("--slots and --persona need --out DIR: dsl/ holds the default chatflows "
                        "(the tests compare them with the generator)")
     out = Path(args.out) if args.out else dsl_build.DSL_DIR
     try:
-        changed = dsl_build.write(out_dir=out, langs=langs, slots=args.slots, persona=args.persona)
+        changed = dsl_build.write(out_dir=out, langs=langs, slots=args.slots, persona=args.persona,
+                                  search=args.search)
     except ValueError as error:
         raise CliError(f"--{error}") from None
 

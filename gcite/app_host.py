@@ -16,14 +16,14 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gcite.demo import SAMPLE_SEARCH_KEY
 from gcite.runner import Conversation, Services, run_chatflow
+from gcite.services import start_local_services
 
 
 def sample_services(**overrides: Any) -> Services:
-    """Services as `gcite run` builds them by default: the stand-in LLM, the built-in knowledge base and web search."""
-    options = {"tool_credentials": {"langgenius/tavily:": {"tavily_api_key": SAMPLE_SEARCH_KEY}}, **overrides}
-    return Services(**options)
+    """Services as `gcite run` builds them by default: the stand-in LLM, the built-in knowledge base, and the local
+    search server behind every web search (started here; `close()` the services to stop it)."""
+    return start_local_services(**overrides)
 
 
 class UnknownConversation(LookupError):

@@ -380,16 +380,13 @@ def local_events(query: str, roles: str, dsl: str | None) -> Iterator[Event]:
     """The chatflow run on the local runner (graphon), its raw Dify stream read like a Service API stream."""
     from pathlib import Path
 
-    from gcite.demo import SAMPLE_SEARCH_KEY
     from gcite.dsl_build import PLUGIN_DSL
-    from gcite.runner import Services, run_chatflow
+    from gcite.runner import run_chatflow
+    from gcite.services import local_services
 
-    services = Services(tool_credentials={"langgenius/tavily:": {"tavily_api_key": SAMPLE_SEARCH_KEY}})
-    try:
+    with local_services() as services:
         text = Path(dsl).read_text(encoding="utf-8") if dsl else PLUGIN_DSL.read_text(encoding="utf-8")
         yield from dify_events(run_chatflow(text, query, {"user_roles": roles}, services))
-    finally:
-        services.close()
 
 
 def sample_user_token(url: str, user: str) -> str:

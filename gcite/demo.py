@@ -7,30 +7,28 @@ from typing import TextIO
 from gcite.dsl_build import CODE_DSL, PLUGIN_DSL
 from gcite.llm import EXTRACTIVE_LABEL
 from gcite.pretty import PrettyPrinter
-from gcite.runner import Conversation, Services, run_chatflow
+from gcite.runner import Conversation, run_chatflow
+from gcite.services import SAMPLE_SEARCH_KEY, local_services
 
 DEMO_TURNS = ("巡更时发现异常怎么上报？", "会议室怎么预约？")
 DEMO_ROLES = "物业经理"
 DSL_CHOICES = {"plugin": PLUGIN_DSL, "code": CODE_DSL}
-SAMPLE_SEARCH_KEY = "tvly-local-sample-key"  # the sample search needs a key to be set, like the real plugin
+__all__ = ["DEMO_TURNS", "DEMO_ROLES", "DSL_CHOICES", "SAMPLE_SEARCH_KEY", "run"]
 
 
 def run(out: TextIO = sys.stdout, queries: tuple[str, ...] = DEMO_TURNS, roles: str = DEMO_ROLES,
         dsl: Path = PLUGIN_DSL) -> bool:
     """One conversation: each query is a turn. Returns False when a turn reported an error."""
-    services = Services(tool_credentials={"langgenius/tavily:": {"tavily_api_key": SAMPLE_SEARCH_KEY}})
-    conversation = Conversation()
     out.write(f"Chatflow: {dsl.name} on graphon (Dify's workflow engine); user_roles = {roles or '(none)'}\n")
     out.write(f"LLM: {EXTRACTIVE_LABEL}\n")
     text = dsl.read_text(encoding="utf-8")
     ok = True
-    try:
+    with local_services() as services:
+        conversation = Conversation()
         for turn, query in enumerate(queries, start=1):
             out.write(f"\n===== turn {turn}: {query}\n")
             printer = PrettyPrinter(out)
             for event in run_chatflow(text, query, {"user_roles": roles}, services, conversation):
                 printer.feed(event)
             ok &= not printer.finish()["errors"]
-    finally:
-        services.close()
     return ok

@@ -190,9 +190,11 @@ class PluginProcess:
         self._write(self._envelope(session_id, "request", data, endpoint_id))
         return session_id
 
-    def invoke_tool(self, provider: str, tool: str, parameters: dict[str, Any], session_id: str | None = None) -> str:
+    def invoke_tool(self, provider: str, tool: str, parameters: dict[str, Any], session_id: str | None = None,
+                    credentials: Mapping[str, Any] | None = None) -> str:
+        """`credentials`: the provider's credentials as the daemon sends them (none by default)."""
         return self.send({"type": "tool", "action": "invoke_tool", "user_id": "user-1", "provider": provider,
-                          "tool": tool, "credentials": {}, "credential_type": "api-key",
+                          "tool": tool, "credentials": dict(credentials or {}), "credential_type": "api-key",
                           "tool_parameters": parameters}, session_id)
 
     def wait(self, session_ids: list[str], timeout: float = 60) -> list[Session]:
@@ -210,8 +212,9 @@ class PluginProcess:
                 self._changed.wait(min(remaining, 1.0))
             return [self._sessions[s] for s in session_ids]
 
-    def call_tool(self, provider: str, tool: str, parameters: dict[str, Any], timeout: float = 60) -> Session:
-        return self.wait([self.invoke_tool(provider, tool, parameters)], timeout)[0]
+    def call_tool(self, provider: str, tool: str, parameters: dict[str, Any], timeout: float = 60,
+                  credentials: Mapping[str, Any] | None = None) -> Session:
+        return self.wait([self.invoke_tool(provider, tool, parameters, credentials=credentials)], timeout)[0]
 
     # endpoints
 

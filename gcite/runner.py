@@ -195,16 +195,21 @@ class Services:
     retrieval_log: Callable[[dict[str, Any]], None] | None = None  # sees what the local retrieval admitted
     code_environ: Mapping[str, str] | None = None  # where CODE_MAX_* are read (default: os.environ)
     _plugin: PluginProcess | None = None
+    # tool nodes run in parallel (the plugin chatflow's acl_filter and web): one plugin process, started once.
+    # Looked up when Services is built: after a dify_plugin import it must be gevent's lock, not the original
+    _plugin_lock: Any = field(default_factory=lambda: threading.Lock(), repr=False, compare=False)
 
     def plugin(self) -> PluginProcess:
-        if self._plugin is None or not self._plugin.alive:
-            self._plugin = PluginProcess(self.plugin_dir, sys.executable)
-        return self._plugin
+        with self._plugin_lock:
+            if self._plugin is None or not self._plugin.alive:
+                self._plugin = PluginProcess(self.plugin_dir, sys.executable)
+            return self._plugin
 
     def close(self) -> None:
-        if self._plugin is not None:
-            self._plugin.close()
-            self._plugin = None
+        with self._plugin_lock:
+            plugin, self._plugin = self._plugin, None
+        if plugin is not None:
+            plugin.close()
 
     def credentials_for(self, plugin_id: str) -> dict[str, Any]:
         return next((v for k, v in self.tool_credentials.items() if plugin_id.startswith(k)), {})
@@ -225,7 +230,8 @@ class Services:
             return
         if not plugin_id.startswith(GCITE_PLUGIN):
             raise ToolNodeError(f"the local runner cannot run plugin {plugin_id}")
-        session = self.plugin().call_tool(str(data.get("provider")), tool, parameters)
+        session = self.plugin().call_tool(str(data.get("provider")), tool, parameters,
+                                          credentials=self.credentials_for(plugin_id))
         if session.error is not None:
             raise ToolNodeError(session.error.get("message") or "the plugin failed")
         yield from session.messages

@@ -100,7 +100,10 @@ def tavily_body(query: str, hits: list[tuple[float, dict[str, Any]]]) -> dict[st
 
 
 class SearchServer:
-    def __init__(self, fail: bool = False, api_key: str = API_KEY, today: datetime.date | None = None,
+    """`api_key=None` accepts any key (the in-process stand-in for a DSL's own Bocha key); `answer()` also works
+    without `start()`, which is how `gcite.web_search.SampleSearchHttpClient` answers the HTTP Request node."""
+
+    def __init__(self, fail: bool = False, api_key: str | None = API_KEY, today: datetime.date | None = None,
                  corpus: list[dict[str, Any]] | None = None, delay: float = 0.0):
         self.fail, self.api_key, self.delay = fail, api_key, delay
         self.today = today or datetime.date.today()
@@ -115,7 +118,10 @@ class SearchServer:
     def start(self) -> "SearchServer":
         if self._httpd is None:
             self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-            self._httpd.daemon_threads = True
+            # every answer closes its connection and stop() joins the handler threads, so no thread of this
+            # server outlives stop(): importing dify_plugin (gevent's monkey-patching) while one is alive breaks
+            # the import ("cannot release un-acquired lock")
+            self._httpd.daemon_threads = False
             self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                             name="gcite-search-server", daemon=True)
             self._thread.start()
@@ -144,6 +150,8 @@ class SearchServer:
 
     def credentials(self, providers: tuple[str, ...] = ("bocha", "tavily")) -> dict[str, str]:
         """The G-Cite plugin credentials that point the web_search tool here (`auto` picks Bocha first)."""
+        if self.api_key is None:
+            raise RuntimeError("credentials: this server accepts any key; give it an api_key")
         out = {}
         for name in providers:
             if name not in ("bocha", "tavily"):
@@ -173,16 +181,19 @@ class SearchServer:
         value = headers.get("authorization", "")
         return value[7:].strip() if value.lower().startswith("bearer ") else None
 
+    def _accepted(self, key: str | None) -> bool:
+        return bool(key) and (self.api_key is None or key == self.api_key)
+
     def _bocha_refusal(self, headers: dict[str, str]) -> tuple[int, dict[str, Any]] | None:
         key = self._key(headers)
         if key is None:
             return 400, {"code": "400", "message": "The API KEY is missing", "log_id": uuid.uuid4().hex[:16]}
-        if self.fail or key != self.api_key:
+        if self.fail or not self._accepted(key):
             return 401, {"code": "401", "message": "Invalid API KEY", "log_id": uuid.uuid4().hex[:16]}
         return None
 
     def _tavily_refusal(self, headers: dict[str, str]) -> tuple[int, dict[str, Any]] | None:
-        if self.fail or self._key(headers) != self.api_key:
+        if self.fail or not self._accepted(self._key(headers)):
             return 401, {"detail": {"error": "Unauthorized: missing or invalid API key."}}
         return None
 
@@ -226,6 +237,7 @@ class SearchServer:
 def _handler(server: SearchServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        timeout = 10  # a client that connects and sends nothing does not hold stop() for long
 
         def _serve(self, method: str) -> None:
             length = int(self.headers.get("Content-Length") or 0)
@@ -236,6 +248,8 @@ def _handler(server: SearchServer) -> type[BaseHTTPRequestHandler]:
             self.send_response(status)
             self.send_header("Content-Type", "application/json; charset=utf-8")
             self.send_header("Content-Length", str(len(data)))
+            self.send_header("Connection", "close")
+            self.close_connection = True
             self.end_headers()
             self.wfile.write(data)
 

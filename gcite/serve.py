@@ -141,6 +141,7 @@ class LocalDify:
         if self._endpoint is not None:
             self._endpoint.close()
             self.app.close()
+            self.app.services.close()  # the plugin process and the local search server
 
     # the daemon's part
 

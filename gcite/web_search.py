@@ -1,10 +1,17 @@
-"""Web search for the local runner, answered from built-in sample results in each provider's real shape.
+"""Web search for the runner's HTTP Request node and the official Tavily plugin, answered locally.
 
-Nothing leaves the machine: the HTTP Request node gets `SampleSearchHttpClient` (graphon's `HttpClientProtocol`),
-which answers Bocha's `POST /v1/web-search`; the official Tavily plugin is answered by `tavily_messages` in the
-shape the plugin yields. Each records what it was asked, and can be told to fail, to test the fallback.
+Nothing leaves the machine. Both answer from the local provider server's corpus and ranking
+(`gcite.search_server`, the one place where the built-in web corpus is ranked by the query), so what a run shows
+depends on the question, as with the plugin's own `web_search` tool pointed at that server:
+- the HTTP Request node gets `SampleSearchHttpClient` (graphon's `HttpClientProtocol`), which answers Bocha's
+  `POST /v1/web-search` through `SearchServer.answer` without opening a socket (any Bearer key is accepted;
+  `fail=True` refuses it with Bocha's 401, as `--web-search-fails` makes the server do);
+- the official Tavily plugin is answered by `tavily_messages` in the shape the plugin yields.
+Each records what it was asked, and can be told to fail, to test the fallback.
 """
 
+import datetime
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,42 +19,30 @@ from urllib.parse import urlsplit
 
 from graphon.http.response import HttpResponse
 
-from gcite.knowledge import load_json, relevance
+from gcite.knowledge import load_json
+from gcite.search_server import SearchServer, ranked, tavily_body
 
 BOCHA_HOST, BOCHA_PATH = "api.bochaai.com", "/v1/web-search"
+REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found"}
 
 
 class SearchUnavailable(Exception):
     """The sample search was told to fail, or was asked for a host it does not serve."""
 
 
-def ranked_results(query: str, count: int) -> list[dict[str, Any]]:
-    results = load_json("web_results.json")
-    ordered = sorted(results, key=lambda r: -relevance(query, r["title"] + r["content"]))
-    return ordered[:max(0, count)]
-
-
-def bocha_response(query: str, count: int) -> dict[str, Any]:
-    value = [{"id": f"https://api.bochaai.com/v1/#WebPages.{n}", "name": r["title"], "url": r["url"],
-              "displayUrl": r["url"], "snippet": r["content"][:60], "summary": r["content"], "siteName": r["site_name"],
-              "siteIcon": "", "datePublished": r["date"], "dateLastCrawled": r["date"], "cachedPageUrl": None,
-              "language": None, "isFamilyFriendly": None, "isNavigational": None}
-             for n, r in enumerate(ranked_results(query, count))]
-    return {"code": 200, "log_id": "gcite-sample", "msg": None, "data": {
-        "_type": "SearchResponse", "queryContext": {"originalQuery": query},
-        "webPages": {"webSearchUrl": "", "totalEstimatedMatches": len(value), "value": value, "someResultsRemoved": False},
-        "images": None, "videos": None}}
+@functools.cache
+def _corpus() -> tuple[dict[str, Any], ...]:
+    return tuple(load_json("web_corpus.json"))
 
 
 def tavily_response(query: str, count: int) -> dict[str, Any]:
-    return {"query": query, "follow_up_questions": None, "answer": None, "images": [], "response_time": 0.01,
-            "results": [{"title": r["title"], "url": r["url"], "content": r["content"], "score": r["score"],
-                         "raw_content": None} for r in ranked_results(query, count)]}
+    """Tavily's `/search` response for the query over the built-in corpus (the local server's ranking)."""
+    return tavily_body(query, ranked(list(_corpus()), query, count, None, datetime.date.today()))
 
 
 @dataclass
 class SampleSearchHttpClient:
-    """graphon `HttpClientProtocol` that serves Bocha's API from the samples; `fail` answers HTTP 500."""
+    """graphon `HttpClientProtocol` that serves Bocha's API from the local corpus; `fail` refuses the key (401)."""
 
     fail: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -74,18 +69,17 @@ class SampleSearchHttpClient:
             body = body.decode("utf-8")
         if isinstance(body, (dict, list)):
             body = json.dumps(body, ensure_ascii=False)  # what the client would put on the wire
-        self.requests.append({"method": method, "url": url, "headers": dict(kwargs.get("headers") or {}), "body": body})
+        headers = dict(kwargs.get("headers") or {})
+        self.requests.append({"method": method, "url": url, "headers": headers, "body": body})
         parts = urlsplit(url)
         if (parts.hostname, parts.path) != (BOCHA_HOST, BOCHA_PATH):
             raise SearchUnavailable(f"the local runner has no network; it only answers {BOCHA_HOST}{BOCHA_PATH}, not {url}")
-        if self.fail:
-            return HttpResponse(status_code=500, content=b'{"code":500,"msg":"sample outage"}', url=url,
-                                headers={"Content-Type": "application/json"}, reason_phrase="Internal Server Error")
-        request = json.loads(body) if body else {}
-        payload = json.dumps(bocha_response(str(request.get("query", "")), int(request.get("count", 10))),
-                             ensure_ascii=False).encode("utf-8")
-        return HttpResponse(status_code=200, content=payload, url=url, headers={"Content-Type": "application/json"},
-                            reason_phrase="OK")
+        server = SearchServer(fail=self.fail, api_key=None, corpus=list(_corpus()))
+        status, payload = server.answer(method, BOCHA_PATH, {k.lower(): str(v) for k, v in headers.items()},
+                                        (body or "").encode("utf-8"))
+        return HttpResponse(status_code=status, content=json.dumps(payload, ensure_ascii=False).encode("utf-8"),
+                            url=url, headers={"Content-Type": "application/json"},
+                            reason_phrase=REASONS.get(status, "Error"))
 
 
 TAVILY_SEARCH_URL = "https://api.tavily.com/search"

