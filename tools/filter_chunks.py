@@ -19,6 +19,7 @@ class FilterChunksTool(Tool):
             condition=tool_parameters.get("condition") or "",
             case_sensitive=given(tool_parameters, "case_sensitive", True),
             missing_acl=tool_parameters.get("missing_acl") or "visible",
+            max_chunks=None,  # a plugin tool's output is not bound by the Code node's 30-item array limit
         )
         for name, value in outputs.items():
             yield self.create_variable_message(name, value)
