@@ -3,11 +3,11 @@
 import sys
 
 from bench import common  # noqa: F401  (puts the repository root on sys.path)
-from bench import filtering, plugin_stdio, streaming
+from bench import filtering, hostile, plugin_stdio, streaming
 
 
 def main() -> int:
-    results = [streaming.run(), filtering.run(), plugin_stdio.run()]
+    results = [streaming.run(), filtering.run(), plugin_stdio.run(), hostile.run()]
     return 0 if all(results) else 1
 
 

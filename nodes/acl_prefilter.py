@@ -17,6 +17,7 @@ ROLE_DELIMITERS = re.compile(r"[,，;；|、]")
 UNUSED_SLOT = "\u2063gcite:no-role\u2063"  # matches no stored ACL: invisible separators around a reserved name
 FORBIDDEN_IN_ROLE = ('"', "\\", UNUSED_SLOT)
 DEFAULT_ROLE_SLOTS = 3
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # not UTF-8: no stored ACL can hold it
 MAX_ROLE_SLOTS = 50  # each slot adds 17 Knowledge Retrieval conditions; checked before any other work
 
 
@@ -63,8 +64,8 @@ def main(user_roles=None, role_slots=DEFAULT_ROLE_SLOTS) -> dict:
         raise ValueError(f"role_slots: expected a whole number from 1 to {MAX_ROLE_SLOTS}, got {shown(role_slots)}")
     roles = parse_user_roles(user_roles)
     for role in roles:
-        if any(bad in role for bad in FORBIDDEN_IN_ROLE) or ROLE_DELIMITERS.search(role):
-            raise ValueError(f"user_roles: role {role!r} contains a character the pre-filter cannot match exactly")
+        if any(bad in role for bad in FORBIDDEN_IN_ROLE) or ROLE_DELIMITERS.search(role) or LONE_SURROGATE.search(role):
+            raise ValueError(f"user_roles: role {shown(role)} contains a character the pre-filter cannot match exactly")
     if len(roles) > role_slots:
         raise ValueError(f"user_roles: {len(roles)} roles but the pre-filter has {role_slots} slots; "
                          f"add slots to the Knowledge Retrieval conditions (hiding a role would hide documents)")

@@ -28,8 +28,10 @@ ARRAY_LIMIT = 30  # a Dify Code node outputs at most 30 items in one array: `dro
 DEFAULT_MAX_CHUNKS = 30  # … and so is `chunks` by default (the plugin tool passes no limit)
 MAX_DETAIL = 2000  # characters of `detail` per dropped item
 DETAIL_ROLES = 50  # roles named in a `no_matching_role` detail
+MAX_ACL_CHARS = 65536  # a longer ACL (or a list of more roles than this) is malformed: it bounds the work per chunk
 MAX_CONDITION_DEPTH = 32  # nesting of all/any/not
 MAX_NUMBER_DIGITS = 100  # a JSON integer longer than this is read as a float (inf when out of range)
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # not UTF-8: never in a message this node writes
 
 # Condition language: {"all": [...]}, {"any": [...]}, {"not": {...}}, {"field": f, "op": op, "value": v}
 SCALAR_OPS = ("is", "is_not", "contains")
@@ -73,7 +75,16 @@ def shown(value, limit=60):
         text = json.dumps(value, ensure_ascii=False) if isinstance(value, (list, dict)) else repr(value)
     except (ValueError, TypeError, RecursionError):
         text = f"a {type(value).__name__} that cannot be shown"
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    text = text if len(text) <= limit else text[:limit - 3] + "..."
+    return LONE_SURROGATE.sub("\ufffd", text)
+
+
+def python_data(text):
+    """Dify's Python-repr text of a list (what str() makes of an array[object]); only JSON data is accepted (a
+    set, bytes or a complex number raise TypeError)."""
+    value = ast.literal_eval(text)
+    json.dumps(value)
+    return value
 
 
 def parse_items(value, field):
@@ -90,7 +101,7 @@ def parse_items(value, field):
             raise ValueError(f"{field}: JSON nested too deeply to be a list of chunks") from None
         except ValueError:
             try:
-                value = ast.literal_eval(text)
+                value = python_data(text)
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 raise ValueError(f"{field}: expected a list of chunks, or JSON text of one; got {text[:80]!r}") from None
     if isinstance(value, dict):
@@ -119,9 +130,12 @@ def role_text(element):
 
 def parse_roles(value):
     """A role set from a list, a JSON-array string, a delimited string or a single role.
-    None for "no restriction" (missing, null, "", [], "[]"); raises Malformed when unreadable."""
+    None for "no restriction" (missing, null, "", [], "[]"); raises Malformed when unreadable or too long."""
     if value is None:
         return None
+    if isinstance(value, (str, list, tuple)) and len(value) > MAX_ACL_CHARS:
+        raise Malformed(f"{len(value)} {'characters' if isinstance(value, str) else 'roles'} is more than "
+                        f"{MAX_ACL_CHARS}: too long for a list of roles")
     if isinstance(value, str):
         text = value.strip()
         if text.startswith("{"):
@@ -435,7 +449,7 @@ def main(rag_chunks=None, user_roles=None, acl_field="access_roles", condition="
             continue
         tagged += doc_meta.get(acl_field) is not None
         if len(fields_seen) < 10:
-            fields_seen.update(str(name)[:60] for name in list(doc_meta)[:10])
+            fields_seen.update(LONE_SURROGATE.sub("\ufffd", str(name)[:60]) for name in list(doc_meta)[:10])
         verdict = acl_verdict(doc_meta, acl_field, roles, missing_acl, case_sensitive)
         if verdict is None and expression is not None:
             try:
@@ -480,4 +494,5 @@ def capped_strings(lines):
 
 def drop(index, item, reason, detail):
     detail = detail if len(detail) <= MAX_DETAIL else detail[:MAX_DETAIL - 3] + "..."
-    return {"index": index, "segment_id": segment_id_of(item)[:200], "reason": reason, "detail": detail}
+    segment_id = LONE_SURROGATE.sub("\ufffd", segment_id_of(item)[:200])
+    return {"index": index, "segment_id": segment_id, "reason": reason, "detail": LONE_SURROGATE.sub("\ufffd", detail)}

@@ -80,6 +80,7 @@ MAX_NUMBER_DIGITS = 100  # a JSON integer longer than this is read as a float (i
 HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
 ISO_DATE = re.compile(r"^(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?:$|[T ]\d)")
 WHITESPACE_RUN = re.compile(r"\s+")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # cannot be encoded as UTF-8 (nor stored by Dify): becomes U+FFFD
 
 
 # --- Parsing the inputs ----------------------------------------------------------------------------------
@@ -100,6 +101,14 @@ def load_json(text):
         raise TooDeep("nested too deeply") from None
 
 
+def python_data(text):
+    """Dify's Python-repr text of a list (what str() makes of an array[object]); only JSON data is accepted (a
+    set, bytes or a complex number raise TypeError)."""
+    value = ast.literal_eval(text)
+    json.dumps(value)
+    return value
+
+
 def parse_structured(value, field):
     """A list/dict as given; a JSON string or Dify's Python-repr string of one parsed; None, "" or null empty."""
     if value is None:
@@ -116,11 +125,11 @@ def parse_structured(value, field):
             raise ValueError(f"{field}: JSON nested too deeply to be a list of chunks") from None
         except ValueError:
             try:
-                parsed = ast.literal_eval(text)
+                parsed = python_data(text)
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 raise ValueError(
                     f"{field}: expected a list of objects, or JSON text of one; got a string that is neither JSON "
-                    f"nor a Python literal: {text[:80]!r}"
+                    f"nor a Python literal of JSON data: {text[:80]!r}"
                 ) from None
         return parse_structured(parsed, field)
     raise ValueError(f"{field}: expected a list of objects, or JSON text of one; got {type(value).__name__}")
@@ -405,9 +414,10 @@ def text_of(value):
     if value is None or isinstance(value, (dict, list, bool)):
         return ""
     try:
-        return str(value).strip()
+        text = str(value).strip()
     except ValueError:  # an int too long to print
         return ""
+    return text if text.isascii() else LONE_SURROGATE.sub("\ufffd", text)
 
 
 def line_of(value):

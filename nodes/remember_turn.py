@@ -33,6 +33,7 @@ FOLD_LOOKALIKES = str.maketrans({
 DEFAULT_MAX_TURNS = 3
 MAX_TURNS = 30  # `history` is an array[object]: a Code node outputs at most 30 objects in one array
 MAX_TEXT = 2000  # characters kept of each query or answer
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # cannot be encoded as UTF-8 (nor stored by Dify): becomes U+FFFD
 
 
 @lru_cache(maxsize=65536)
@@ -118,7 +119,7 @@ def clean(text, field):
         return ""
     if not isinstance(text, str):
         raise ValueError(f"{field}: expected text, got {type(text).__name__}")
-    return neutralise_markers(text.strip()[:MAX_TEXT])
+    return neutralise_markers(LONE_SURROGATE.sub("\ufffd", text.strip()[:MAX_TEXT]))
 
 
 def shown(value):

@@ -437,3 +437,13 @@ def test_titles_and_urls_stay_one_bounded_line():
                               "site_name": "s" * 1000, "date": "d" * 1000}]))
     assert len(chunk["document_title"]) == 300 and "\n" not in chunk["document_title"]
     assert chunk["url"] == "" and len(chunk["site_name"]) == 300 and len(chunk["display_subtitle"]) <= 300
+
+
+def test_the_merge_tool_takes_the_search_text_as_web_text():
+    from tests import sdk
+
+    reg = sdk.registration()
+    failed = sdk.invoke(reg, "merge_chunks", {"rag_chunks": [rag_item()], "web_chunks": [{"data": []}],
+                                              "web_text": "Tavily error: invalid API key"})
+    assert failed["skipped"] == [{"source": "web", "index": -1, "reason": "search provider error: Tavily error: invalid API key"}]
+    assert sdk.invoke(reg, "merge_chunks", {"web_chunks": [web_item()], "web_text": "results …"})["skipped"] == []

@@ -5,7 +5,7 @@ from dify_plugin import Tool
 from dify_plugin.entities.tool import ToolInvokeMessage
 
 from nodes import filter_chunks
-from tools.params import given
+from tools.params import given, sendable
 
 
 class FilterChunksTool(Tool):
@@ -22,5 +22,5 @@ class FilterChunksTool(Tool):
             max_chunks=None,  # a plugin tool's output is not bound by the Code node's 30-item array limit
         )
         for name, value in outputs.items():
-            yield self.create_variable_message(name, value)
+            yield self.create_variable_message(name, sendable(value))
 

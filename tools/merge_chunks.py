@@ -5,7 +5,7 @@ from dify_plugin import Tool
 from dify_plugin.entities.tool import ToolInvokeMessage
 
 from nodes import merge_chunks
-from tools.params import given
+from tools.params import given, sendable
 
 
 class MergeChunksTool(Tool):
@@ -20,5 +20,5 @@ class MergeChunksTool(Tool):
             web_text=tool_parameters.get("web_text"),
         )
         for name, value in outputs.items():
-            yield self.create_variable_message(name, value)
+            yield self.create_variable_message(name, sendable(value))
 
