@@ -11,6 +11,7 @@ fixed. Exit status 1 when any target found something.
 import argparse
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -44,6 +45,8 @@ def run_atheris(target: str, seconds: int, corpus: Path) -> bool:
         started = time.monotonic()
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, errors="replace")
     found = sorted(set(corpus.iterdir()) - before)
+    written = re.findall(r"Test unit written to (\S+)", done.stderr)  # also an existing reproducer, found again
+    found += [Path(p) for p in written if Path(p) not in found]
     stats = [line for line in done.stderr.splitlines() if line.startswith(("stat::number_of_executed_units",
                                                                            "stat::peak_rss_mb"))]
     runs = " ".join(line.split(":")[-1].strip() for line in stats)
