@@ -275,7 +275,8 @@ def filter_condition(data):
     except ValueError as error:
         check(str(error).startswith("condition"), f"error does not name the condition: {str(error)[:200]!r}")
         return
-    as_json(out)
+    as_json({k: v for k, v in out.items() if k != "chunks"})
+    as_json(out["chunks"], allow_nan=True)  # the input item, unchanged
     check(out["kept_count"] + out["dropped_count"] == 1, "the document vanished")
 
 

@@ -80,6 +80,7 @@ MAX_NUMBER_DIGITS = 100  # a JSON integer longer than this is read as a float (i
 HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
 ISO_DATE = re.compile(r"^(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?:$|[T ]\d)")
 WHITESPACE_RUN = re.compile(r"\s+")
+URL_IGNORED = re.compile(r"[\t\r\n]")
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # cannot be encoded as UTF-8 (nor stored by Dify): becomes U+FFFD
 
 
@@ -302,8 +303,9 @@ def cut(text, limit):
 
 
 def web_url(value):
-    """The URL when it is http(s) with a host (and not absurdly long), else ""."""
-    value = value.strip()
+    """The URL when it is http(s) with a host (and not absurdly long), else "". Tabs and line breaks are removed,
+    as a browser (and urlsplit) reads the URL without them."""
+    value = URL_IGNORED.sub("", value.strip())
     if len(value) > MAX_URL_CHARS:
         return ""
     try:

@@ -447,3 +447,10 @@ def test_the_merge_tool_takes_the_search_text_as_web_text():
                                               "web_text": "Tavily error: invalid API key"})
     assert failed["skipped"] == [{"source": "web", "index": -1, "reason": "search provider error: Tavily error: invalid API key"}]
     assert sdk.invoke(reg, "merge_chunks", {"web_chunks": [web_item()], "web_text": "results …"})["skipped"] == []
+
+
+@pytest.mark.parametrize("url,expected", [("http\t\ts://example.com/p", "https://example.com/p"),
+                                          ("https://exa\nmple.com/\r", "https://example.com/"),
+                                          ("java\tscript:alert(1)", "")])
+def test_a_url_is_kept_as_a_browser_reads_it(url, expected):
+    assert only(main(None, [{"title": "t", "url": url, "content": "x"}]))["url"] == expected
