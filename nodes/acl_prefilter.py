@@ -18,7 +18,7 @@ UNUSED_SLOT = "\u2063gcite:no-role\u2063"  # matches no stored ACL: invisible se
 FORBIDDEN_IN_ROLE = ('"', "\\", UNUSED_SLOT)
 DEFAULT_ROLE_SLOTS = 3
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # not UTF-8: no stored ACL can hold it
-MAX_ROLE_SLOTS = 50  # each slot adds 17 Knowledge Retrieval conditions; checked before any other work
+MAX_ROLE_SLOTS = 50  # each slot adds 16 Knowledge Retrieval conditions; checked before any other work
 
 
 def parse_user_roles(value):
