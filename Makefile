@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 REQS   := requirements.txt requirements-dev.txt requirements-engine.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 
-.PHONY: venv test demo bench package dsl clean browser
+.PHONY: venv test demo bench fuzz package dsl clean browser
 DEMO ?= all
 
 venv: $(STAMP)
@@ -55,6 +55,10 @@ dsl: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench
+
+FUZZ_SECONDS ?= 120
+fuzz: $(STAMP)
+	$(PY) -m fuzz --seconds $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(VENV) dist .pytest_cache .hypothesis

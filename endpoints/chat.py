@@ -56,7 +56,9 @@ MESSAGES = {
     "expired_token": "Your session has expired; sign in again. 登录已过期，请重新登录。",
     "invalid_token": "The sign-in token is not valid. 登录令牌无效。",
     "bad_request": "The request is not a valid question. 请求不是有效的提问。",
-    "forbidden": "This conversation belongs to someone else. 该对话不属于你。",
+    "query_too_long": f"The question is too long: at most {MAX_QUERY_CHARS:,} characters. "
+                      f"问题太长：最多 {MAX_QUERY_CHARS} 个字符。",
+    "forbidden": "This conversation cannot be continued with your sign-in. 无法以当前登录身份继续该对话。",
     INTERNAL_ERROR: "Something went wrong while answering. 回答时出现了错误。",
 }
 
@@ -190,7 +192,7 @@ def question(r: Request) -> tuple[str, str | None]:
     if not isinstance(query, str) or not query.strip():
         raise HttpError(400, "bad_request", "query: missing or empty")
     if len(query) > MAX_QUERY_CHARS:
-        raise HttpError(400, "bad_request", f"query: over {MAX_QUERY_CHARS} characters")
+        raise HttpError(400, "query_too_long", f"query: over {MAX_QUERY_CHARS} characters")
     handle = body.get("conversation")
     if handle in (None, ""):
         return query, None

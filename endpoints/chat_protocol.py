@@ -77,23 +77,30 @@ def sse(event: str, data: Mapping[str, Any]) -> str:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
 
 
-def parse_sse(text: str | Iterable[str]) -> Iterator[Event]:
-    """(name, data) of each event in SSE text (or its lines); comments and `ping`-style nameless events skipped."""
+def sse_blocks(text: str | Iterable[str]) -> Iterator[tuple[str | None, str]]:
+    """(event name or None, data text) of each event in SSE text (or its lines); comments skipped."""
     lines = text.splitlines() if isinstance(text, str) else (line.rstrip("\r\n") for line in text)
     name, data = None, []
     for line in lines:
         if line == "":
-            if name is not None and data:
-                yield name, json.loads("\n".join(data))
+            if data:
+                yield name, "\n".join(data)
             name, data = None, []
         elif line.startswith(":"):
             continue
         elif line.startswith("event:"):
             name = line[6:].strip()
         elif line.startswith("data:"):
-            data.append(line[5:].lstrip(" "))
-    if name is not None and data:
-        yield name, json.loads("\n".join(data))
+            data.append(line[5:].removeprefix(" "))
+    if data:
+        yield name, "\n".join(data)
+
+
+def parse_sse(text: str | Iterable[str]) -> Iterator[Event]:
+    """(name, data) of each named event in SSE text (or its lines), data decoded as JSON; nameless events skipped."""
+    for name, data in sse_blocks(text):
+        if name is not None:
+            yield name, json.loads(data)
 
 
 def error_event(code: str) -> Event:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from gcite.protocol import sse_blocks
 from nodes.validate_citations import CitationStream
 
 MERGE_NODE = "merge"
@@ -96,25 +97,6 @@ def to_event(name: str, data: dict[str, Any]) -> Event | None:
 
 
 # --- SSE ----------------------------------------------------------------------------------------------------
-
-def sse_blocks(lines: Iterable[str]) -> Iterator[tuple[str, str]]:
-    """(event name, data) for each SSE event; the name is "message" when none is given; comments are skipped."""
-    name, data = "message", []
-    for line in lines:
-        line = line.rstrip("\r\n")
-        if not line:
-            if data:
-                yield name, "\n".join(data)
-            name, data = "message", []
-        elif line.startswith(":"):
-            continue
-        elif line.startswith("event:"):
-            name = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-    if data:
-        yield name, "\n".join(data)
-
 
 def parse_sse(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
     """The Service API's events (its `data:` JSON objects); `event: ping` and comments are skipped."""

@@ -345,6 +345,17 @@ def web_search_node(v: Variant, identifier: str) -> dict[str, Any]:
     return web
 
 
+def merge_inputs(v: Variant) -> dict[str, Any]:
+    """The merge tool's inputs. The official Tavily tool reports a failed search only as its `text` (with an empty
+    `json`), so that variant also gives the merge node `web_text`, which `skipped` then reports as the provider's
+    message. Our web_search fails the node instead (its default `text` is empty) and its text on success is only
+    a summary, so it is not wired there."""
+    inputs = {"rag_chunks": variable("acl_filter", "chunks"), "web_chunks": variable("web", "json")}
+    if v.search == "tavily":
+        inputs["web_text"] = mixed("{{#web.text#}}")
+    return inputs
+
+
 def plugin_nodes(v: Variant, identifier: str) -> list[dict[str, Any]]:
     t = v.text
     return [
@@ -352,8 +363,7 @@ def plugin_nodes(v: Variant, identifier: str) -> list[dict[str, Any]]:
                    {"rag_chunks": variable("kr", "result"), "user_roles": mixed("{{#start.user_roles#}}")},
                    {"acl_field": ACL_FIELD, "condition": "", "case_sensitive": True, "missing_acl": "visible"}),
         web_search_node(v, identifier),
-        gcite_tool("merge", 1230, 300, t["merge"], "merge_chunks", identifier,
-                   {"rag_chunks": variable("acl_filter", "chunks"), "web_chunks": variable("web", "json")},
+        gcite_tool("merge", 1230, 300, t["merge"], "merge_chunks", identifier, merge_inputs(v),
                    {"max_web_results": SEARCH_TOP_K, "max_chunks": 30}),
         gcite_tool("validate", 1830, 300, t["validate"], "validate_citations", identifier,
                    {"answer": mixed("{{#llm.text#}}"), "chunk_metadata": variable("merge", "chunk_metadata")},

@@ -154,8 +154,12 @@ class OpenAICompatibleModel(_ModelBase):
             headers["Authorization"] = f"Bearer {self._key}"
         response = requests.post(self._url, json=body, headers=headers, stream=True, timeout=self._timeout)
         if response.status_code >= 400:
-            raise RuntimeError(f"LLM endpoint answered {response.status_code}: {response.text[:300]}")
+            raise RuntimeError(f"LLM endpoint answered {response.status_code}: {self._scrub(response.text[:300])}")
         return self._chunks(prompt_messages, self._deltas(response))
+
+    def _scrub(self, text: str) -> str:
+        """`text` without the API key: endpoints echo the Authorization header in their errors."""
+        return text.replace(self._key, "[key removed]") if self._key else text
 
     @staticmethod
     def _deltas(response: requests.Response) -> Iterator[str]:

@@ -32,19 +32,9 @@ MAX_ENTRY = 128
 
 
 def _load(root: Path, relative: str, problems: list[str]) -> dict[str, Any] | None:
-    path = root / relative
-    if not path.is_file():
-        problems.append(f"{relative}: file not found")
-        return None
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as error:
-        problems.append(f"{relative}: not valid YAML ({error})".replace("\n", " "))
-        return None
-    if not isinstance(data, dict):
-        problems.append(f"{relative}: expected a mapping at the top")
-        return None
-    return data
+    from gcite.package import load_yaml  # package.py calls this module from its validate()
+
+    return load_yaml(root, relative, problems)
 
 
 def _i18n(value: Any, where: str, required: bool, problems: list[str]) -> None:

@@ -292,6 +292,7 @@ class PluginProcess:
             if event.get("event") != "session" or session is None:
                 if event.get("event") != "heartbeat":
                     self.stray.append(event)
+                    self._changed.notify_all()
                 return
             data = event.get("data") or {}
             kind = data.get("type")

@@ -17,10 +17,10 @@ from endpoints.chat_protocol import (APP_ERROR, APP_UNAVAILABLE, CITATION_KEYS, 
                                      EVENTS, INCOMPLETE, INTERNAL_ERROR, MAX_SNIPPET_LENGTH, MESSAGES, OPEN_COMMENT,
                                      SOURCE_KEYS, SOURCE_TYPES, SUPPORT_CITATION_KEYS, SUPPORT_DONE_KEYS, AnswerText,
                                      Event, ProtocolError, Translator, chunk_items, error_event, parse_sse, safe_url,
-                                     source_of, sources_of, sse, translate)
+                                     source_of, sources_of, sse, sse_blocks, translate)
 
 __all__ = ["APP_ERROR", "APP_UNAVAILABLE", "CITATION_KEYS", "DEFAULT_SNIPPET_LENGTH", "DONE_KEYS", "EVENTS",
            "INCOMPLETE", "INTERNAL_ERROR", "MAX_SNIPPET_LENGTH", "MESSAGES", "OPEN_COMMENT", "SOURCE_KEYS",
            "SOURCE_TYPES", "SUPPORT_CITATION_KEYS", "SUPPORT_DONE_KEYS", "AnswerText", "Event", "ProtocolError",
            "Translator", "chunk_items", "error_event", "parse_sse", "safe_url", "source_of", "sources_of", "sse",
-           "translate"]
+           "sse_blocks", "translate"]

@@ -5,8 +5,8 @@ filter cannot: match an element of a role list stored as a JSON-array or delimit
 as "visible to everyone", and nest AND/OR/NOT conditions.
 
 Outputs:
-  chunks         the kept items, unchanged and in input order
-  kept_count     how many were kept
+  chunks         the kept items, unchanged and in input order (at most `max_chunks`, default 30: the first ones)
+  kept_count     how many are in `chunks`
   dropped_count  how many were dropped
   dropped        one entry per dropped item: {index, segment_id, reason, detail}
   warnings       what an operator should look at (e.g. no chunk carries the ACL field)
@@ -16,13 +16,22 @@ Roles must come from a trusted source (the back end's `inputs`), never from what
 
 import ast
 import datetime
+import itertools
 import json
 import math
 import re
 
 ROLE_DELIMITERS = re.compile(r"[,，;；|、]")
 MISSING_ACL_CHOICES = ("visible", "hidden")
-MAX_DROPPED_REPORTED = 30  # a Dify Code node outputs at most 30 objects in one array
+PUBLIC_ACL_TEXTS = ("", "[]")  # the only stored values meaning "visible to everyone" (the pre-filter's `is` clauses)
+ARRAY_LIMIT = 30  # a Dify Code node outputs at most 30 items in one array: `dropped` and `warnings` are capped at it
+DEFAULT_MAX_CHUNKS = 30  # … and so is `chunks` by default (the plugin tool passes no limit)
+MAX_DETAIL = 2000  # characters of `detail` per dropped item
+DETAIL_ROLES = 50  # roles named in a `no_matching_role` detail
+MAX_ACL_CHARS = 65536  # a longer ACL (or a list of more roles than this) is malformed: it bounds the work per chunk
+MAX_CONDITION_DEPTH = 32  # nesting of all/any/not
+MAX_NUMBER_DIGITS = 100  # a JSON integer longer than this is read as a float (inf when out of range)
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # not UTF-8: never in a message this node writes
 
 # Condition language: {"all": [...]}, {"any": [...]}, {"not": {...}}, {"field": f, "op": op, "value": v}
 SCALAR_OPS = ("is", "is_not", "contains")
@@ -44,6 +53,40 @@ class Uncomparable(ValueError):
 
 # --- Inputs ----------------------------------------------------------------------------------------------
 
+class TooDeep(ValueError):
+    """JSON nested deeper than the parser's recursion allows."""
+
+
+def read_int(digits):
+    return int(digits) if len(digits) <= MAX_NUMBER_DIGITS else float(digits)
+
+
+def load_json(text):
+    """json.loads, with integers past MAX_NUMBER_DIGITS read as floats; nesting too deep is TooDeep."""
+    try:
+        return json.loads(text, parse_int=read_int)
+    except RecursionError:
+        raise TooDeep("nested too deeply") from None
+
+
+def shown(value, limit=60):
+    """A short printable form of a value for a message."""
+    try:
+        text = json.dumps(value, ensure_ascii=False) if isinstance(value, (list, dict)) else repr(value)
+    except (ValueError, TypeError, RecursionError):
+        text = f"a {type(value).__name__} that cannot be shown"
+    text = text if len(text) <= limit else text[:limit - 3] + "..."
+    return LONE_SURROGATE.sub("\ufffd", text)
+
+
+def python_data(text):
+    """Dify's Python-repr text of a list (what str() makes of an array[object]); only JSON data is accepted (a
+    set, bytes or a complex number raise TypeError)."""
+    value = ast.literal_eval(text)
+    json.dumps(value)
+    return value
+
+
 def parse_items(value, field):
     """A list as given; a dict envelope's `result`; JSON or Dify's Python-repr text of a list; None/"" empty."""
     if value is None:
@@ -53,11 +96,13 @@ def parse_items(value, field):
         if not text:
             return []
         try:
-            value = json.loads(text)
+            value = load_json(text)
+        except TooDeep:
+            raise ValueError(f"{field}: JSON nested too deeply to be a list of chunks") from None
         except ValueError:
             try:
-                value = ast.literal_eval(text)
-            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                value = python_data(text)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 raise ValueError(f"{field}: expected a list of chunks, or JSON text of one; got {text[:80]!r}") from None
     if isinstance(value, dict):
         if isinstance(value.get("result"), list):
@@ -72,30 +117,36 @@ def parse_items(value, field):
 
 def role_text(element):
     if isinstance(element, bool) or not isinstance(element, (str, int, float)):
-        raise Malformed(f"element {element!r} is not a role name")
+        raise Malformed(f"element {shown(element)} is not a role name")
     if isinstance(element, float):
         if not math.isfinite(element):
             raise Malformed(f"element {element!r} is not a role name")
         return str(int(element)) if element.is_integer() else str(element)
-    return str(element).strip()
+    try:
+        return str(element).strip()
+    except ValueError:  # an int too long to print
+        raise Malformed(f"element {shown(element)} is not a role name") from None
 
 
 def parse_roles(value):
     """A role set from a list, a JSON-array string, a delimited string or a single role.
-    None for "no restriction" (missing, null, "", [], "[]"); raises Malformed when unreadable."""
+    None for "no restriction" (missing, null, "", [], "[]"); raises Malformed when unreadable or too long."""
     if value is None:
         return None
+    if isinstance(value, (str, list, tuple)) and len(value) > MAX_ACL_CHARS:
+        raise Malformed(f"{len(value)} {'characters' if isinstance(value, str) else 'roles'} is more than "
+                        f"{MAX_ACL_CHARS}: too long for a list of roles")
     if isinstance(value, str):
         text = value.strip()
         if text.startswith("{"):
-            raise Malformed(f"{text[:60]!r} is an object, not a list of roles")
+            raise Malformed(f"{shown(text)} is an object, not a list of roles")
         if text.startswith("["):
             try:
-                value = json.loads(text)
+                value = load_json(text)
             except ValueError:
-                raise Malformed(f"{text[:60]!r} is not a valid JSON array") from None
+                raise Malformed(f"{shown(text)} is not a valid JSON array") from None
             if not isinstance(value, list):
-                raise Malformed(f"{text[:60]!r} is not a JSON array")
+                raise Malformed(f"{shown(text)} is not a JSON array")
         else:
             roles = {r.strip() for r in ROLE_DELIMITERS.split(text)} - {""}
             return roles or None
@@ -110,9 +161,20 @@ def fold(roles, case_sensitive):
 
 
 def doc_metadata_of(item):
+    """The document's metadata: an object, or JSON text of one (read as the object). Absent is {}; anything
+    else raises Malformed, so the chunk fails closed."""
     metadata = item.get("metadata")
     doc_meta = metadata.get("doc_metadata") if isinstance(metadata, dict) else None
-    return doc_meta if isinstance(doc_meta, dict) else {}
+    if doc_meta is None or doc_meta == "":
+        return {}
+    if isinstance(doc_meta, str):
+        try:
+            doc_meta = load_json(doc_meta)
+        except ValueError:
+            raise Malformed(f"doc_metadata {shown(doc_meta)} is not a JSON object") from None
+    if not isinstance(doc_meta, dict):
+        raise Malformed(f"doc_metadata {shown(doc_meta)} is not an object")
+    return doc_meta
 
 
 def segment_id_of(item):
@@ -128,7 +190,9 @@ def parse_condition(condition):
         return None
     if isinstance(condition, str):
         try:
-            condition = json.loads(condition)
+            condition = load_json(condition)
+        except TooDeep:
+            raise ValueError(f"condition: nested more than {MAX_CONDITION_DEPTH} levels deep") from None
         except ValueError as error:
             raise ValueError(f"condition: not valid JSON ({error})") from None
     if condition == {}:
@@ -137,40 +201,58 @@ def parse_condition(condition):
     return condition
 
 
-def check_condition(node, path):
+def check_condition(node, path, depth=0):
+    if depth > MAX_CONDITION_DEPTH:
+        raise ValueError(f"{path}: nested more than {MAX_CONDITION_DEPTH} levels deep")
     if not isinstance(node, dict):
         raise ValueError(f"{path}: expected an object, got {type(node).__name__}")
     groups = [k for k in GROUPS if k in node]
     if groups:
         if len(node) != 1:
-            raise ValueError(f"{path}: a group has exactly one key ({'/'.join(GROUPS)}), got {sorted(node)}")
+            raise ValueError(f"{path}: a group has exactly one key ({'/'.join(GROUPS)}), got {shown(sorted(map(str, node)))}")
         key = groups[0]
         if key == "not":
-            check_condition(node["not"], f"{path}.not")
+            check_condition(node["not"], f"{path}.not", depth + 1)
             return
         members = node[key]
         if not isinstance(members, list) or not members:
             raise ValueError(f"{path}.{key}: expected a non-empty list of conditions")
         for n, member in enumerate(members):
-            check_condition(member, f"{path}.{key}[{n}]")
+            check_condition(member, f"{path}.{key}[{n}]", depth + 1)
         return
     unknown = set(node) - {"field", "op", "value"}
     if unknown:
-        raise ValueError(f"{path}: unknown keys {sorted(unknown)}; expected all/any/not or field/op/value")
+        raise ValueError(f"{path}: unknown keys {shown(sorted(map(str, unknown)))}; expected all/any/not or field/op/value")
     field, op = node.get("field"), node.get("op")
     if not isinstance(field, str) or not field.strip():
         raise ValueError(f"{path}: `field` must be a non-empty string")
     if op not in ALL_OPS:
-        raise ValueError(f"{path}: unknown op {op!r}; expected one of {', '.join(ALL_OPS)}")
+        raise ValueError(f"{path}: unknown op {shown(op)}; expected one of {', '.join(ALL_OPS)}")
     check_value(op, node, path)
 
 
 def is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """An int or float that is finite as a float (an int past float range is not a number here)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def number_problem(value):
+    """Why a number-typed condition value is unusable, or None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or is_number(value):
+        return None
+    return f"number {shown(value)} is out of range" if isinstance(value, int) else f"{value!r} is not a finite number"
 
 
 def check_value(op, node, path):
     has_value, value = "value" in node, node.get("value")
+    for item in (value if isinstance(value, list) else [value]):
+        if number_problem(item):
+            raise ValueError(f"{path}: {number_problem(item)}")
     if op in PRESENCE_OPS:
         if has_value:
             raise ValueError(f"{path}: op {op!r} takes no `value`")
@@ -180,15 +262,15 @@ def check_value(op, node, path):
     if op in SCALAR_OPS and not (isinstance(value, str) or is_number(value)):
         raise ValueError(f"{path}: op {op!r} needs a string or number value, got {type(value).__name__}")
     if op in LIST_OPS and not (isinstance(value, list) and all(isinstance(v, str) or is_number(v) for v in value)):
-        raise ValueError(f"{path}: op {op!r} needs a list of strings or numbers, got {json.dumps(value)[:60]}")
+        raise ValueError(f"{path}: op {op!r} needs a list of strings or numbers, got {shown(value)}")
     if op in NUMBER_OPS and not is_number(value):
-        raise ValueError(f"{path}: op {op!r} needs a number, got {json.dumps(value)[:60]}")
+        raise ValueError(f"{path}: op {op!r} needs a number, got {shown(value)}")
     if op in DATE_OPS:
         try:
             as_instant(value)
-        except Uncomparable:
-            raise ValueError(f"{path}: op {op!r} needs a date (YYYY-MM-DD, ISO datetime or Unix time), "
-                             f"got {json.dumps(value)[:60]}") from None
+        except Uncomparable as error:
+            raise ValueError(f"{path}: op {op!r} needs a date (YYYY-MM-DD, ISO datetime or Unix time in seconds "
+                             f"within years 1-9999), got {shown(value)}: {error}") from None
 
 
 # --- Condition: evaluation -------------------------------------------------------------------------------
@@ -202,8 +284,12 @@ def is_empty(value):
 
 
 def as_text(value, case_sensitive):
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False) if isinstance(value, (list, dict)) \
-        else (str(int(value)) if isinstance(value, float) and value.is_integer() else str(value))
+    try:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False) \
+            if isinstance(value, (list, dict)) else \
+            (str(int(value)) if isinstance(value, float) and value.is_integer() else str(value))
+    except (ValueError, TypeError, RecursionError):  # an int too long to print, a non-JSON value, deep nesting
+        raise Uncomparable(f"value {shown(value)} cannot be compared as text") from None
     text = text.strip()
     return text if case_sensitive else text.casefold()
 
@@ -214,9 +300,9 @@ def as_list(value):
         return value
     if isinstance(value, str) and value.strip().startswith("["):
         try:
-            parsed = json.loads(value)
+            parsed = load_json(value)
         except ValueError:
-            raise Uncomparable(f"{value[:60]!r} is not a valid JSON array") from None
+            raise Uncomparable(f"{shown(value)} is not a valid JSON array") from None
         return parsed if isinstance(parsed, list) else None
     return None
 
@@ -231,21 +317,26 @@ def as_number(value, field):
             number = math.nan
         if math.isfinite(number):
             return number
-    raise Uncomparable(f"{field}: {value!r} is not a number")
+    raise Uncomparable(f"{field}: {shown(value)} is not a number")
 
 
 def as_instant(value, field="value"):
-    """A UTC datetime from a Unix time (Dify's time metadata), a YYYY-MM-DD date or an ISO datetime."""
+    """A UTC datetime from a Unix time in seconds (Dify's time metadata), a YYYY-MM-DD date or an ISO datetime.
+    A time outside years 1-9999 (a millisecond Unix time is one) is Uncomparable."""
     if is_number(value):
-        return datetime.datetime.fromtimestamp(value, tz=datetime.timezone.utc)
+        try:
+            return datetime.datetime.fromtimestamp(value, tz=datetime.timezone.utc)
+        except (ValueError, OverflowError, OSError):
+            raise Uncomparable(f"{field}: {shown(value)} is out of range as a Unix time in seconds "
+                               "(a millisecond time?)") from None
     if isinstance(value, str):
         text = value.strip().replace("Z", "+00:00")
         try:
             instant = datetime.datetime.fromisoformat(text)
         except ValueError:
-            raise Uncomparable(f"{field}: {value!r} is not a date") from None
+            raise Uncomparable(f"{field}: {shown(value)} is not a date") from None
         return instant if instant.tzinfo else instant.replace(tzinfo=datetime.timezone.utc)
-    raise Uncomparable(f"{field}: {value!r} is not a date")
+    raise Uncomparable(f"{field}: {shown(value)} is not a date")
 
 
 def holds(node, doc_meta, case_sensitive):
@@ -299,29 +390,46 @@ def compare(op, field, actual, expected, case_sensitive):
 # --- The node --------------------------------------------------------------------------------------------
 
 def acl_verdict(doc_meta, acl_field, user_roles, missing_acl, case_sensitive):
-    """None when the ACL lets the user see the document, else (reason, detail)."""
-    if doc_meta.get(acl_field) is None:
+    """None when the ACL lets the user see the document, else (reason, detail).
+    Visible to everyone: exactly "", "[]" or an empty list. A value that names no role (",", " ", '[""]', [" "])
+    is malformed: the pre-filter cannot admit it either, so both stages hide it."""
+    value = doc_meta.get(acl_field)
+    if value is None:
         if missing_acl == "hidden":
             return "missing_acl", f"{acl_field} is not set and missing_acl is 'hidden'"
         return None
+    if (isinstance(value, str) and value in PUBLIC_ACL_TEXTS) or (isinstance(value, list) and not value):
+        return None
     try:
-        allowed = parse_roles(doc_meta[acl_field])
+        allowed = parse_roles(value)
     except Malformed as error:
         return "malformed_acl", f"{acl_field}: {error}"
-    if allowed is None or fold(allowed, case_sensitive) & user_roles:
+    if not allowed:
+        return "malformed_acl", (f"{acl_field}: {shown(value)} names no role; store \"\" (or leave it unset) for "
+                                 "a document visible to everyone")
+    if fold(allowed, case_sensitive) & user_roles:
         return None
-    return "no_matching_role", f"{acl_field} allows {sorted(allowed)}"
+    return "no_matching_role", f"{acl_field} allows {roles_shown(allowed)}"
+
+
+def roles_shown(roles):
+    """At most DETAIL_ROLES of the roles, sorted, and how many there are: bounded text and work for any ACL."""
+    some = sorted(itertools.islice(roles, DETAIL_ROLES))
+    more = f" and {len(roles) - len(some)} more" if len(roles) > len(some) else ""
+    return shown(some, MAX_DETAIL - 100) + more
 
 
 def main(rag_chunks=None, user_roles=None, acl_field="access_roles", condition="", case_sensitive=True,
-         missing_acl="visible") -> dict:
+         missing_acl="visible", max_chunks=DEFAULT_MAX_CHUNKS) -> dict:
     if not isinstance(acl_field, str) or not acl_field.strip():
         raise ValueError("acl_field: expected the name of a document metadata field")
     acl_field = acl_field.strip()
     if missing_acl not in MISSING_ACL_CHOICES:
-        raise ValueError(f"missing_acl: expected one of {', '.join(MISSING_ACL_CHOICES)}, got {missing_acl!r}")
+        raise ValueError(f"missing_acl: expected one of {', '.join(MISSING_ACL_CHOICES)}, got {shown(missing_acl)}")
     if not isinstance(case_sensitive, bool):
-        raise ValueError(f"case_sensitive: expected true or false, got {case_sensitive!r}")
+        raise ValueError(f"case_sensitive: expected true or false, got {shown(case_sensitive)}")
+    if max_chunks is not None and (isinstance(max_chunks, bool) or not isinstance(max_chunks, int) or max_chunks < 1):
+        raise ValueError(f"max_chunks: expected a whole number >= 1 (or none for no limit), got {shown(max_chunks)}")
     try:
         roles = fold(parse_roles(user_roles) or set(), case_sensitive)
     except Malformed as error:
@@ -334,9 +442,14 @@ def main(rag_chunks=None, user_roles=None, acl_field="access_roles", condition="
         if not isinstance(item, dict):
             dropped.append(drop(index, item, "not_an_object", f"item is {type(item).__name__}"))
             continue
-        doc_meta = doc_metadata_of(item)
+        try:
+            doc_meta = doc_metadata_of(item)
+        except Malformed as error:
+            dropped.append(drop(index, item, "malformed_acl", str(error)))
+            continue
         tagged += doc_meta.get(acl_field) is not None
-        fields_seen.update(map(str, doc_meta))
+        if len(fields_seen) < 10:
+            fields_seen.update(LONE_SURROGATE.sub("\ufffd", str(name)[:60]) for name in list(doc_meta)[:10])
         verdict = acl_verdict(doc_meta, acl_field, roles, missing_acl, case_sensitive)
         if verdict is None and expression is not None:
             try:
@@ -352,20 +465,34 @@ def main(rag_chunks=None, user_roles=None, acl_field="access_roles", condition="
     warnings = []
     if items and tagged == 0:
         warnings.append(
-            f"no chunk carries the ACL field {acl_field!r}: check its name"
+            f"no chunk carries the ACL field {acl_field[:60]!r}: check its name"
             + (" - with missing_acl='visible' every chunk is public" if missing_acl == "visible" else "")
             + (f" (fields present: {', '.join(sorted(fields_seen)[:10])})" if fields_seen else ""))
+    if max_chunks is not None and len(kept) > max_chunks:
+        warnings.append(f"{len(kept)} chunks passed the filter; `chunks` holds the first {max_chunks} in input order "
+                        f"(a Code node outputs at most {max_chunks} objects in one array): lower Knowledge "
+                        f"Retrieval's top_k to {max_chunks} or less")
+        kept = kept[:max_chunks]
     return {"chunks": kept, "kept_count": len(kept), "dropped_count": len(dropped), "dropped": capped(dropped),
-            "warnings": warnings}
+            "warnings": capped_strings(warnings)}
 
 
 def capped(dropped):
-    if len(dropped) <= MAX_DROPPED_REPORTED:
+    """At most ARRAY_LIMIT entries: past it, the last one counts the rest."""
+    if len(dropped) <= ARRAY_LIMIT:
         return dropped
-    rest = len(dropped) - (MAX_DROPPED_REPORTED - 1)
-    return dropped[:MAX_DROPPED_REPORTED - 1] + [
+    rest = len(dropped) - (ARRAY_LIMIT - 1)
+    return dropped[:ARRAY_LIMIT - 1] + [
         {"index": -1, "segment_id": "", "reason": "truncated", "detail": f"and {rest} more dropped"}]
 
 
+def capped_strings(lines):
+    if len(lines) <= ARRAY_LIMIT:
+        return lines
+    return lines[:ARRAY_LIMIT - 1] + [f"and {len(lines) - (ARRAY_LIMIT - 1)} more"]
+
+
 def drop(index, item, reason, detail):
-    return {"index": index, "segment_id": segment_id_of(item), "reason": reason, "detail": detail}
+    detail = detail if len(detail) <= MAX_DETAIL else detail[:MAX_DETAIL - 3] + "..."
+    segment_id = LONE_SURROGATE.sub("\ufffd", segment_id_of(item)[:200])
+    return {"index": index, "segment_id": segment_id, "reason": reason, "detail": LONE_SURROGATE.sub("\ufffd", detail)}

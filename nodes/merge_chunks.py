@@ -7,7 +7,8 @@ Outputs:
   formatted_chunks  "[C:1]\\n<content>\\n\\n[C:2]\\n<content>" for the LLM's context
   chunk_count       number of chunks
   chunk_metadata    the UnifiedChunk list (reaches the client in the node_finished event)
-  skipped           items that were not used, each {source, index, reason}
+  skipped           items that were not used (or not wholly), each {source, index, reason}; at most 30 entries,
+                    the 30th counting the rest
 """
 
 import ast
@@ -16,15 +17,29 @@ import html
 import json
 import math
 import re
+import unicodedata
+from functools import lru_cache
 from urllib.parse import urlsplit, urlunsplit
 
 # --- Marker grammar (the part this node needs) --------------------------------------------------------
 # The citation validator accepts markers that open with one of these brackets, then optional spaces, then
 # `C` in either case, optional spaces and an ASCII or full-width colon. Any such opening inside chunk
-# content is neutralised, so the only markers the LLM sees are the headers this node writes.
-MARKER_OPENING = re.compile(r"[\[【［][ \t\u00a0\u3000]*[Cc][ \t\u00a0\u3000]*[:：]")
-NEUTRAL_BRACKET = {"[": "(", "【": "（", "［": "（"}
+# content is neutralised, so the only markers the LLM sees are the headers this node writes. The test is made
+# on the text as an LLM might normalise it (see `fold_char`), so look-alikes (`［Ｃ：９］`, `𝐂`, `﹕`, zero-width
+# characters or combining marks between the parts) are neutralised too; any whitespace counts as a space.
+MARKER_OPENING = re.compile(r"[\[【［][\s\u00a0\u3000]*[Cc][\s\u00a0\u3000]*[:：]")
+NEUTRAL_BRACKET = {"[": "(", "【": "（", "［": "（", "]": ")", "】": "）", "］": "）"}
+CLOSING_BRACKET = {"[": "]", "【": "】", "［": "］"}
+ANY_BRACKET = re.compile(r"[\[\]【】［］]")
 MARKER_HEADER = "[C:{id}]"
+FOLD_REMOVED = ("Cf", "Mn", "Mc", "Me")  # format characters (zero-width …) and combining marks
+FOLD_INVISIBLE = "\u115f\u1160\u3164\uffa0"  # Hangul fillers: letters that show as nothing
+# Homoglyphs of the marker's letters that no Unicode normalisation maps, but a model may read as them.
+FOLD_LOOKALIKES = str.maketrans({
+    "\u0421": "C", "\u0441": "c", "\u03f9": "C", "\u03f2": "c", "\u2ca4": "C", "\u2ca5": "c", "\u13df": "C",
+    "\ua4da": "C", "\u2236": ":", "\ua789": ":", "\u02f8": ":", "\u0589": ":", "\u05c3": ":", "\u2045": "[",
+    "\u2046": "]",
+})
 
 # --- Web result field priority --------------------------------------------------------------------------
 TITLE_FIELDS = ("title", "name")
@@ -54,13 +69,46 @@ TOOL_ENVELOPE_KEY = "json"  # a Dify tool node's outputs {text, files, json}
 DEFAULT_MAX_WEB_RESULTS = 5
 DEFAULT_MAX_CHUNKS = 30  # the most objects a Dify Code node may output in one array
 MAX_SKIPPED_REPORTED = 30  # the same limit for `skipped`: past it, one entry counts the rest
+# 30 chunks of at most 12,000 characters keep `formatted_chunks` under a Code node's 400,000-character string
+# limit; a longer chunk is cut (and reported in `skipped`). Titles and the like are one line, cut at 300.
+MAX_CONTENT_CHARS = 12000
+MAX_LINE_CHARS = 300
+MAX_URL_CHARS = 4096
+MAX_PROVIDER_MESSAGE = 300
+MAX_NUMBER_DIGITS = 100  # a JSON integer longer than this is read as a float (inf when out of range)
 
 HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
 ISO_DATE = re.compile(r"^(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?:$|[T ]\d)")
 WHITESPACE_RUN = re.compile(r"\s+")
+URL_IGNORED = re.compile(r"[\t\r\n]")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # cannot be encoded as UTF-8 (nor stored by Dify): becomes U+FFFD
 
 
 # --- Parsing the inputs ----------------------------------------------------------------------------------
+
+def read_int(digits):
+    return int(digits) if len(digits) <= MAX_NUMBER_DIGITS else float(digits)
+
+
+class TooDeep(ValueError):
+    """JSON nested deeper than the parser's recursion allows."""
+
+
+def load_json(text):
+    """json.loads, with integers past MAX_NUMBER_DIGITS read as floats; nesting too deep is TooDeep."""
+    try:
+        return json.loads(text, parse_int=read_int)
+    except RecursionError:
+        raise TooDeep("nested too deeply") from None
+
+
+def python_data(text):
+    """Dify's Python-repr text of a list (what str() makes of an array[object]); only JSON data is accepted (a
+    set, bytes or a complex number raise TypeError)."""
+    value = ast.literal_eval(text)
+    json.dumps(value)
+    return value
+
 
 def parse_structured(value, field):
     """A list/dict as given; a JSON string or Dify's Python-repr string of one parsed; None, "" or null empty."""
@@ -73,29 +121,42 @@ def parse_structured(value, field):
         if not text:
             return []
         try:
-            return parse_structured(json.loads(text), field)
+            parsed = load_json(text)
+        except TooDeep:
+            raise ValueError(f"{field}: JSON nested too deeply to be a list of chunks") from None
         except ValueError:
-            pass
-        try:
-            return parse_structured(ast.literal_eval(text), field)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            raise ValueError(
-                f"{field}: expected a list of objects, or JSON text of one; got a string that is neither JSON "
-                f"nor a Python literal: {text[:80]!r}"
-            ) from None
+            try:
+                parsed = python_data(text)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                raise ValueError(
+                    f"{field}: expected a list of objects, or JSON text of one; got a string that is neither JSON "
+                    f"nor a Python literal of JSON data: {text[:80]!r}"
+                ) from None
+        return parse_structured(parsed, field)
     raise ValueError(f"{field}: expected a list of objects, or JSON text of one; got {type(value).__name__}")
 
 
+WHOLE_NUMBER = re.compile(r"[+]?[0-9]{1,18}")
+
+
 def parse_count(value, field, minimum):
-    if isinstance(value, bool) or value is None:
-        raise ValueError(f"{field}: expected a whole number >= {minimum}, got {value!r}")
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    """A whole number >= minimum from an int, an integral float or ASCII digits ("¹" or "١" are not numbers)."""
+    if isinstance(value, str) and WHOLE_NUMBER.fullmatch(value.strip()):
         value = int(value.strip())
-    if not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{field}: expected a whole number >= {minimum}, got {value!r}")
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{field}: expected a whole number >= {minimum}, got {shown(value)}")
     return value
+
+
+def shown(value):
+    """A short printable form of a bad value for an error message."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long to print
+        text = f"a {type(value).__name__} too large to show"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def rag_items(raw):
@@ -144,7 +205,8 @@ def provider_error(obj):
     message = obj.get("msg") or obj.get("message") or obj.get("error")
     if code in (None, 0, 200, "0", "200") and not obj.get("error"):
         return None
-    return f"{code}: {message}" if message else str(code)
+    code, message = cut(line_of(code) or "error", 40), line_of(message)
+    return cut(f"{code}: {message}" if message else code, MAX_PROVIDER_MESSAGE)
 
 
 def flatten_web(data, out, skipped, depth=0):
@@ -211,18 +273,20 @@ def to_score(value):
         return 0.0
     try:
         score = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 0.0
     return score if math.isfinite(score) else 0.0
 
 
 def to_int(value):
+    """A whole number within a Code node's number range, else 0."""
     if isinstance(value, bool):
         return 0
     try:
-        return int(float(value))
+        number = int(value) if isinstance(value, int) else int(float(value))
     except (TypeError, ValueError, OverflowError):
         return 0
+    return number if -2 ** 63 < number < 2 ** 63 else 0
 
 
 def plain_text(value):
@@ -231,14 +295,22 @@ def plain_text(value):
 
 
 def one_line(value):
-    return WHITESPACE_RUN.sub(" ", value).strip()
+    return cut(WHITESPACE_RUN.sub(" ", value).strip(), MAX_LINE_CHARS)
+
+
+def cut(text, limit):
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def web_url(value):
-    """The URL when it is http(s) with a host, else ""."""
+    """The URL when it is http(s) with a host (and not absurdly long), else "". Tabs and line breaks are removed,
+    as a browser (and urlsplit) reads the URL without them."""
+    value = URL_IGNORED.sub("", value.strip())
+    if len(value) > MAX_URL_CHARS:
+        return ""
     try:
-        parts = urlsplit(value.strip())
-        return value.strip() if parts.scheme.lower() in ("http", "https") and parts.hostname else ""
+        parts = urlsplit(value)
+        return value if parts.scheme.lower() in ("http", "https") and parts.hostname else ""
     except ValueError:
         return ""
 
@@ -270,8 +342,64 @@ def normalise_date(value):
     return text
 
 
+@lru_cache(maxsize=65536)
+def fold_char(char):
+    """One character as a model might normalise it: NFKD, without format characters and combining marks, NFKC,
+    then the look-alikes above. `［Ｃ：９］` folds to `[C:9]`, `C\u200b` to `C`, `Ç` to `C`."""
+    text = unicodedata.normalize("NFKD", char)
+    text = "".join(c for c in text if unicodedata.category(c) not in FOLD_REMOVED and c not in FOLD_INVISIBLE)
+    return unicodedata.normalize("NFKC", text).translate(FOLD_LOOKALIKES)
+
+
 def neutralise_markers(text):
-    return MARKER_OPENING.sub(lambda m: NEUTRAL_BRACKET[m.group(0)[0]] + m.group(0)[1:], text)
+    """`text` with every citation-marker opening (as written or as folded) made harmless: its bracket becomes a
+    parenthesis, and so does the closing bracket that matches it (`[C:9]` -> `(C:9)`, `［Ｃ：９］` -> `（Ｃ：９）`)."""
+    table = {}
+    if not text.isascii():
+        for char in set(text):
+            if char >= "\x80" and fold_char(char) != char:
+                table[ord(char)] = fold_char(char)
+    folded = text.translate(table) if table else text
+    targets = []
+    for match in MARKER_OPENING.finditer(folded):
+        targets.append(match.start())
+        closing = ANY_BRACKET.search(folded, match.end())
+        if closing and closing.group() == CLOSING_BRACKET[folded[match.start()]]:
+            targets.append(closing.start())
+    if not targets:
+        return text
+    edits = {}
+    for index, offset in original_positions(text, table, sorted(set(targets))):
+        form = edits.setdefault(index, list(table.get(ord(text[index]), text[index])))
+        form[offset] = NEUTRAL_BRACKET.get(text[index]) if len(form) == 1 and text[index] in NEUTRAL_BRACKET \
+            else NEUTRAL_BRACKET[form[offset]]
+    pieces, start = [], 0
+    for index in sorted(edits):
+        pieces += [text[start:index], "".join(edits[index])]
+        start = index + 1
+    pieces.append(text[start:])
+    return "".join(pieces)
+
+
+def original_positions(text, table, positions):
+    """(index in `text`, offset inside that character's folded form) for each of the sorted `positions` in the
+    folded text. Only characters whose folded form is not one character long shift positions."""
+    lengths = {chr(code): len(form) for code, form in table.items() if len(form) != 1}
+    shifting = re.compile("[" + "".join(map(re.escape, lengths)) + "]") if lengths else None
+    occurrences = shifting.finditer(text) if shifting else iter(())
+    current, shift, found = next(occurrences, None), 0, []
+    for position in positions:
+        while current is not None:
+            start, length = current.start() + shift, lengths[current.group()]
+            if start > position or position < start + length:
+                break
+            shift += length - 1
+            current = next(occurrences, None)
+        if current is not None and current.start() + shift <= position:
+            found.append((current.start(), position - current.start() - shift))
+        else:
+            found.append((position - shift, 0))
+    return found
 
 
 def web_subtitle(site_name, host, date):
@@ -287,33 +415,42 @@ def web_subtitle(site_name, host, date):
 def text_of(value):
     if value is None or isinstance(value, (dict, list, bool)):
         return ""
-    return str(value).strip()
+    try:
+        text = str(value).strip()
+    except ValueError:  # an int too long to print
+        return ""
+    return text if text.isascii() else LONE_SURROGATE.sub("\ufffd", text)
+
+
+def line_of(value):
+    return one_line(text_of(value))
 
 
 def rag_chunk(item):
     metadata = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
     doc_meta = metadata.get("doc_metadata") if isinstance(metadata.get("doc_metadata"), dict) else {}
-    document_name = text_of(doc_meta.get("document_name")) or text_of(metadata.get("document_name"))
-    title = text_of(doc_meta.get("document_title")) or document_name or text_of(item.get("title"))
-    dataset_name = text_of(metadata.get("dataset_name"))
+    document_name = line_of(doc_meta.get("document_name")) or line_of(metadata.get("document_name"))
+    title = line_of(doc_meta.get("document_title")) or document_name or line_of(item.get("title"))
+    dataset_name = line_of(metadata.get("dataset_name"))
     source_file_url = text_of(doc_meta.get("source_file_url"))
+    source_file_url = source_file_url if len(source_file_url) <= MAX_URL_CHARS else ""
     return {
         "source_type": "rag",
-        "content": neutralise_markers(text_of(item.get("content"))),
+        "content": text_of(item.get("content")),
         "document_title": title,
         "url": source_file_url,
         "score": to_score(metadata.get("score")),
         "display_subtitle": dataset_name,
-        "document_name": document_name or text_of(item.get("title")),
+        "document_name": document_name or line_of(item.get("title")),
         "dataset_name": dataset_name,
         "site_name": "",
         "site_host": "",
         "source_file_url": source_file_url,
         "segment_position": to_int(metadata.get("segment_position")),
         "published_date": "",
-        "dataset_id": text_of(metadata.get("dataset_id")),
-        "document_id": text_of(metadata.get("document_id")),
-        "segment_id": text_of(metadata.get("segment_id")),
+        "dataset_id": line_of(metadata.get("dataset_id")),
+        "document_id": line_of(metadata.get("document_id")),
+        "segment_id": line_of(metadata.get("segment_id")),
         "provider": "",
     }
 
@@ -322,15 +459,15 @@ def web_chunk(item):
     url = web_url(first_text(item, URL_FIELDS))
     host = host_of(url)
     site_name = one_line(first_text(item, SITE_FIELDS, plain_text))
-    date = normalise_date(first_text(item, DATE_FIELDS))
+    date = normalise_date(one_line(first_text(item, DATE_FIELDS)))
     title = one_line(first_text(item, TITLE_FIELDS, plain_text)) or site_name or host
     return {
         "source_type": "web",
-        "content": neutralise_markers(first_text(item, CONTENT_FIELDS, plain_text)),
+        "content": first_text(item, CONTENT_FIELDS, plain_text),
         "document_title": title,
         "url": url,
         "score": first_score(item, SCORE_FIELDS),
-        "display_subtitle": web_subtitle(site_name, host, date),
+        "display_subtitle": cut(web_subtitle(site_name, host, date), MAX_LINE_CHARS),
         "document_name": url,
         "dataset_name": "",
         "site_name": site_name,
@@ -341,7 +478,7 @@ def web_chunk(item):
         "dataset_id": "",
         "document_id": "",
         "segment_id": "",
-        "provider": text_of(item.get("provider")),
+        "provider": line_of(item.get("provider")),
     }
 
 
@@ -390,18 +527,39 @@ def format_context(chunks):
     return "\n\n".join(MARKER_HEADER.format(id=c["id"]) + "\n" + c["content"] for c in chunks)
 
 
+def provider_message(web_text):
+    """The search tool's `text` output as one short line ("" when there is none)."""
+    if web_text is None or isinstance(web_text, (dict, list)):
+        return ""
+    return cut(one_line(text_of(web_text)), MAX_PROVIDER_MESSAGE)
+
+
 def main(rag_chunks=None, web_chunks=None, max_web_results=DEFAULT_MAX_WEB_RESULTS,
-         max_chunks=DEFAULT_MAX_CHUNKS) -> dict:
+         max_chunks=DEFAULT_MAX_CHUNKS, web_text=None) -> dict:
     max_web_results = parse_count(max_web_results, "max_web_results", 0)
     max_chunks = parse_count(max_chunks, "max_chunks", 1)
+    if web_text is not None and not isinstance(web_text, (str, int, float)):
+        raise ValueError(f"web_text: expected the search tool's text output, got {type(web_text).__name__}")
     skipped = []
     rag = unique_chunks(rag_items(rag_chunks), "rag", rag_chunk, lambda c: c["segment_id"], skipped)
-    web = unique_chunks(web_items(web_chunks, skipped), "web", web_chunk,
+    found = web_items(web_chunks, skipped)
+    if not found and not any(s["reason"].startswith("search provider error") for s in skipped):
+        # The official Tavily tool reports a failed search as its text output, with `json` [{"data": []}].
+        message = provider_message(web_text)
+        if message:
+            skipped.append(skip("web", -1, f"search provider error: {message}"))
+    web = unique_chunks(found, "web", web_chunk,
                         lambda c: url_identity(c["url"]) if c["url"] else "", skipped, limit=max_web_results)
     merged = ordered(rag + web)
     for index, chunk in merged[max_chunks:]:
         skipped.append(skip(chunk["source_type"], index, "over max_chunks"))
-    chunk_metadata = [{"id": str(number), **chunk} for number, (_, chunk) in enumerate(merged[:max_chunks], 1)]
+    chunk_metadata = []
+    for number, (index, chunk) in enumerate(merged[:max_chunks], 1):
+        if len(chunk["content"]) > MAX_CONTENT_CHARS:
+            chunk["content"] = cut(chunk["content"], MAX_CONTENT_CHARS)
+            skipped.append(skip(chunk["source_type"], index, f"content cut at {MAX_CONTENT_CHARS} characters"))
+        chunk["content"] = neutralise_markers(chunk["content"])
+        chunk_metadata.append({"id": str(number), **chunk})
     return {
         "formatted_chunks": format_context(chunk_metadata),
         "chunk_count": len(chunk_metadata),
@@ -411,6 +569,7 @@ def main(rag_chunks=None, web_chunks=None, max_web_results=DEFAULT_MAX_WEB_RESUL
 
 
 def capped(skipped):
+    """At most MAX_SKIPPED_REPORTED entries (a Code node's array limit): past it, the last one counts the rest."""
     if len(skipped) <= MAX_SKIPPED_REPORTED:
         return skipped
     rest = len(skipped) - (MAX_SKIPPED_REPORTED - 1)

@@ -166,6 +166,9 @@ def escape_markdown(text):
     return MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def url_scheme(url):
     try:
         return urlsplit(url).scheme.lower()
@@ -188,7 +191,7 @@ def reference_line(citation):
     url = url.strip() if isinstance(url, str) else ""
     scheme = url_scheme(url)
     if scheme in LINK_SCHEMES and urlsplit(url).netloc:
-        line = f"[{title}]({quote(url, safe=':/?#@!$&*+,;=%~-._')})"
+        line = f"[{title}]({quote(LONE_SURROGATE.sub(chr(0xFFFD), url), safe=':/?#@!$&*+,;=%~-._')})"
     else:
         line = escape_block_start(title)
     if citation.get("display_subtitle"):

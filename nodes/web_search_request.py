@@ -9,8 +9,10 @@ keep the merge node's `max_web_results` equal to it.
 """
 
 import json
+import re
 
 SEARCH_COUNT = 5
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def main(query=None, count=SEARCH_COUNT) -> dict:
@@ -19,6 +21,8 @@ def main(query=None, count=SEARCH_COUNT) -> dict:
     if not isinstance(query, str):
         raise ValueError(f"query: expected text, got {type(query).__name__}")
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 50:
-        raise ValueError(f"count: expected a whole number from 1 to 50, got {count!r}")
-    body = {"query": query.strip(), "count": count, "summary": True, "freshness": "noLimit"}
+        raise ValueError(f"count: expected a whole number from 1 to 50, got {count if isinstance(count, (int, float)) and abs(count) < 1e9 else type(count).__name__}")
+    # A lone surrogate (possible in a JSON-decoded query) cannot be sent as UTF-8: it becomes U+FFFD.
+    query = LONE_SURROGATE.sub("\ufffd", query.strip())
+    body = {"query": query, "count": count, "summary": True, "freshness": "noLimit"}
     return {"body": json.dumps(body, ensure_ascii=False)}

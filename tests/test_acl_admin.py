@@ -427,6 +427,9 @@ def test_fix_is_idempotent_on_every_table_value():
         if found.target is not None:
             again = acl_admin.assess(FIELD, found.target)
             assert again.status == "ok" and again.prefilter == again.node, value_cell
+            if found.node.reason == "malformed_acl" and found.target == "":  # names no role: fixed to public
+                assert again.node.everyone, value_cell
+                continue
             assert found.node.everyone == again.node.everyone and set(found.node.roles) == set(again.node.roles)
 
 

@@ -138,6 +138,8 @@ def test_web_search_fails_refuses_the_key_and_the_answer_falls_back_to_the_knowl
     assert web["outputs"]["json"] == [] and web["outputs"]["text"] == ""
     chunks = finished(events, "merge")["outputs"]["chunk_metadata"]
     assert chunks and {c["source_type"] for c in chunks} == {"rag"}
+    # the failure is the node's error (Dify's error handling), not a provider message in merge's skipped
+    assert [s for s in finished(events, "merge")["outputs"]["skipped"] if s["source"] == "web"] == []
     assert re.search(r"\[C:1\]", "".join(e["answer"] for e in events if e["event"] == "message"))
     assert events[-1]["data"]["status"] == "partial-succeeded" and events[-1]["data"]["exceptions_count"] == 1
 
@@ -174,8 +176,24 @@ def test_the_tavily_variant_reproduces_the_official_tools_failure_and_falls_back
     assert web["status"] == "succeeded" and web["error"] is None  # the official tool reports failures as text
     assert web["outputs"]["json"] == [{"data": []}]
     assert web["outputs"]["text"] == f"Error occurred while searching: {TAVILY_OUTAGE}"
-    assert {c["source_type"] for c in finished(events, "merge")["outputs"]["chunk_metadata"]} == {"rag"}
+    merged = finished(events, "merge")["outputs"]
+    assert {c["source_type"] for c in merged["chunk_metadata"]} == {"rag"}
+    # the merge node gets the tool's text too (web_text) and reports the failure instead of "no results"
+    assert {"source": "web", "index": -1,
+            "reason": f"search provider error: Error occurred while searching: {TAVILY_OUTAGE}"} in merged["skipped"]
     assert events[-1]["data"]["status"] == "succeeded"
+
+
+def test_web_text_is_wired_in_the_tavily_variant_only():
+    def merge_inputs(text):
+        document = yaml.safe_load(text)
+        return next(n["data"]["tool_parameters"] for n in document["workflow"]["graph"]["nodes"] if n["id"] == "merge")
+
+    assert merge_inputs(dsl_build.chatflow_text(dsl_build.Variant(search="tavily")))["web_text"] == {
+        "type": "mixed", "value": "{{#web.text#}}"}
+    # our web_search fails the node on an error (its default text is empty); its text on success is a summary
+    assert "web_text" not in merge_inputs(dsl_build.PLUGIN_DSL.read_text(encoding="utf-8"))
+
 
 
 def lingering_threads() -> list[str]:

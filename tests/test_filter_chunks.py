@@ -35,10 +35,19 @@ def test_every_acl_form_is_read(acl):
     assert not kept(acl, "前台")
 
 
-@pytest.mark.parametrize("acl", ["__unset__", None, "", "  ", [], "[]", " [] "])
+@pytest.mark.parametrize("acl", ["__unset__", None, "", [], "[]"])
 def test_missing_or_empty_acl_is_visible_to_everyone(acl):
     assert kept(acl, "前台")
     assert kept(acl, None)
+
+
+@pytest.mark.parametrize("acl", ["  ", " [] ", "[ ]", ",", " , ", "\t,", "，\u3000", '[""]', '[" "]', [" "], [""], ",,"])
+def test_a_value_that_names_no_role_is_malformed_not_public(acl):
+    # Only "", "[]" and [] mean "visible to everyone": the pre-filter's `is ""` / `is "[]"` cannot admit any
+    # other blank value, so the filter node hides it too (and says how to store a public document).
+    result = main([chunk(acl)], "前台")
+    assert result["kept_count"] == 0 and result["dropped"][0]["reason"] == "malformed_acl"
+    assert "names no role" in result["dropped"][0]["detail"]
 
 
 @pytest.mark.parametrize("acl", ['["运维工程师"', '{"a": 1}', '["a", null]', '["a", {"b": 1}]', ["a", None],
@@ -245,8 +254,9 @@ def test_no_chunk_outside_the_users_roles_is_ever_kept(docs, user, user_form):
     items = [chunk(encode(roles, form), str(n)) for n, (roles, form) in enumerate(docs)]
     result = main(items, encode(user, user_form) if user else None)
     kept_ids = {c["metadata"]["segment_id"] for c in result["chunks"]}
-    for n, (roles, _) in enumerate(docs):
-        visible = not roles or bool(set(roles) & set(user))
+    for n, (roles, form) in enumerate(docs):
+        # an empty role set is public in every form but the convention's ",,", which names no role (malformed)
+        visible = (not roles and form != "convention") or bool(set(roles) & set(user))
         assert (str(n) in kept_ids) == visible
 
 
@@ -254,3 +264,118 @@ def test_dropped_is_capped_at_thirty_entries_but_counted_in_full():
     result = main([chunk("b", str(n)) for n in range(45)], "a")
     assert result["dropped_count"] == 45 and len(result["dropped"]) == 30
     assert result["dropped"][-1] == {"index": -1, "segment_id": "", "reason": "truncated", "detail": "and 16 more dropped"}
+
+
+# --- hostile input (issue: hardening) -------------------------------------------------------------------
+
+AFTER_2024 = {"field": "d", "op": "after", "value": "2024-01-01"}
+
+
+@pytest.mark.parametrize("stored", [1.7e12, 1e20, -1e20, 10 ** 30, "9999-12-31T23:59:59+14:00x"])
+def test_a_document_date_out_of_range_costs_that_document_only(stored):
+    items = [chunk(None, "bad", d=stored), chunk(None, "good", d="2025-06-01")]
+    result = main(items, "a", condition=AFTER_2024)
+    assert [c["metadata"]["segment_id"] for c in result["chunks"]] == ["good"]
+    assert result["dropped"][0]["reason"] == "uncomparable_value"
+
+
+def test_a_unix_time_in_seconds_still_compares():
+    assert main([chunk(None, d=1.75e9)], "a", condition=AFTER_2024)["kept_count"] == 1  # 2025-06
+    assert main([chunk(None, d=1.6e9)], "a", condition=AFTER_2024)["kept_count"] == 0  # 2020-09
+
+
+@pytest.mark.parametrize("value", [1.7e12, 1e20, 10 ** 400, "10000-01-01", float("inf")])
+def test_a_condition_date_out_of_range_is_an_error_naming_the_condition(value):
+    with pytest.raises(ValueError, match=r"condition\.all\[0\]"):
+        main([], "a", condition={"all": [{"field": "d", "op": "before", "value": value}]})
+
+
+@pytest.mark.parametrize("cond", [{"field": "x", "op": "is", "value": 10 ** 400},
+                                  {"field": "x", "op": "gt", "value": -10 ** 400},
+                                  {"field": "x", "op": "in", "value": ["a", 10 ** 400]},
+                                  {"field": "x", "op": "is", "value": float("nan")}])
+def test_a_number_past_float_range_in_the_condition_is_an_error(cond):
+    with pytest.raises(ValueError, match="condition: (number .* is out of range|nan is not a finite number)"):
+        main([], "a", condition=cond)
+
+
+def test_huge_numbers_in_documents_cost_that_document_only():
+    items = [chunk("a", "1", x=10 ** 5000), chunk("a", "2", x=10 ** 400), chunk("a", "3", x="5")]
+    for op, value in (("is", "5"), ("gt", 1), ("contains", "5"), ("in", ["5"])):
+        result = main(items, "a", condition={"field": "x", "op": op, "value": value})
+        assert "3" in [c["metadata"]["segment_id"] for c in result["chunks"]]
+    text = '[{"content":"x","metadata":{"doc_metadata":{"access_roles":"a","x":1' + "0" * 400 + "}}}]"
+    assert main(text, "a", condition={"field": "x", "op": "gt", "value": 1})["dropped"][0]["reason"] == "uncomparable_value"
+    acl = [{"content": "x", "metadata": {"doc_metadata": {"access_roles": [10 ** 5000]}}}]
+    assert main(acl, "a")["dropped"][0]["reason"] == "malformed_acl"
+
+
+def test_deep_json_is_malformed_acl_or_an_error_naming_the_input():
+    items = [chunk("[" * 1000, "deep"), chunk("a", "ok"), chunk('["a", ' + "[" * 5000 + "]" * 5000 + "]", "deep2")]
+    result = main(items, "a")
+    assert [c["metadata"]["segment_id"] for c in result["chunks"]] == ["ok"]
+    assert [d["reason"] for d in result["dropped"]] == ["malformed_acl", "malformed_acl"]
+    with pytest.raises(ValueError, match="rag_chunks: JSON nested too deeply"):
+        main("[" * 2000 + "]" * 2000, "a")
+    with pytest.raises(ValueError, match="condition: nested more than 32 levels"):
+        main([], "a", condition='{"not":' * 10000 + '{"field":"a","op":"empty"}' + "}" * 10000)
+    deep = {"field": "a", "op": "empty"}
+    for _ in range(10000):
+        deep = {"not": deep}
+    with pytest.raises(ValueError, match=r"condition(\.not)+: nested more than 32 levels"):
+        main([], "a", condition=deep)
+    contains = {"field": "t", "op": "contains", "value": "a"}
+    assert main([chunk(None, t="[" * 5000)], "a", condition=contains)["dropped"][0]["reason"] == "uncomparable_value"
+
+
+def test_a_dropped_items_detail_is_bounded_for_any_acl():
+    roles = [f"role{n}" for n in range(5000)]
+    result = main([chunk(",".join(roles), str(n)) for n in range(3)] + [chunk(roles, "list")], "nobody")
+    assert result["dropped_count"] == 4
+    for dropped in result["dropped"]:
+        assert dropped["reason"] == "no_matching_role" and len(dropped["detail"]) <= 2000
+        assert dropped["detail"].endswith("and 4950 more")
+    assert main([chunk(",a,b,", "s")], "x")["dropped"][0]["detail"] == 'access_roles allows ["a", "b"]'
+
+
+def test_an_acl_past_the_length_bound_fails_closed_whoever_asks():
+    roles = [f"role{n}" for n in range(100_000)]
+    for acl in (",".join(roles), roles, json.dumps(roles)):
+        result = main([chunk(acl)], "role1")
+        assert result["kept_count"] == 0 and result["dropped"][0]["reason"] == "malformed_acl"
+        assert "too long for a list of roles" in result["dropped"][0]["detail"]
+    assert kept(",".join(roles[:6000]), "role5999")  # 65,536 characters is the bound
+
+
+def test_doc_metadata_given_as_json_text_is_read_and_unreadable_text_fails_closed():
+    def item(doc_metadata):
+        return {"content": "x", "metadata": {"segment_id": "s", "doc_metadata": doc_metadata}}
+    assert main([item(json.dumps({"access_roles": ",a,"}))], "a")["kept_count"] == 1
+    assert main([item(json.dumps({"access_roles": ",a,"}))], "b")["dropped"][0]["reason"] == "no_matching_role"
+    assert main([item(json.dumps({}))], "b")["kept_count"] == 1  # no ACL field: missing_acl decides
+    for bad in ("{not json", "[1, 2]", '"text"', 5, ["a"], "[" * 3000):
+        assert main([item(bad)], "a")["dropped"][0]["reason"] == "malformed_acl", bad
+    assert main([item(None)], "a")["kept_count"] == 1 and main([item("")], "a")["kept_count"] == 1
+
+
+def test_kept_chunks_are_capped_for_a_code_node_keeping_the_first_in_input_order():
+    items = [chunk("a", str(n)) for n in range(45)]
+    result = main(items, "a")
+    assert [c["metadata"]["segment_id"] for c in result["chunks"]] == [str(n) for n in range(30)]
+    assert result["kept_count"] == 30 and result["dropped_count"] == 0
+    assert len(result["warnings"]) == 1 and result["warnings"][0].startswith("45 chunks passed the filter")
+    assert main(items, "a", max_chunks=None)["kept_count"] == 45  # the plugin tool's setting
+    assert main(items, "a", max_chunks=50)["kept_count"] == 45
+    with pytest.raises(ValueError, match="max_chunks"):
+        main(items, "a", max_chunks=0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 120), st.integers(0, 120), st.booleans())
+def test_every_array_output_fits_a_code_node(n_kept, n_dropped, misspelt):
+    field = "acess_roles" if misspelt else "access_roles"
+    items = [chunk("a", f"k{n}", field=field) for n in range(n_kept)] + [chunk("b", f"d{n}") for n in range(n_dropped)]
+    result = main(items, "a")
+    for name in ("chunks", "dropped", "warnings"):
+        assert len(result[name]) <= 30, name
+    assert result["kept_count"] == len(result["chunks"])

@@ -1,11 +1,12 @@
 import json
 import re
+import unicodedata
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodes import merge_chunks
+from nodes import merge_chunks, remember_turn, validate_citations
 from nodes.merge_chunks import main
 from tests.fixtures.web_shapes import WEB_SHAPES
 
@@ -312,3 +313,144 @@ def test_a_search_provider_error_gives_no_web_results_and_is_reported(response):
     result = main([rag_item()], response)
     assert result["chunk_count"] == 1
     assert len(result["skipped"]) == 1 and result["skipped"][0]["reason"].startswith("search provider error")
+
+
+# --- hostile input (issue: hardening) -------------------------------------------------------------------
+
+def test_an_integer_past_float_range_is_a_score_of_zero_not_a_crash():
+    result = main(None, '[{"url":"http://a.b","content":"x","score":1' + "0" * 400 + "}]")
+    assert only(result)["score"] == 0.0
+    item = rag_item()
+    item["metadata"].update(score=10 ** 400, segment_position=10 ** 30)
+    chunk = only(main([item], None))
+    assert (chunk["score"], chunk["segment_position"]) == (0.0, 0)  # a Code node's numbers stay within ±2**63
+    assert only(main([{"content": "x", "title": 10 ** 5000}], None))["document_title"] == ""  # too long to print
+
+
+@pytest.mark.parametrize("field", ["rag_chunks", "web_chunks"])
+@pytest.mark.parametrize("text", ["[" * 2000 + "]" * 2000, '{"a":' * 5000 + "1" + "}" * 5000])
+def test_json_nested_too_deeply_is_an_error_naming_the_input(field, text):
+    with pytest.raises(ValueError, match=f"{field}: JSON nested too deeply"):
+        main(**{field: text})
+
+
+@pytest.mark.parametrize("value", ["¹", "١", "３", "1e3", "-1", "", " ", float("inf"), float("nan"), 2.5, "9" * 30])
+def test_max_chunks_is_ascii_digits_or_a_whole_number(value):
+    with pytest.raises(ValueError, match="max_chunks: expected a whole number >= 1"):
+        main([], None, max_chunks=value)
+
+
+def test_max_chunks_in_text_or_float_forms():
+    rag = [rag_item(content=f"r{i}", segment_id=f"s{i}") for i in range(5)]
+    assert [main(rag, None, max_chunks=v)["chunk_count"] for v in (" 3 ", "+2", 4.0)] == [3, 2, 4]
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("见 [C:9] 处", "见 (C:9) 处"), ("【C:2】", "（C:2）"), ("［C:3］", "（C:3）"), ("[C:1,2]", "(C:1,2)"),
+    ("[[C:1]]", "[(C:1)]"), ("[C:1", "(C:1"), ("[C:1 [C:2]]", "(C:1 (C:2)]"), ("[C: see 【x】 ]", "(C: see 【x】 ]"),
+    ("[C:1】", "(C:1】"), ("[1] [C] (C:1)", "[1] [C] (C:1)"),
+])
+def test_a_neutralised_marker_is_balanced(text, expected):
+    assert merge_chunks.neutralise_markers(text) == expected
+
+
+LOOKALIKE_PARTS = {
+    "open": ["[", "［", "﹇", "【", "︻", "⁅"],
+    "c": ["C", "c", "Ｃ", "ｃ", "𝐂", "𝒄", "ℂ", "Ⅽ", "ⅽ", "Ç", "Ć", "Ⓒ", "ᶜ", "С", "с"],
+    "colon": [":", "：", "﹕", "︓", "∶"],
+    "gap": ["", " ", "\u2003", "\u2009", "\u200b", "\u200d", "\ufeff", "\u00ad", "\u2060", "\u0301", "\u20dd", "\u0903",
+            "\u3000", "\u00a0", "\u180e", "\u034f", "\ufe0f", "\u3164"],
+    "id": ["1", "99", "９", "𝟗", "١", "12-14", "1,2", "C:3"],
+    "close": ["]", "］", "﹈", "】", "︼", "⁆", ""],
+}
+
+
+def part(name):
+    return st.sampled_from(LOOKALIKE_PARTS[name])
+
+
+LOOKALIKE = st.tuples(part("open"), st.lists(part("gap"), max_size=3).map("".join), part("c"),
+                      st.lists(part("gap"), max_size=3).map("".join), part("colon"),
+                      st.lists(part("gap"), max_size=2).map("".join), part("id"), part("close")).map("".join)
+NOISE = st.text(alphabet=st.sampled_from(list("ab 文,，]】［【(") + ["\n", "ﬀ", "㈱", "\u200b", "\u0301"]), max_size=6)
+
+
+def fold(text):
+    """The look-alike model of the issue: NFKD, drop Cf/Mn/Mc/Me, NFKC (written independently of the node)."""
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(c for c in text if unicodedata.category(c) not in ("Cf", "Mn", "Mc", "Me"))
+    return unicodedata.normalize("NFKC", text)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(LOOKALIKE | NOISE, min_size=1, max_size=6).map("".join))
+def test_no_look_alike_marker_survives_in_merged_chunk_text(text):
+    result = main([rag_item(content="x" + text)], [web_item(content="y" + text)])
+    for chunk in result["chunk_metadata"]:
+        for form in (chunk["content"], fold(chunk["content"])):
+            assert validate_citations.main(form, None)["citations"] == [], (text, form)
+    cited = validate_citations.main(fold(result["formatted_chunks"]), None)["citations"]
+    assert [c["id"] for c in cited] == [c["id"] for c in result["chunk_metadata"]]  # only the headers
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(LOOKALIKE | NOISE | st.text(max_size=8), max_size=6).map("".join))
+def test_neutralising_changes_only_brackets_and_only_where_a_marker_opens(text):
+    neutral = merge_chunks.neutralise_markers(text)
+    assert merge_chunks.neutralise_markers(neutral) == neutral
+    assert remember_turn.neutralise_markers(text) == neutral  # the memory node carries the same code
+    homoglyphs_too = fold(text).translate(merge_chunks.FOLD_LOOKALIKES)
+    homoglyphs_too = "".join(c for c in homoglyphs_too if c not in merge_chunks.FOLD_INVISIBLE)
+    if not merge_chunks.MARKER_OPENING.search(homoglyphs_too):
+        assert neutral == text
+    changed = [(a, b) for a, b in zip(text, neutral) if a != b] if len(text) == len(neutral) else None
+    if changed is not None:
+        assert all(b in "()（）" for _, b in changed)
+
+
+def test_the_official_tavily_tools_failure_text_is_reported_in_skipped():
+    # The official Tavily tool reports a failed search as text, with `json` [{"data": []}].
+    for json_output in ([{"data": []}], [], None, ""):
+        result = main([rag_item()], json_output, web_text="Tavily API error: 432 Client Error: plan usage limit")
+        assert result["chunk_count"] == 1
+        assert result["skipped"] == [{"source": "web", "index": -1,
+                                      "reason": "search provider error: Tavily API error: 432 Client Error: plan usage limit"}]
+    assert main([rag_item()], [{"data": []}], web_text="  ")["skipped"] == []
+    assert main([rag_item()], [{"data": []}])["skipped"] == []
+    ok = main(None, [web_item()], web_text="1. 标题 https://example.com/a ...")  # a successful search's text
+    assert ok["chunk_count"] == 1 and ok["skipped"] == []
+    long = main(None, [{"data": []}], web_text="x\n" * 1000)["skipped"][0]["reason"]
+    assert len(long) <= 330 and "\n" not in long
+    with pytest.raises(ValueError, match="web_text"):
+        main(None, None, web_text={"text": "x"})
+
+
+def test_a_huge_chunk_is_cut_and_the_cut_is_reported():
+    result = main([rag_item(content="字" * 20000 + "[C:1]")], [web_item(content="w" * 5_000_000)])
+    assert [len(c["content"]) for c in result["chunk_metadata"]] == [12000, 12000]
+    assert [s["reason"] for s in result["skipped"]] == ["content cut at 12000 characters"] * 2
+    assert len(result["formatted_chunks"]) < 400_000 / 15
+
+
+def test_titles_and_urls_stay_one_bounded_line():
+    chunk = only(main(None, [{"title": "t\n" * 10000, "url": "https://e.com/" + "a" * 5000, "content": "x",
+                              "site_name": "s" * 1000, "date": "d" * 1000}]))
+    assert len(chunk["document_title"]) == 300 and "\n" not in chunk["document_title"]
+    assert chunk["url"] == "" and len(chunk["site_name"]) == 300 and len(chunk["display_subtitle"]) <= 300
+
+
+def test_the_merge_tool_takes_the_search_text_as_web_text():
+    from tests import sdk
+
+    reg = sdk.registration()
+    failed = sdk.invoke(reg, "merge_chunks", {"rag_chunks": [rag_item()], "web_chunks": [{"data": []}],
+                                              "web_text": "Tavily error: invalid API key"})
+    assert failed["skipped"] == [{"source": "web", "index": -1, "reason": "search provider error: Tavily error: invalid API key"}]
+    assert sdk.invoke(reg, "merge_chunks", {"web_chunks": [web_item()], "web_text": "results …"})["skipped"] == []
+
+
+@pytest.mark.parametrize("url,expected", [("http\t\ts://example.com/p", "https://example.com/p"),
+                                          ("https://exa\nmple.com/\r", "https://example.com/"),
+                                          ("java\tscript:alert(1)", "")])
+def test_a_url_is_kept_as_a_browser_reads_it(url, expected):
+    assert only(main(None, [{"title": "t", "url": url, "content": "x"}]))["url"] == expected

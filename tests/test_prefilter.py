@@ -13,9 +13,9 @@ ROLES = ["运维工程师", "物业经理", "前台", "运维", "Facility Manage
 ROLE = st.sampled_from(ROLES)
 
 
-def node_keeps(acl, roles, missing_acl="visible"):
+def node_keeps(acl, roles, missing_acl="visible", as_text=False):
     doc = {} if acl is None else {FIELD: acl}
-    item = {"content": "x", "metadata": {"doc_metadata": doc}}
+    item = {"content": "x", "metadata": {"doc_metadata": json.dumps(doc, ensure_ascii=False) if as_text else doc}}
     return filter_chunks.main([item], roles, missing_acl=missing_acl)["kept_count"] == 1
 
 
@@ -39,6 +39,13 @@ def test_slots_are_filled_in_order_and_unused_ones_hold_the_sentinel():
     (['a"b'], 3, "cannot match exactly"),
     ([None], 3, "is not a role name"),
     ("a", 0, "role_slots"),
+    ("a", 51, "role_slots: expected a whole number from 1 to 50"),
+    ("a", 10 ** 7, "role_slots: expected a whole number from 1 to 50"),
+    ("a", 10 ** 400, "role_slots: expected a whole number from 1 to 50"),
+    ("a", 3.0, "role_slots"),
+    ("[" * 2000 + "]" * 2000, 3, "user_roles: .* is not a valid JSON array"),
+    ([10 ** 5000], 3, "user_roles: element .* is not a role name"),
+    ('[1' + "0" * 400 + "]", 3, "user_roles: element inf is not a role name"),
 ])
 def test_slot_node_errors(roles, slots, message):
     with pytest.raises(ValueError, match=message):
@@ -86,12 +93,31 @@ def test_no_condition_value_is_none_or_empty_for_contains():
             assert clause["value"] != ""
 
 
+# Values that name no role. Only "", "[]" and [] mean "visible to everyone" (the pre-filter's `is ""` / `is "[]"`);
+# every other blank value is one the pre-filter cannot admit, so the filter node hides it too (malformed_acl).
+BLANK_ACLS = [" ", "  ", ",", ",,", " , ", "\t,", "，\u3000", "[ ]", '[""]', '[" "]', '["", ""]', [" "], [""], "[] "]
+EDGE_ACLS = ["", "[]", [], *BLANK_ACLS]
+
+
 @settings(max_examples=500, deadline=None)
-@given(st.one_of(st.none(), st.just(""), st.just("[]"), st.sets(ROLE, min_size=1, max_size=4)),
-       st.sets(ROLE, max_size=3), st.sampled_from(["visible", "hidden"]))
-def test_exact_under_the_convention(stored, user, missing_acl):
+@given(st.one_of(st.none(), st.sampled_from(EDGE_ACLS), st.sets(ROLE, min_size=1, max_size=4)),
+       st.sets(ROLE, max_size=3), st.sampled_from(["visible", "hidden"]), st.booleans())
+def test_exact_under_the_convention_and_for_the_edge_values(stored, user, missing_acl, doc_metadata_as_text):
+    # doc_metadata given as JSON text is read as the object it spells (Dify's SQL sees the stored object).
     acl = ("," + ",".join(sorted(stored)) + ",") if isinstance(stored, (set, frozenset)) else stored
-    assert pre_admits(acl, sorted(user), missing_acl) == node_keeps(acl, sorted(user), missing_acl)
+    assert pre_admits(acl, sorted(user), missing_acl) == node_keeps(acl, sorted(user), missing_acl, doc_metadata_as_text)
+
+
+@pytest.mark.parametrize("acl", BLANK_ACLS)
+def test_a_value_that_names_no_role_is_hidden_by_both_stages(acl):
+    for user in ([], ["前台"], ["前台", "物业经理"]):
+        assert not pre_admits(acl, user) and not node_keeps(acl, user)
+
+
+@pytest.mark.parametrize("acl", ["", "[]", []])
+def test_the_public_values_are_admitted_by_both_stages(acl):
+    for user in ([], ["前台"]):
+        assert pre_admits(acl, user) and node_keeps(acl, user) and node_keeps(acl, user, as_text=True)
 
 
 FORMS = {

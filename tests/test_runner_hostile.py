@@ -140,3 +140,30 @@ def test_an_llm_that_sends_a_lone_surrogate_fails_the_run_with_a_clear_error():
         server.shutdown()
     assert events[-1]["event"] == "error" and "not valid Unicode (a lone surrogate)" in events[-1]["message"]
     json.dumps(events, ensure_ascii=False).encode("utf-8")  # the stream itself stays valid UTF-8
+
+
+def test_an_llm_error_that_echoes_the_key_never_shows_it():
+    from graphon.model_runtime.entities.message_entities import UserPromptMessage
+
+    class Echo(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's name
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.dumps({"error": f"Incorrect API key provided: {self.headers['Authorization']}"}).encode()
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        model = OpenAICompatibleModel(f"http://127.0.0.1:{server.server_port}/v1", "m", "sk-TOPSECRET-abc123")
+        with pytest.raises(RuntimeError) as error:
+            model.invoke_llm(prompt_messages=[UserPromptMessage(content="hi")], model_parameters={})
+    finally:
+        server.shutdown()
+    assert "answered 401" in str(error.value) and "Incorrect API key" in str(error.value)
+    assert "TOPSECRET" not in str(error.value)

@@ -55,3 +55,33 @@ def test_helper_nodes_behave_the_same_under_python_310():
     assert_same_under_310("web_search_request", web_search_request.main, [{"query": 'a "b"'}, {"query": 1}])
     assert_same_under_310("remember_turn", remember_turn.main, [
         {"history": [{"query": "q", "answer": "a"}], "query": "q2", "answer": "a2 [C:1"}, {"history": "{"}])
+
+
+# --- hostile input (issue: hardening) -------------------------------------------------------------------
+
+def test_memory_rejects_deep_json_and_an_unbounded_turn_count_naming_the_field():
+    with pytest.raises(ValueError, match="history: not valid JSON"):
+        remember_turn.main("[" * 5000 + "]" * 5000, "q", "a")
+    for turns in (31, 10 ** 7, 10 ** 400):
+        with pytest.raises(ValueError, match="max_turns: expected a whole number from 0 to 30"):
+            remember_turn.main(None, "q", "a", max_turns=turns)
+
+
+def test_memory_output_fits_a_code_node_whatever_history_comes_in():
+    history = [{"query": "q" * 10_000, "answer": f"[C:{n}] " + "a" * 10_000} for n in range(500)]
+    out = remember_turn.main(history, "q", "a", max_turns=30)
+    assert len(out["history"]) == 30 and all(len(t["answer"]) <= 2000 for t in out["history"])
+    assert "[C:" not in out["history_text"] and len(out["history_text"]) < 400_000
+
+
+def test_memory_neutralises_look_alike_markers_too():
+    answer = remember_turn.main(None, "q", "见 ［Ｃ：９］ 与 [C\u200b:1]")["history"][0]["answer"]
+    assert answer == "见 （Ｃ：９） 与 (C\u200b:1)"
+
+
+def test_search_body_replaces_a_lone_surrogate():
+    body = web_search_request.main("a\ud800b")["body"]
+    body.encode("utf-8")  # sendable
+    assert json.loads(body)["query"] == "a\ufffdb"
+    with pytest.raises(ValueError, match="count"):
+        web_search_request.main("q", 10 ** 400)

@@ -670,3 +670,8 @@ def test_many_chunks_and_markers_in_one_sentence_stay_linear():
     answer = "巡更每2小时一次" + "".join(f"[C:{i}-{i + 19}]" for i in range(1, 2000, 20))
     result = main(answer, chunks, max_list_items=None)
     assert len(result["citations"]) == 2000 and result["citation_precision_proxy"] is not None
+
+
+def test_a_url_holding_a_lone_surrogate_is_still_a_safe_link():
+    result = main("x [C:1]", [{"id": "1", "document_title": "T", "url": "https://a.example/p\udcff"}])
+    assert result["references_markdown"].endswith("[T](https://a.example/p%EF%BF%BD)")

@@ -5,7 +5,7 @@ from dify_plugin import Tool
 from dify_plugin.entities.tool import ToolInvokeMessage
 
 from nodes import filter_chunks
-from tools.params import given
+from tools.params import given, sendable
 
 
 class FilterChunksTool(Tool):
@@ -19,7 +19,8 @@ class FilterChunksTool(Tool):
             condition=tool_parameters.get("condition") or "",
             case_sensitive=given(tool_parameters, "case_sensitive", True),
             missing_acl=tool_parameters.get("missing_acl") or "visible",
+            max_chunks=None,  # a plugin tool's output is not bound by the Code node's 30-item array limit
         )
         for name, value in outputs.items():
-            yield self.create_variable_message(name, value)
+            yield self.create_variable_message(name, sendable(value))
 

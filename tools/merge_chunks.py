@@ -5,7 +5,7 @@ from dify_plugin import Tool
 from dify_plugin.entities.tool import ToolInvokeMessage
 
 from nodes import merge_chunks
-from tools.params import given
+from tools.params import given, sendable
 
 
 class MergeChunksTool(Tool):
@@ -17,7 +17,8 @@ class MergeChunksTool(Tool):
             web_chunks=tool_parameters.get("web_chunks"),
             max_web_results=given(tool_parameters, "max_web_results", merge_chunks.DEFAULT_MAX_WEB_RESULTS),
             max_chunks=given(tool_parameters, "max_chunks", merge_chunks.DEFAULT_MAX_CHUNKS),
+            web_text=tool_parameters.get("web_text"),
         )
         for name, value in outputs.items():
-            yield self.create_variable_message(name, value)
+            yield self.create_variable_message(name, sendable(value))
 

@@ -19,7 +19,7 @@ const TEXT = {
     errors: {
       connection: "The connection was lost before the answer was complete.",
       unauthorized: "Your session is not valid (sign in again).",
-      forbidden: "This conversation belongs to someone else.",
+      forbidden: "This conversation cannot be continued with your sign-in.",
       http: "The server refused the request.",
     },
     thinking: "Searching the sources…",
@@ -33,7 +33,7 @@ const TEXT = {
     errors: {
       connection: "回答尚未完成，连接已中断。",
       unauthorized: "登录状态无效，请重新登录。",
-      forbidden: "该会话属于其他用户。",
+      forbidden: "无法以当前登录身份继续该对话。",
       http: "服务器拒绝了请求。",
     },
     thinking: "正在检索资料…",
