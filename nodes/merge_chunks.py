@@ -3,6 +3,10 @@
 A Dify Code node (standard library only, Python 3.10 syntax, self-contained). Paste this whole file into a
 Code node, or use the plugin tool `merge_chunks`, which runs this same code.
 
+Setting: show_storage_urls (default False): a knowledge chunk's `url`/`source_file_url` is its document's
+`source_file_url` only when that is an http(s) address with a host, else ""; True keeps any stored address
+(oss://, s3://, a path …), which the validator shows as text, never as a link.
+
 Outputs:
   formatted_chunks  "[C:1]\\n<content>\\n\\n[C:2]\\n<content>" for the LLM's context
   chunk_count       number of chunks
@@ -426,14 +430,24 @@ def line_of(value):
     return one_line(text_of(value))
 
 
-def rag_chunk(item):
+def stored_url(value, show_storage_urls):
+    """A document's `source_file_url` as end users may see it: by default only an http(s) address with a host
+    (an internal storage address — oss://, s3://, gs://, hdfs://, a path, file: — means nothing to them and shows
+    how the storage is laid out); with `show_storage_urls` the stored value as it is (the validator shows anything
+    but http(s) as text, never as a link)."""
+    if not show_storage_urls:
+        return web_url(text_of(value))
+    text = text_of(value)
+    return text if len(text) <= MAX_URL_CHARS else ""
+
+
+def rag_chunk(item, show_storage_urls=False):
     metadata = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
     doc_meta = metadata.get("doc_metadata") if isinstance(metadata.get("doc_metadata"), dict) else {}
     document_name = line_of(doc_meta.get("document_name")) or line_of(metadata.get("document_name"))
     title = line_of(doc_meta.get("document_title")) or document_name or line_of(item.get("title"))
     dataset_name = line_of(metadata.get("dataset_name"))
-    source_file_url = text_of(doc_meta.get("source_file_url"))
-    source_file_url = source_file_url if len(source_file_url) <= MAX_URL_CHARS else ""
+    source_file_url = stored_url(doc_meta.get("source_file_url"), show_storage_urls)
     return {
         "source_type": "rag",
         "content": text_of(item.get("content")),
@@ -535,13 +549,16 @@ def provider_message(web_text):
 
 
 def main(rag_chunks=None, web_chunks=None, max_web_results=DEFAULT_MAX_WEB_RESULTS,
-         max_chunks=DEFAULT_MAX_CHUNKS, web_text=None) -> dict:
+         max_chunks=DEFAULT_MAX_CHUNKS, web_text=None, show_storage_urls=False) -> dict:
     max_web_results = parse_count(max_web_results, "max_web_results", 0)
     max_chunks = parse_count(max_chunks, "max_chunks", 1)
+    if not isinstance(show_storage_urls, bool):
+        raise ValueError(f"show_storage_urls: expected true or false, got {shown(show_storage_urls)}")
     if web_text is not None and not isinstance(web_text, (str, int, float)):
         raise ValueError(f"web_text: expected the search tool's text output, got {type(web_text).__name__}")
     skipped = []
-    rag = unique_chunks(rag_items(rag_chunks), "rag", rag_chunk, lambda c: c["segment_id"], skipped)
+    rag = unique_chunks(rag_items(rag_chunks), "rag", lambda item: rag_chunk(item, show_storage_urls),
+                        lambda c: c["segment_id"], skipped)
     found = web_items(web_chunks, skipped)
     if not found and not any(s["reason"].startswith("search provider error") for s in skipped):
         # The official Tavily tool reports a failed search as its text output, with `json` [{"data": []}].

@@ -94,8 +94,11 @@ def test_items_that_are_not_objects_or_have_no_text_are_skipped_and_reported():
 # --- RAG mapping -----------------------------------------------------------------------------------------
 
 def test_rag_item_maps_every_field():
-    chunk = only(main([rag_item(content="  巡更  ", score="0.73", document_title="巡更指南",
-                                document_name="巡更.md", source_file_url="oss://kb/巡更.pdf")], None))
+    item = rag_item(content="  巡更  ", score="0.73", document_title="巡更指南", document_name="巡更.md",
+                    source_file_url="oss://kb/巡更.pdf")
+    hidden = only(main([item], None))  # by default a storage address is not passed on (tests/test_merge_storage_urls.py)
+    assert (hidden["url"], hidden["source_file_url"]) == ("", "")
+    chunk = only(main([item], None, show_storage_urls=True))
     assert chunk == {
         "id": "1", "source_type": "rag", "content": "巡更", "document_title": "巡更指南", "url": "oss://kb/巡更.pdf",
         "score": 0.73, "display_subtitle": "测试知识库", "document_name": "巡更.md", "dataset_name": "测试知识库",

@@ -18,6 +18,7 @@ class MergeChunksTool(Tool):
             max_web_results=given(tool_parameters, "max_web_results", merge_chunks.DEFAULT_MAX_WEB_RESULTS),
             max_chunks=given(tool_parameters, "max_chunks", merge_chunks.DEFAULT_MAX_CHUNKS),
             web_text=tool_parameters.get("web_text"),
+            show_storage_urls=given(tool_parameters, "show_storage_urls", False),
         )
         for name, value in outputs.items():
             yield self.create_variable_message(name, sendable(value))
