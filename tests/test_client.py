@@ -285,3 +285,8 @@ def test_stdin_stream_cut_mid_line_is_incomplete_and_garbage_inside_is_bad_strea
     garbled = cut + "\n\n" + "".join(sse(e) for e in raw_stream[-2:])
     code, out, _ = run_cli(["chat", "--stdin", "--json"], garbled)
     assert code == 1 and json.loads(out)["error"] == {"code": "bad_stream", "message": "the server sent an unreadable event"}
+
+
+def test_chat_input_dify_would_refuse_is_one_line():
+    assert one_error_line(["chat", "q\ud800"]) == "error: query is not valid Unicode text: lone surrogate U+D800 at character 1"
+    assert one_error_line(["chat", "q", "--roles", "a\ud800"]).startswith("error: inputs.user_roles is not valid Unicode")
