@@ -15,12 +15,19 @@ DSL_CHOICES = {"plugin": PLUGIN_DSL, "code": CODE_DSL}
 SAMPLE_SEARCH_KEY = "tvly-local-sample-key"  # the sample search needs a key to be set, like the real plugin
 
 
+def shown_roles(roles: str) -> str:
+    """The roles as given, or "(none)" when they name no role ('', ',' or blanks: a user with no role)."""
+    from nodes.acl_prefilter import ROLE_DELIMITERS
+
+    return roles if any(r.strip() for r in ROLE_DELIMITERS.split(roles)) else "(none)"
+
+
 def run(out: TextIO = sys.stdout, queries: tuple[str, ...] = DEMO_TURNS, roles: str = DEMO_ROLES,
         dsl: Path = PLUGIN_DSL) -> bool:
     """One conversation: each query is a turn. Returns False when a turn reported an error."""
     services = Services(tool_credentials={"langgenius/tavily:": {"tavily_api_key": SAMPLE_SEARCH_KEY}})
     conversation = Conversation()
-    out.write(f"Chatflow: {dsl.name} on graphon (Dify's workflow engine); user_roles = {roles or '(none)'}\n")
+    out.write(f"Chatflow: {dsl.name} on graphon (Dify's workflow engine); user_roles = {shown_roles(roles)}\n")
     out.write(f"LLM: {EXTRACTIVE_LABEL}\n")
     text = dsl.read_text(encoding="utf-8")
     ok = True
