@@ -48,7 +48,8 @@ def paced_stream(request: dict):
 
 
 def expected_paced_text(n: int) -> str:
-    return "".join(f"{n}:{i} " for i in range(DELTAS))
+    """What the caller sees: the deltas with the marker removed, and the space before it (no space before an end)."""
+    return " ".join(f"{n}:{i}" for i in range(DELTAS))
 
 
 def token(n: int) -> str:

@@ -5,7 +5,9 @@ input is a one-line `error: …` on stderr and exit status 2; a failed run is st
 """
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
 
 
 class CliError(Exception):
@@ -37,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--dsl", default="plugin", metavar="plugin|code|PATH",
                       help="the chatflow: plugin (dsl/gcite_chatflow.yml, default), code "
                            "(dsl/gcite_chatflow_code.yml) or a DSL file")
+    demo.add_argument("--verbose", action="store_true",
+                      help="also print the workflow engine's log records (graphon, dify_plugin) on stderr")
 
     run = commands.add_parser("run", help="run a chatflow DSL on graphon and print the Service API stream")
     run.add_argument("dsl", help="path of the chatflow DSL file (YAML)")
@@ -54,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the local search server refuses the key (the web search node fails and the answer falls "
                           "back to the knowledge base)")
     run.add_argument("--verbose", action="store_true",
-                     help="print on stderr what the local Knowledge Retrieval admitted (conditions, documents)")
+                     help="print on stderr what the local Knowledge Retrieval admitted (conditions, documents), and the "
+                          "workflow engine's log records (graphon, dify_plugin)")
 
     from gcite.client import add_chat_arguments
     from gcite.serve import add_serve_arguments
@@ -99,8 +104,53 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+ENGINE_LOGGERS = ("graphon", "dify_plugin")
+
+
+@contextlib.contextmanager
+def engine_logs(verbose: bool) -> Iterator[None]:
+    """While a command runs, the workflow engine's log records (a failed node logs its traceback) go to stderr with
+    --verbose, and nowhere without it: the CLI reports a failure as one `error:` line. Only these loggers, restored
+    afterwards."""
+    import logging
+
+    if verbose:
+        handler: logging.Handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("[%(name)s] %(levelname)s: %(message)s"))
+    else:
+        handler = logging.NullHandler()  # a handler, so that logging's last resort (stderr) is not used
+    saved = []
+    for name in ENGINE_LOGGERS:
+        logger = logging.getLogger(name)
+        saved.append((logger, logger.propagate, list(logger.handlers)))
+        logger.propagate = False
+        logger.handlers = [handler]
+    try:
+        yield
+    finally:
+        for logger, propagate, handlers in saved:
+            logger.propagate, logger.handlers = propagate, handlers
+
+
+def os_error_text(error: OSError) -> str:
+    """An OSError in one line: what failed and why, without a traceback."""
+    reason = error.strerror or str(error) or type(error).__name__
+    return f"{error.filename}: {reason}" if error.filename else reason
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):
+        parser.print_help(sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
+    if args.command not in ("demo", "run", "chat"):
+        return dispatch(args)
+    with engine_logs(args.verbose):
+        return dispatch(args)
+
+
+def dispatch(args: argparse.Namespace) -> int:
     try:
         if args.command == "demo":
             return demo_command(args)
@@ -132,6 +182,17 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`… | head`): stop quietly, as other command-line tools do
+        import os
+
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
     return 0
 
 
@@ -250,11 +311,15 @@ def build_dsl_command(args: argparse.Namespace) -> int:
         raise CliError("--slots and --persona need --out DIR: dsl/ holds the default chatflows "
                        "(the tests compare them with the generator)")
     out = Path(args.out) if args.out else dsl_build.DSL_DIR
+    if out.exists() and not out.is_dir():
+        raise CliError(f"--out {out}: not a directory")
     try:
         changed = dsl_build.write(out_dir=out, langs=langs, slots=args.slots, persona=args.persona,
                                   search=args.search)
     except ValueError as error:
         raise CliError(f"--{error}") from None
+    except OSError as error:
+        raise CliError(f"--out {out}: cannot write the chatflows ({os_error_text(error)})") from None
 
     def shown(path: Path) -> str:
         return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
@@ -316,8 +381,13 @@ def package_command(args: argparse.Namespace) -> int:
     from gcite import ROOT
     from gcite.package import PackageError, build, source_of, update_dsl_dependencies
 
+    out = ROOT / args.out
+    if out.exists() and not out.is_dir():
+        raise CliError(f"--out {args.out}: not a directory")
     try:
-        built = build(ROOT, ROOT / args.out)
+        built = build(ROOT, out)
+    except OSError as error:
+        raise CliError(f"cannot build the package ({os_error_text(error)})") from None
     except PackageError as error:
         for problem in error.problems:
             print(f"error: {problem}", file=sys.stderr)

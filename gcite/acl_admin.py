@@ -270,7 +270,7 @@ class KnowledgeApi:
             except self._requests.RequestException as error:
                 problem = self.redact(f"{type(error).__name__}: {error}")
                 if last:
-                    raise AclAdminError(EXIT_API, f"{what}: {method} {url} failed after {attempt + 1} attempts: "
+                    raise AclAdminError(EXIT_API, f"{what}: {method} {url} failed after {attempts(attempt + 1)}: "
                                                   f"{problem}") from None
                 self.wait(attempt, None, f"{what}: {problem}")
                 continue
@@ -283,7 +283,7 @@ class KnowledgeApi:
             if rate_limited or status >= 500:
                 if last:
                     raise AclAdminError(EXIT_API, f"{what}: HTTP {status} from {method} {url}"
-                                                  f"{self.message(response)}; gave up after {attempt + 1} attempts")
+                                                  f"{self.message(response)}; gave up after {attempts(attempt + 1)}")
                 # Dify Cloud answers its per-minute knowledge-API quota with a 403 and no Retry-After
                 floor = QUOTA_WAIT if status == 403 else 0.0
                 self.wait(attempt, response.headers.get("Retry-After"), f"{what}: HTTP {status}"
@@ -509,10 +509,14 @@ def prefilter_text(pre: Verdict, node: Verdict) -> str:
     return f"{kept} (also {shown}: a substring match, which the filter node then drops)"
 
 
+def attempts(n: int) -> str:
+    return f"{n} attempt" + ("" if n == 1 else "s")
+
+
 def summary(report: Report, mode: str) -> tuple[str, int]:
     counts = {s: sum(r.found.status == s for r in report.rows) for s in LABELS}
     rewrites = "rewritten" if mode == "apply" else "that fix rewrites"
-    text = (f"{len(report.rows)} documents: {counts['ok']} follow the convention, {counts['unset']} without the field, "
+    text = (f"{len(report.rows)} document{'' if len(report.rows) == 1 else 's'}: {counts['ok']} {'follows' if counts['ok'] == 1 else 'follow'} the convention, {counts['unset']} without the field, "
             f"{counts['fix']} outside the convention {rewrites}, {counts['unreadable']} it cannot read (left alone)")
     if mode == "dry-run":
         text += f"; dry run: {counts['fix']} write(s) listed, nothing written (add --apply)"
@@ -524,7 +528,7 @@ def summary(report: Report, mode: str) -> tuple[str, int]:
 
 def add_parser(commands: Any) -> None:
     acl = commands.add_parser("acl", help="audit or fix a knowledge base's ACL metadata through Dify's Knowledge API")
-    sub = acl.add_subparsers(dest="acl_command", required=True)
+    sub = acl.add_subparsers(dest="acl_command", required=True, metavar="{audit,fix}")
     for name, help_text in (("audit", "list every document's ACL value and what the pre-filter and filter node do"),
                             ("fix", "rewrite ACL values to the convention (a dry run unless --apply)")):
         p = sub.add_parser(name, help=help_text)
@@ -532,7 +536,7 @@ def add_parser(commands: Any) -> None:
         p.add_argument("--base-url", help="the Knowledge API base, e.g. https://api.dify.ai/v1 (default: $DIFY_BASE_URL)")
         p.add_argument("--api-key", help="a knowledge-base API key (default: $DIFY_DATASET_API_KEY; prefer the "
                                          "environment, a command line is visible to other users)")
-        p.add_argument("--acl-field", default="access_roles", help="the metadata field holding roles")
+        p.add_argument("--acl-field", default="access_roles", help="the metadata field holding roles (default: access_roles)")
         p.add_argument("--missing-acl", choices=filter_chunks.MISSING_ACL_CHOICES, default="visible",
                        help="as set in the chatflow's pre-filter and filter node (default: visible)")
         p.add_argument("--retries", type=int, default=DEFAULT_RETRIES,

@@ -98,11 +98,30 @@ def to_event(name: str, data: dict[str, Any]) -> Event | None:
 
 # --- SSE ----------------------------------------------------------------------------------------------------
 
+class UnreadableEvent(ValueError):
+    """A Service API event whose `data:` is not JSON, with more of the stream after it."""
+
+
+class LocalRunError(Exception):
+    """The local runner could not run the chatflow (a DSL it cannot run, a role the pre-filter refuses): the cause,
+    in one line, for `gcite chat`'s `error:` line."""
+
+
 def parse_sse(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
-    """The Service API's events (its `data:` JSON objects); `event: ping` and comments are skipped."""
-    for name, data in sse_blocks(lines):
-        if name != "ping":
-            yield json.loads(data)
+    """The Service API's events (its `data:` JSON objects); `event: ping` and comments are skipped. A last event cut
+    before its end (a cut connection) ends the stream there; an unreadable event with more after it raises
+    UnreadableEvent."""
+    blocks = iter(sse_blocks(lines))
+    for name, data in blocks:
+        if name == "ping":
+            continue
+        try:
+            event = json.loads(data)
+        except ValueError:
+            if next(blocks, None) is None:
+                return  # the connection was cut inside this event: the stream is incomplete
+            raise UnreadableEvent("the server sent an unreadable event") from None
+        yield event
 
 
 def _ended(events: Iterator[Event]) -> Iterator[Event]:
@@ -134,8 +153,17 @@ def dify_events(events: Iterable[dict[str, Any]], merge_node: str | None = None)
     """Typed events from the raw Dify stream (Service API event dicts), translated by `gcite.protocol`."""
     from gcite import protocol
 
+    problems: list[BaseException] = []
+
     def typed() -> Iterator[Event]:
-        for name, data in protocol.translate(events, protocol.Translator(source_node=merge_node)):
+        for name, data in protocol.translate(events, protocol.Translator(source_node=merge_node),
+                                             on_problem=lambda code, error: problems.append(error)):
+            problem = problems[-1] if problems else None
+            if name == "error" and isinstance(problem, LocalRunError):
+                raise problem
+            if name == "error" and isinstance(problem, UnreadableEvent):
+                yield Error("bad_stream", str(problem))
+                continue
             event = to_event(name, data)
             if event is not None:
                 yield event
@@ -253,9 +281,10 @@ def collect(events: Iterable[Event]) -> dict[str, Any]:
 SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
-def render(events: Iterable[Event], out: Any, err: Any) -> int:
-    """Write a cited answer to a terminal as it streams (citations as superscript numbers), then its sources.
-    Returns 0, or 1 after an error (the error goes to `err`)."""
+def render(events: Iterable[Event], out: Any, err: Any, show_conversation: bool = True) -> int:
+    """Write a cited answer to a terminal as it streams (citations as superscript numbers), then its sources (and the
+    conversation to continue, unless `show_conversation` is false). Returns 0, or 1 after an error (the error goes to
+    `err`)."""
     wrote = False
     for event in events:
         if isinstance(event, Text):
@@ -283,7 +312,7 @@ def render(events: Iterable[Event], out: Any, err: Any) -> int:
                 url = f"  {c['url']}" if c.get("url") else ""
                 weak = "  (weak support)" if c.get("weak") is True else ""
                 out.write(f"[{c.get('number')}] {c.get('document_title', '')}{subtitle} ({kind}){url}{weak}\n")
-            if event.conversation:
+            if event.conversation and show_conversation:
                 out.write(f"conversation: {event.conversation}\n")
         out.flush()
     return 0
@@ -344,31 +373,89 @@ class CitedAnswer:
 # --- python -m gcite chat -----------------------------------------------------------------------------------
 
 def add_chat_arguments(parser: Any) -> None:
-    parser.add_argument("query", help="the question")
+    parser.add_argument("query", nargs="?", help="the question (not with --stdin, which reads a recorded answer)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--url", help="a G-Cite chat endpoint: https://<dify>/e/<hook>/gcite/chat, or gcite serve's")
     source.add_argument("--service-api", metavar="URL", help="a Dify Service API base URL (…/v1): the raw stream")
     source.add_argument("--stdin", action="store_true", help="read a recorded stream (either kind) from standard input")
-    parser.add_argument("--token", help="with --url: the caller's token (JWT)")
-    parser.add_argument("--user", help="with --url of gcite serve: one of its sample users (see its /local/users)")
+    parser.add_argument("--token", help="with --url: the caller's token (JWT); the roles come from it")
+    parser.add_argument("--user", help="with --url of gcite serve, instead of --token: one of its sample users "
+                                       "(see its /local/users)")
     parser.add_argument("--api-key", help="with --service-api: the app's API key (default: $GCITE_DIFY_API_KEY)")
-    parser.add_argument("--roles", default="", help="the user_roles input, for --service-api and the local run")
-    parser.add_argument("--conversation", help="continue a conversation (the handle, or Dify's conversation_id)")
-    parser.add_argument("--dsl", help="the local run's chatflow DSL (default: dsl/gcite_chatflow.yml)")
+    parser.add_argument("--roles", help="the user_roles input, for --service-api and the local run (default: none)")
+    parser.add_argument("--conversation", help="with --url or --service-api: continue a conversation (the handle, or "
+                                               "Dify's conversation_id)")
+    parser.add_argument("--dsl", metavar="plugin|code|PATH",
+                        help="the local run's chatflow: plugin (dsl/gcite_chatflow.yml, default), code "
+                             "(dsl/gcite_chatflow_code.yml) or a DSL file")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the live answer")
+    parser.add_argument("--verbose", action="store_true",
+                        help="local run: also print the workflow engine's log records (graphon, dify_plugin) on stderr")
+
+
+# which options each way of asking takes (the others are refused, never ignored)
+MODE_OPTIONS = {
+    "--url": ("--token", "--user", "--conversation"),
+    "--service-api": ("--api-key", "--roles", "--conversation"),
+    "--stdin": (),
+    "local": ("--roles", "--dsl", "--verbose"),
+}
+MODE_HINTS = {
+    "--url": {"--roles": "the roles come from the token", "--api-key": "the endpoint takes a token (--token)",
+              "--dsl": "the endpoint's app runs its own chatflow"},
+    "--stdin": {"--conversation": "a recorded stream is only read"},
+    "local": {"--token": "a local run has no endpoint to send it to (use --roles)",
+              "--user": "sample users belong to gcite serve (--url … --user)",
+              "--api-key": "a local run calls no Service API",
+              "--conversation": "local conversations do not persist across invocations (gcite demo --query … "
+                                "--query … runs several turns of one conversation)"},
+}
+OPTION_ATTRS = {"--token": "token", "--user": "user", "--api-key": "api_key", "--roles": "roles",
+                "--conversation": "conversation", "--dsl": "dsl", "--verbose": "verbose"}
+
+
+def usage_problem(args: Any) -> str | None:
+    """What is wrong with this combination of options, in one line; None when nothing is."""
+    mode = "--url" if args.url else "--service-api" if args.service_api else "--stdin" if args.stdin else "local"
+    where = "a local run (no --url, --service-api or --stdin)" if mode == "local" else mode
+    for option, attr in OPTION_ATTRS.items():
+        value = getattr(args, attr, None)
+        if value not in (None, False) and option not in MODE_OPTIONS[mode]:
+            hint = MODE_HINTS.get(mode, {}).get(option)
+            return f"{option} does not apply to {where}" + (f": {hint}" if hint else "")
+    if mode == "--url" and args.token is not None and args.user is not None:
+        return "--user and --token both give the caller: use one"
+    if mode == "--stdin":
+        if args.query is not None:
+            return "--stdin reads a recorded answer: give no question"
+        return None
+    if args.query is None:
+        return "the question is missing (python -m gcite chat \"your question\" …)"
+    if not args.query.strip():
+        return "the question is empty"
+    return None
 
 
 def local_events(query: str, roles: str, dsl: str | None) -> Iterator[Event]:
-    """The chatflow run on the local runner (graphon), its raw Dify stream read like a Service API stream."""
-    from pathlib import Path
-
+    """The chatflow run on the local runner (graphon), its raw Dify stream read like a Service API stream. `dsl` is
+    the chatflow's text (default: dsl/gcite_chatflow.yml). Web search is answered by the local search server."""
+    from gcite.dify_rules import DifyRefusal
     from gcite.dsl_build import PLUGIN_DSL
     from gcite.runner import run_chatflow
     from gcite.services import local_services
 
+    def run(text: str) -> Iterator[dict[str, Any]]:
+        try:
+            yield from run_chatflow(text, query, {"user_roles": roles}, services)
+        except DifyRefusal as error:
+            raise LocalRunError(str(error)) from None
+        except Exception as error:  # noqa: BLE001 - a DSL the engine cannot run: its cause in one line
+            message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            raise LocalRunError(f"{type(error).__name__}: {message}") from None
+
     with local_services() as services:
-        text = Path(dsl).read_text(encoding="utf-8") if dsl else PLUGIN_DSL.read_text(encoding="utf-8")
-        yield from dify_events(run_chatflow(text, query, {"user_roles": roles}, services))
+        text = dsl if dsl is not None else PLUGIN_DSL.read_text(encoding="utf-8")
+        yield from dify_events(run(text))
 
 
 def sample_user_token(url: str, user: str) -> str:
@@ -383,9 +470,28 @@ def sample_user_token(url: str, user: str) -> str:
     raise ValueError(f"--user: no sample user {user!r}; known: {', '.join(u['id'] for u in users)}")
 
 
+def local_chatflow(choice: str | None) -> str | None:
+    """The text of the local run's chatflow (`plugin`, `code` or a path), checked as `gcite run` checks it; a
+    CliError of `gcite.__main__` when it is not a chatflow."""
+    from pathlib import Path
+
+    from gcite.__main__ import load_chatflow
+    from gcite.demo import DSL_CHOICES
+
+    if choice is None:
+        return None
+    return load_chatflow(DSL_CHOICES.get(choice) or Path(choice))
+
+
 def chat_command(args: Any, stdin: Any, stdout: Any, stderr: Any) -> int:
     import os
 
+    from gcite.__main__ import CliError
+
+    problem = usage_problem(args)
+    if problem:
+        stderr.write(f"error: {problem}\n")
+        return 2
     if args.url:
         token = args.token
         if not token and args.user:
@@ -403,13 +509,24 @@ def chat_command(args: Any, stdin: Any, stdout: Any, stderr: Any) -> int:
         if not key:
             stderr.write("error: --service-api needs --api-key (or $GCITE_DIFY_API_KEY)\n")
             return 2
-        events = service_api(args.service_api, key, args.query, {"user_roles": args.roles}, args.conversation)
+        events = service_api(args.service_api, key, args.query, {"user_roles": args.roles or ""}, args.conversation)
     elif args.stdin:
         events = sse_events(stdin)
     else:
-        events = local_events(args.query, args.roles, args.dsl)
-    if args.json:
-        result = collect(events)
-        stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
-        return 1 if result["status"] == "error" else 0
-    return render(events, stdout, stderr)
+        try:
+            dsl = local_chatflow(args.dsl)
+        except CliError as error:
+            stderr.write(f"error: {error}\n")
+            return 2
+        events = local_events(args.query, args.roles or "", dsl)
+    try:
+        if args.json:
+            result = collect(events)
+            stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+            return 1 if result["status"] == "error" else 0
+        return render(events, stdout, stderr, show_conversation=bool(args.url or args.service_api or args.stdin))
+    except LocalRunError as error:
+        stdout.flush()
+        where = f"{args.dsl}: " if args.dsl and "Error: " in str(error) else ""
+        stderr.write(f"error: {where}{error}\n")
+        return 2

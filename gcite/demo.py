@@ -16,10 +16,17 @@ DSL_CHOICES = {"plugin": PLUGIN_DSL, "code": CODE_DSL}
 __all__ = ["DEMO_TURNS", "DEMO_ROLES", "DSL_CHOICES", "SAMPLE_SEARCH_KEY", "run"]
 
 
+def shown_roles(roles: str) -> str:
+    """The roles as given, or "(none)" when they name no role ('', ',' or blanks: a user with no role)."""
+    from nodes.acl_prefilter import ROLE_DELIMITERS
+
+    return roles if any(r.strip() for r in ROLE_DELIMITERS.split(roles)) else "(none)"
+
+
 def run(out: TextIO = sys.stdout, queries: tuple[str, ...] = DEMO_TURNS, roles: str = DEMO_ROLES,
         dsl: Path = PLUGIN_DSL) -> bool:
     """One conversation: each query is a turn. Returns False when a turn reported an error."""
-    out.write(f"Chatflow: {dsl.name} on graphon (Dify's workflow engine); user_roles = {roles or '(none)'}\n")
+    out.write(f"Chatflow: {dsl.name} on graphon (Dify's workflow engine); user_roles = {shown_roles(roles)}\n")
     out.write(f"LLM: {EXTRACTIVE_LABEL}\n")
     text = dsl.read_text(encoding="utf-8")
     ok = True

@@ -283,3 +283,77 @@ def test_the_set_up_announces_each_step():
     assert any("set-up done" in line for line in done.stdout.splitlines())
     install = [line for line in done.stdout.splitlines() if "-r requirements-dev.txt" in line]
     assert install and " -q " not in install[0]  # pip shows what it collects and installs
+
+
+# --- rough edges: no traceback, no silently ignored flag (issue 14, point 7) ----------------------------------
+
+def test_a_bare_command_line_prints_the_help(capsys):
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: python -m gcite") and "build-dsl" in err and "Traceback" not in err
+
+
+def test_acl_without_a_subcommand_names_the_subcommands(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["acl"])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and "{audit,fix}" in err.splitlines()[-1] and "acl_command" not in err
+
+
+@pytest.mark.parametrize("command", ["build-dsl", "package"])
+def test_out_that_is_a_file_or_under_one_is_a_one_line_error(command, tmp_path, capsys):
+    extra = ["--slots", "2"] if command == "build-dsl" else ["--no-dsl-update"]
+    (tmp_path / "a-file").write_text("x")
+    line = one_error_line(capsys, [command, "--out", str(tmp_path / "a-file"), *extra])
+    assert line == f"error: --out {tmp_path / 'a-file'}: not a directory"
+    line = one_error_line(capsys, [command, "--out", str(tmp_path / "a-file" / "sub"), *extra])
+    assert f"{tmp_path / 'a-file' / 'sub'}: Not a directory" in line and line.startswith("error: ")
+    assert (tmp_path / "a-file").read_text() == "x"
+
+
+def test_run_with_an_unreachable_llm_keeps_the_engine_log_off_stderr_unless_verbose(capsys):
+    import logging
+
+    args = ["run", str(ROOT / "dsl" / "gcite_chatflow_code.yml"), "--query", "会议室怎么预约？",
+            "--inputs", '{"user_roles": "前台"}', "--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m"]
+    before = [(logging.getLogger(n).propagate, list(logging.getLogger(n).handlers)) for n in ("graphon", "dify_plugin")]
+    assert main(args) == 1
+    captured = capsys.readouterr()
+    assert captured.err == "" and '"event":"error"' in captured.out
+    assert [(logging.getLogger(n).propagate, logging.getLogger(n).handlers) for n in ("graphon", "dify_plugin")] == before
+    assert main([*args, "--verbose"]) == 1
+    err = capsys.readouterr().err
+    assert "error while executing llm node" in err.lower() and "Traceback" in err  # the engine's own log, on request
+
+
+def test_run_on_an_unknown_node_type_is_one_line(tmp_path, capsys):
+    text = (ROOT / "dsl" / "gcite_chatflow_code.yml").read_text(encoding="utf-8").replace("type: code", "type: bogus")
+    (tmp_path / "unknown.yml").write_text(text, encoding="utf-8")
+    line = one_error_line(capsys, ["run", str(tmp_path / "unknown.yml"), "--query", "q"])
+    assert line == f"error: {tmp_path / 'unknown.yml'}: DslError: Unsupported DSL node type: bogus"
+
+
+def test_demo_shows_no_role_the_same_way_for_an_empty_list_and_a_lone_delimiter(capsys):
+    from gcite.demo import shown_roles
+
+    assert shown_roles("") == shown_roles(",") == shown_roles(" ， ;") == "(none)"
+    assert shown_roles("前台, 物业经理") == "前台, 物业经理"
+    assert main(["demo", "--roles", ",", "--query", "会议室怎么预约？"]) == 0
+    captured = capsys.readouterr()
+    assert "user_roles = (none)\n" in captured.out and captured.err == ""
+
+
+def test_acl_messages_count_in_the_right_number_and_give_the_field_default():
+    from types import SimpleNamespace
+
+    from gcite import acl_admin
+
+    assert acl_admin.attempts(1) == "1 attempt" and acl_admin.attempts(3) == "3 attempts"
+    one = acl_admin.Report(rows=[SimpleNamespace(found=SimpleNamespace(status="ok"))])
+    assert acl_admin.summary(one, "audit")[0].startswith("1 document: 1 follows the convention, 0 without")
+    two = acl_admin.Report(rows=[SimpleNamespace(found=SimpleNamespace(status="ok"))] * 2)
+    assert "2 documents: 2 follow the convention" in acl_admin.summary(two, "audit")[0]
+    for name, parser in parsers():
+        if name.startswith("python -m gcite acl "):
+            field = next(a for a in parser._actions if "--acl-field" in a.option_strings)
+            assert f"(default: {field.default})" in field.help

@@ -108,15 +108,15 @@ def run_cli(argv, stdin_text=""):
 def test_cli_json_is_the_same_for_both_streams(raw_stream):
     raw_text = "".join(sse(e) for e in raw_stream)
     gcite_text = "".join(protocol.sse(n, d) for n, d in protocol.translate(raw_stream))
-    code_raw, out_raw, _ = run_cli(["chat", QUERY, "--stdin", "--json"], raw_text)
-    code_g, out_g, _ = run_cli(["chat", QUERY, "--stdin", "--json"], gcite_text)
+    code_raw, out_raw, _ = run_cli(["chat", "--stdin", "--json"], raw_text)
+    code_g, out_g, _ = run_cli(["chat", "--stdin", "--json"], gcite_text)
     assert code_raw == code_g == 0 and out_raw == out_g and out_raw.count("\n") == 1
     result = json.loads(out_raw)
     assert result["status"] == "cited" and "[1]" in result["answer"] and "[C:" not in result["answer"]
 
 
 def test_cli_renders_live_with_superscripts_and_the_sources(raw_stream):
-    code, out, err = run_cli(["chat", QUERY, "--stdin"], "".join(sse(e) for e in raw_stream))
+    code, out, err = run_cli(["chat", "--stdin"], "".join(sse(e) for e in raw_stream))
     assert code == 0 and err == ""
     assert "主管¹。" in out and "[C:" not in out
     assert "[1] 巡更操作指南 v2.1 · 楼宇运营知识库 (knowledge base)" in out
@@ -126,9 +126,9 @@ def test_cli_renders_live_with_superscripts_and_the_sources(raw_stream):
 
 def test_cli_cut_connection_is_a_clear_error(raw_stream):
     cut = "".join(sse(e) for e in raw_stream if e["event"] not in ("message_end", "workflow_finished"))
-    code, out, err = run_cli(["chat", QUERY, "--stdin"], cut)
+    code, out, err = run_cli(["chat", "--stdin"], cut)
     assert code == 1 and "error (incomplete)" in err and "[C:" not in out and "[1]" not in out
-    code, out, err = run_cli(["chat", QUERY, "--stdin", "--json"], cut)
+    code, out, err = run_cli(["chat", "--stdin", "--json"], cut)
     result = json.loads(out)
     assert code == 1 and result["status"] == "error" and result["error"]["code"] == "incomplete"
     assert result["error"]["message"] and set(result) == {"status", "error"}  # no partial answer
@@ -206,3 +206,85 @@ def test_service_api_reads_the_raw_stream_over_http(raw_stream):
         assert events == list(client.dify_events(raw_stream))
     finally:
         server.close()
+
+
+# --- gcite chat: every option applies or is refused (issue 14, point 7) ---------------------------------------
+
+URL = "http://127.0.0.1:9/e/hook/gcite/chat"  # never reached: each of these is refused before any request
+
+
+def one_error_line(argv, stdin_text=""):
+    code, out, err = run_cli(argv, stdin_text)
+    assert code == 2 and out == "" and "Traceback" not in err, (code, out, err)
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    return err.strip()
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["q", "--url", URL, "--token", "t", "--roles", "前台"], "--roles does not apply to --url: the roles come from the token"),
+    (["q", "--url", URL, "--token", "t", "--api-key", "k"], "--api-key does not apply to --url"),
+    (["q", "--url", URL, "--token", "t", "--dsl", "code"], "--dsl does not apply to --url"),
+    (["q", "--url", URL, "--token", "t", "--user", "guest"], "--user and --token both give the caller: use one"),
+    (["q", "--url", URL], "--url needs --token (or --user with gcite serve)"),
+    (["q", "--service-api", URL, "--api-key", "k", "--token", "t"], "--token does not apply to --service-api"),
+    (["q", "--service-api", URL, "--api-key", "k", "--dsl", "code"], "--dsl does not apply to --service-api"),
+    (["q", "--token", "t"], "--token does not apply to a local run"),
+    (["q", "--user", "guest"], "--user does not apply to a local run"),
+    (["q", "--api-key", "k"], "--api-key does not apply to a local run"),
+    (["q", "--conversation", "c1"], "local conversations do not persist across invocations"),
+    (["q", "--stdin"], "--stdin reads a recorded answer: give no question"),
+    (["--stdin", "--roles", "前台"], "--roles does not apply to --stdin"),
+    (["--stdin", "--conversation", "c1"], "--conversation does not apply to --stdin"),
+    ([], "the question is missing"),
+    ([""], "error: the question is empty"),
+    (["  ", "--url", URL, "--token", "t"], "error: the question is empty"),
+    (["q", "--dsl", "/nonexistent/chatflow.yml"], "error: /nonexistent/chatflow.yml: cannot read it (FileNotFoundError"),
+])
+def test_chat_refuses_options_that_do_not_apply_and_empty_questions(argv, message):
+    assert message in one_error_line(["chat", *argv])
+
+
+def test_chat_dsl_is_checked_like_run_and_takes_plugin_or_code(tmp_path):
+    (tmp_path / "workflow.yml").write_text("app:\n  mode: workflow\nworkflow:\n  graph: {}\n", encoding="utf-8")
+    (tmp_path / "bad.yml").write_text("app: [1\n", encoding="utf-8")
+    assert one_error_line(["chat", "q", "--dsl", str(tmp_path / "workflow.yml")]) == (
+        f"error: {tmp_path / 'workflow.yml'}: not a chatflow DSL (app.mode is 'workflow'; a chatflow has 'advanced-chat')")
+    assert one_error_line(["chat", "q", "--dsl", str(tmp_path / "bad.yml")]).startswith(
+        f"error: {tmp_path / 'bad.yml'}: not a YAML file (")
+    text = PLUGIN_DSL.with_name("gcite_chatflow_code.yml").read_text(encoding="utf-8")
+    (tmp_path / "unknown.yml").write_text(text.replace("type: code", "type: bogus"), encoding="utf-8")
+    assert one_error_line(["chat", "q", "--dsl", str(tmp_path / "unknown.yml")]) == (
+        f"error: {tmp_path / 'unknown.yml'}: DslError: Unsupported DSL node type: bogus")
+    code, out, err = run_cli(["chat", QUERY, "--roles", "物业经理", "--dsl", "code"])
+    assert code == 0 and err == "" and "[1] " in out
+    assert "conversation:" not in out  # a local conversation cannot be continued, so no handle is offered
+
+
+def test_chat_local_run_keeps_the_engine_log_off_stderr(monkeypatch):
+    import logging
+
+    def failing(*args, **kwargs):
+        logging.getLogger("graphon.test").error("engine trouble", exc_info=RuntimeError("boom"))
+        raise RuntimeError("the engine broke")
+        yield  # pragma: no cover - a generator
+
+    monkeypatch.setattr("gcite.runner.run_chatflow", failing)
+    assert one_error_line(["chat", "q"]) == "error: RuntimeError: the engine broke"
+    code, _, err = run_cli(["chat", "q", "--verbose"])
+    assert code == 2 and "[graphon.test] ERROR: engine trouble" in err and err.endswith("error: RuntimeError: the engine broke\n")
+
+
+def test_stdin_stream_cut_mid_line_is_incomplete_and_garbage_inside_is_bad_stream(raw_stream):
+    text = "".join(sse(e) for e in raw_stream)
+    cut = text[:text.index('"event": "node_finished"') + 40] if '"event": "node_finished"' in text else None
+    cut = cut or text[:text.index('"event":"node_finished"') + 40]  # inside a data: line, no newline after it
+    code, out, _ = run_cli(["chat", "--stdin", "--json"], cut)
+    assert code == 1 and json.loads(out)["error"]["code"] == "incomplete"
+    garbled = cut + "\n\n" + "".join(sse(e) for e in raw_stream[-2:])
+    code, out, _ = run_cli(["chat", "--stdin", "--json"], garbled)
+    assert code == 1 and json.loads(out)["error"] == {"code": "bad_stream", "message": "the server sent an unreadable event"}
+
+
+def test_chat_input_dify_would_refuse_is_one_line():
+    assert one_error_line(["chat", "q\ud800"]) == "error: query is not valid Unicode text: lone surrogate U+D800 at character 1"
+    assert one_error_line(["chat", "q", "--roles", "a\ud800"]).startswith("error: inputs.user_roles is not valid Unicode")

@@ -85,3 +85,46 @@ def test_gcite_chat_cli_against_serve(local):
                            "--conversation", first["conversation"], "--json"], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)  # another user's handle
     assert done.returncode == 1 and json.loads(done.stdout)["status"] == "error"
+
+
+# --- options: each refused in one line before anything starts (issue 14, point 7) ------------------------------
+
+@pytest.mark.parametrize("argv,message", [
+    (["--port", "99999"], "error: --port must be from 0 to 65535, got 99999"),
+    (["--port", "-1"], "error: --port must be from 0 to 65535, got -1"),
+    (["--llm-model", "m"], "error: --llm-model needs --llm-base-url"),
+    (["--llm-base-url", "http://127.0.0.1:9/v1"], "error: --llm-base-url needs --llm-model"),
+    (["--pace", "-1"], "error: --pace must be 0 or more seconds, got -1"),
+    (["--pace", "nan"], "error: --pace must be 0 or more seconds, got nan"),
+    (["--pace", "0.1", "--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m"],
+     "error: --pace applies to the built-in stand-in model only"),
+    (["--fail-on", " "], "error: --fail-on: the text is empty"),
+    (["--knowledge-base", "{tmp}/bad.json"],
+     "error: --knowledge-base {tmp}/bad.json: not a JSON file (Expecting property name enclosed in double quotes at "
+     "line 1, column 2)"),
+    (["--knowledge-base", "{tmp}/list.json"], "error: --knowledge-base {tmp}/list.json: not a knowledge base"),
+    (["--knowledge-base", "{tmp}/nope.json"],
+     "error: --knowledge-base {tmp}/nope.json: cannot read it (No such file or directory)"),
+    (["--dsl", "{tmp}/workflow.yml"], "error: {tmp}/workflow.yml: not a chatflow DSL (app.mode is 'workflow'"),
+    (["--dsl", "{tmp}/bad.json"], "error: {tmp}/bad.json: not a YAML file ("),
+])
+def test_serve_refuses_bad_options_in_one_line(argv, message, tmp_path, capsys):
+    from gcite.__main__ import main
+
+    (tmp_path / "bad.json").write_text("{bad\n")
+    (tmp_path / "list.json").write_text("[1]")
+    (tmp_path / "workflow.yml").write_text("app:\n  mode: workflow\nworkflow:\n  graph: {}\n")
+    assert main(["serve", *(a.replace("{tmp}", str(tmp_path)) for a in argv)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(message.replace("{tmp}", str(tmp_path))) and captured.err.count("\n") == 1
+    assert "Traceback" not in captured.err and captured.out == ""
+
+
+def test_serve_takes_plugin_or_code_for_dsl():
+    from argparse import Namespace
+
+    from gcite.serve import usage_problem
+
+    args = Namespace(port=0, llm_base_url=None, llm_model=None, pace=None, fail_on=None, dsl="code",
+                     knowledge_base=str(ROOT / "gcite" / "samples" / "knowledge_base.json"))
+    assert usage_problem(args) is None and args.dsl == str(ROOT / "dsl" / "gcite_chatflow_code.yml")
