@@ -185,6 +185,13 @@ class Variant:
         return REFUSAL[self.lang]
 
     @property
+    def recognised_refusals(self) -> str:
+        """What the validate node recognises: this variant's refusal first, then the other language's (the prompt
+        asks for an answer in the question's language, so an English question to the Chinese flow may refuse in
+        English)."""
+        return "|".join([self.refusal] + [REFUSAL[lang] for lang in LANGS if lang != self.lang])
+
+    @property
     def file_name(self) -> str:
         stem = "gcite_chatflow" if self.plugin else "gcite_chatflow_code"
         return f"{stem}.yml" if self.lang == LANGS[0] else f"{stem}.{self.lang}.yml"
@@ -214,6 +221,19 @@ def node_code(name: str) -> str:
 
 
 SLOTS_LINE = "DEFAULT_ROLE_SLOTS = {}\n"
+
+
+TURN_LABELS_LINE = 'TURN_LABELS = ("{}", "{}")  # how `history_text` labels the user\'s and the assistant\'s words\n'
+TURN_LABELS = {"zh": ("用户：", "助手："), "en": ("User: ", "Assistant: ")}
+
+
+def remember_code(lang: str) -> str:
+    """nodes/remember_turn.py with `history_text`'s turn labels in the variant's language (unchanged for Chinese)."""
+    code = node_code("remember_turn")
+    default = TURN_LABELS_LINE.format(*TURN_LABELS["zh"])
+    if code.count(default) != 1:
+        raise RuntimeError(f"nodes/remember_turn.py must define {default.strip()!r} exactly once")
+    return code.replace(default, TURN_LABELS_LINE.format(*TURN_LABELS[lang]))
 
 
 def prefilter_code(slots: int) -> str:
@@ -313,7 +333,7 @@ def common_nodes(v: Variant) -> list[dict[str, Any]]:
         code_node("remember", 2130, 420, t["remember"], "remember_turn",
                   {"history": ["conversation", "history"], "query": ["sys", "query"],
                    "answer": ["validate", "answer_without_markers"]},
-                  {"history": "array[object]", "history_text": "string"}),
+                  {"history": "array[object]", "history_text": "string"}, code=remember_code(v.lang)),
         node("save_history", 2430, 420, {
             "type": "assigner", "title": t["save_history"], "version": "2",
             "items": [{"variable_selector": ["conversation", "history"], "input_type": "variable",
@@ -366,8 +386,9 @@ def plugin_nodes(v: Variant, identifier: str) -> list[dict[str, Any]]:
         gcite_tool("merge", 1230, 300, t["merge"], "merge_chunks", identifier, merge_inputs(v),
                    {"max_web_results": SEARCH_TOP_K, "max_chunks": 30}),
         gcite_tool("validate", 1830, 300, t["validate"], "validate_citations", identifier,
-                   {"answer": mixed("{{#llm.text#}}"), "chunk_metadata": variable("merge", "chunk_metadata")},
-                   {"insufficient_phrases": v.refusal}),
+                   {"answer": mixed("{{#llm.text#}}"), "chunk_metadata": variable("merge", "chunk_metadata"),
+                    "question": mixed("{{#sys.query#}}")},
+                   {"insufficient_phrases": v.recognised_refusals}),
     ]
 
 
@@ -398,7 +419,8 @@ def code_nodes(v: Variant) -> list[dict[str, Any]]:
         # an operator edits in Dify's conversation-variable panel), the counterpart of the plugin tool's setting.
         code_node("validate", 1830, 300, t["validate"], "validate_citations",
                   {"answer": ["llm", "text"], "chunk_metadata": ["merge", "chunk_metadata"],
-                   "insufficient_phrases": ["conversation", "insufficient_phrases"]}, VALIDATE_OUTPUTS),
+                   "insufficient_phrases": ["conversation", "insufficient_phrases"], "question": ["sys", "query"]},
+                  VALIDATE_OUTPUTS),
     ]
 
 
@@ -426,7 +448,8 @@ def conversation_variables(v: Variant) -> list[dict[str, Any]]:
          "value": "", "description": t["history_text"]}]
     if not v.plugin:
         variables.append({"id": variable_id("conversation", "insufficient_phrases"), "name": "insufficient_phrases",
-                          "value_type": "string", "value": v.refusal, "description": t["insufficient_phrases"]})
+                          "value_type": "string", "value": v.recognised_refusals,
+                          "description": t["insufficient_phrases"]})
     return variables
 
 

@@ -31,6 +31,7 @@ FOLD_LOOKALIKES = str.maketrans({
     "\u2046": "]",
 })
 DEFAULT_MAX_TURNS = 3
+TURN_LABELS = ("用户：", "助手：")  # how `history_text` labels the user's and the assistant's words
 MAX_TURNS = 30  # `history` is an array[object]: a Code node outputs at most 30 objects in one array
 MAX_TEXT = 2000  # characters kept of each query or answer
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # cannot be encoded as UTF-8 (nor stored by Dify): becomes U+FFFD
@@ -131,7 +132,8 @@ def shown(value):
 
 
 def history_text(turns):
-    return "\n\n".join(f"用户：{t['query']}\n助手：{t['answer']}" for t in turns)
+    user, assistant = TURN_LABELS
+    return "\n\n".join(f"{user}{t['query']}\n{assistant}{t['answer']}" for t in turns)
 
 
 def main(history=None, query=None, answer=None, max_turns=DEFAULT_MAX_TURNS) -> dict:
