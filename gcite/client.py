@@ -210,15 +210,14 @@ def _lines(response: Any) -> Iterator[str]:
         return  # a cut connection: the stream ends here, and `_ended` says so
 
 
-def chat(url: str, token: str, query: str, conversation: str | None = None, timeout: float = 300) -> Iterator[Event]:
-    """Ask the G-Cite endpoint (`https://<dify>/e/<hook>/gcite/chat`, or `gcite serve`'s) and yield its events."""
+def _post_stream(url: str, body: dict[str, Any], bearer: str, timeout: float,
+                 events: Callable[[Iterator[str]], Iterator[Event]]) -> Iterator[Event]:
+    """POST `body` with a bearer token and yield `events(lines)` of the streamed answer; an unreachable server or a
+    non-200 answer is one `Error` event."""
     import requests
 
-    body: dict[str, Any] = {"query": query}
-    if conversation:
-        body["conversation"] = conversation
     try:
-        response = requests.post(url, json=body, headers={"Authorization": f"Bearer {token}"}, stream=True,
+        response = requests.post(url, json=body, headers={"Authorization": f"Bearer {bearer}"}, stream=True,
                                  timeout=timeout)
     except requests.RequestException as error:
         yield Error("connection", f"cannot reach {url}: {type(error).__name__}")
@@ -228,29 +227,25 @@ def chat(url: str, token: str, query: str, conversation: str | None = None, time
             yield _http_error(response)
             return
         response.encoding = "utf-8"
-        yield from gcite_events(_lines(response))
+        yield from events(_lines(response))
+
+
+def chat(url: str, token: str, query: str, conversation: str | None = None, timeout: float = 300) -> Iterator[Event]:
+    """Ask the G-Cite endpoint (`https://<dify>/e/<hook>/gcite/chat`, or `gcite serve`'s) and yield its events."""
+    body: dict[str, Any] = {"query": query}
+    if conversation:
+        body["conversation"] = conversation
+    return _post_stream(url, body, token, timeout, gcite_events)
 
 
 def service_api(base_url: str, api_key: str, query: str, inputs: dict[str, Any] | None = None,
                 conversation_id: str | None = None, user: str = "gcite-client",
                 timeout: float = 300) -> Iterator[Event]:
     """Ask a Dify app through the Service API (`POST {base_url}/chat-messages`, raw stream) and yield the events."""
-    import requests
-
     body = {"query": query, "inputs": inputs or {}, "response_mode": "streaming", "user": user,
             "conversation_id": conversation_id or ""}
-    try:
-        response = requests.post(base_url.rstrip("/") + "/chat-messages", json=body, stream=True, timeout=timeout,
-                                 headers={"Authorization": f"Bearer {api_key}"})
-    except requests.RequestException as error:
-        yield Error("connection", f"cannot reach {base_url}: {type(error).__name__}")
-        return
-    with response:
-        if response.status_code != 200:
-            yield _http_error(response)
-            return
-        response.encoding = "utf-8"
-        yield from dify_events(parse_sse(_lines(response)))
+    return _post_stream(base_url.rstrip("/") + "/chat-messages", body, api_key, timeout,
+                        lambda lines: dify_events(parse_sse(lines)))
 
 
 # --- one result ---------------------------------------------------------------------------------------------
