@@ -110,34 +110,33 @@ def serve(chunks: list[bytes], content_type: str = "text/event-stream"):
     return server
 
 
+def run_with_llm_sending(chunks: list[bytes]) -> list[dict]:
+    """The plugin chatflow's events when its LLM is an OpenAI-compatible server writing these bytes."""
+    server = serve(chunks)
+    try:
+        svc = Services(llm=OpenAICompatibleModel(f"http://127.0.0.1:{server.server_port}/v1", "m", "k"),
+                       tool_credentials={"langgenius/tavily:": {"tavily_api_key": "tvly-TEST"}})
+        try:
+            return list(run_chatflow(dsl_build.PLUGIN_DSL.read_text(encoding="utf-8"), "会议室怎么预约？",
+                                     {"user_roles": "前台"}, svc))
+        finally:
+            svc.close()
+    finally:
+        server.shutdown()
+
+
 def test_an_sse_body_without_charset_is_read_as_utf8_and_u2028_is_not_a_line_end():
     pieces = ["会议室须提前预约", "\u2028第二行", "，é[C:", "1]。"]
     body = b"".join(f"data: {json.dumps({'choices': [{'delta': {'content': p}}]}, ensure_ascii=False)}\r\n\r\n"
                     .encode("utf-8") for p in pieces) + b"data: [DONE]\n\n"
-    server = serve([body[i:i + 7] for i in range(0, len(body), 7)])  # characters split across writes
-    try:
-        svc = Services(llm=OpenAICompatibleModel(f"http://127.0.0.1:{server.server_port}/v1", "m", "k"),
-                       tool_credentials={"langgenius/tavily:": {"tavily_api_key": "tvly-TEST"}})
-        events = list(run_chatflow(dsl_build.PLUGIN_DSL.read_text(encoding="utf-8"), "会议室怎么预约？",
-                                   {"user_roles": "前台"}, svc))
-        svc.close()
-    finally:
-        server.shutdown()
+    events = run_with_llm_sending([body[i:i + 7] for i in range(0, len(body), 7)])  # characters split across writes
     llm = next(e["data"] for e in events if e["event"] == "node_finished" and e["data"]["node_id"] == "llm")
     assert llm["outputs"]["text"] == "".join(pieces)
 
 
 def test_an_llm_that_sends_a_lone_surrogate_fails_the_run_with_a_clear_error():
     body = b'data: {"choices": [{"delta": {"content": "x\\ud800"}}]}\n\ndata: [DONE]\n\n'
-    server = serve([body])
-    try:
-        svc = Services(llm=OpenAICompatibleModel(f"http://127.0.0.1:{server.server_port}/v1", "m", "k"),
-                       tool_credentials={"langgenius/tavily:": {"tavily_api_key": "tvly-TEST"}})
-        events = list(run_chatflow(dsl_build.PLUGIN_DSL.read_text(encoding="utf-8"), "会议室怎么预约？",
-                                   {"user_roles": "前台"}, svc))
-        svc.close()
-    finally:
-        server.shutdown()
+    events = run_with_llm_sending([body])
     assert events[-1]["event"] == "error" and "not valid Unicode (a lone surrogate)" in events[-1]["message"]
     json.dumps(events, ensure_ascii=False).encode("utf-8")  # the stream itself stays valid UTF-8
 
