@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from gcite.protocol import sse_blocks
+from gcite.protocol import DONE_KEYS, EVENTS, sse_blocks
 from nodes.validate_citations import CitationStream
 
 MERGE_NODE = "merge"
@@ -70,8 +70,7 @@ class Error:
 
 
 Event = Union[Ready, Sources, Text, Cite, Replace, Done, Error]
-NAMES = ("ready", "sources", "text", "cite", "replace", "done", "error")
-DONE_KEYS = ("status", "citations", "invalid_ids", "conversation", "message_id")
+NAMES = EVENTS  # the G-Cite protocol's events
 
 
 def to_event(name: str, data: dict[str, Any]) -> Event | None:
@@ -202,12 +201,15 @@ def _http_error(response: Any) -> Error:
 
 
 def _lines(response: Any) -> Iterator[str]:
+    """The body's lines: UTF-8, split at LF only (U+2028 and other Unicode line separators in the JSON are text)."""
     import requests
 
+    from gcite.llm import sse_lines
+
     try:
-        yield from response.iter_lines(decode_unicode=True)
-    except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError):
-        return  # a cut connection: the stream ends here, and `_ended` says so
+        yield from sse_lines(response.iter_content(chunk_size=None))
+    except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError, RuntimeError):
+        return  # a cut connection or bytes that are not UTF-8: the stream ends here, and `_ended` says so
 
 
 def _post_stream(url: str, body: dict[str, Any], bearer: str, timeout: float,

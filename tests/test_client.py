@@ -194,6 +194,18 @@ def test_chat_over_http_sends_token_and_handle_and_reads_errors():
     assert list(client.chat("http://127.0.0.1:9/none", "tok", "问"))[-1].code == "connection"
 
 
+def test_a_unicode_line_separator_in_the_answer_is_text_not_a_line_end():
+    body = "".join(gcite_sse(("ready", {}), ("text", {"text": "a\u2028b\u0085c"}),
+                             ("done", {"status": "uncited", "citations": [], "invalid_ids": [],
+                                       "conversation": "h", "message_id": "m"}))).encode()
+    server = _Server(200, body)
+    try:
+        events = list(client.chat(server.url, "tok", "问"))
+    finally:
+        server.close()
+    assert Text("a\u2028b\u0085c") in events and isinstance(events[-1], Done)
+
+
 def test_service_api_reads_the_raw_stream_over_http(raw_stream):
     server = _Server(200, "".join(sse(e) for e in raw_stream).encode())
     try:
