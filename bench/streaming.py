@@ -35,18 +35,12 @@ def stream_all(parts: list[str]) -> str:
     return "".join(shown)
 
 
-def parse(text: str) -> str:
-    """The whole text through our parser at once (the marker scan only: `main` would add the support check)."""
-    stream = CitationStream(CHUNKS)
-    return stream.feed(text) + stream.finish()
-
-
 def reparse_all(parts: list[str]) -> str:
     """What PrivateGPT does: parse the whole accumulated text again at every delta (same parser as ours)."""
     text, shown = "", ""
     for part in parts:
         text += part
-        shown = parse(text)
+        shown = stream_all([text])  # the marker scan only: `main` would add the support check
     return shown
 
 

@@ -127,7 +127,7 @@ def no_marker(text, what):
 MERGE_ARGS = ("rag_chunks", "web_chunks", "max_web_results", "max_chunks", "web_text")
 
 
-def check_merge(out, max_chunks_given):
+def check_merge(out):
     as_json(out)
     meta = out["chunk_metadata"]
     check([c["id"] for c in meta] == [str(n) for n in range(1, len(meta) + 1)], "ids are not 1..N")
@@ -152,10 +152,9 @@ def check_merge(out, max_chunks_given):
 
 
 def merge_main(data):
-    values = fields(data, len(MERGE_ARGS))
     out = call(merge_chunks.main, MERGE_ARGS, data)
     if out is not None:
-        check_merge(out, values[3])
+        check_merge(out)
 
 
 def merge_web(data):
@@ -163,7 +162,7 @@ def merge_web(data):
     out = call(lambda web_chunks: merge_chunks.main(None, web_chunks, max_web_results=50),
                ("web_chunks",), data, {"web_chunks": None})
     if out is not None:
-        check_merge(out, MISSING)
+        check_merge(out)
         check(all(c["source_type"] == "web" for c in out["chunk_metadata"]), "a knowledge chunk from web input")
 
 

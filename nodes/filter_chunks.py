@@ -251,8 +251,9 @@ def number_problem(value):
 def check_value(op, node, path):
     has_value, value = "value" in node, node.get("value")
     for item in (value if isinstance(value, list) else [value]):
-        if number_problem(item):
-            raise ValueError(f"{path}: {number_problem(item)}")
+        problem = number_problem(item)
+        if problem:
+            raise ValueError(f"{path}: {problem}")
     if op in PRESENCE_OPS:
         if has_value:
             raise ValueError(f"{path}: op {op!r} takes no `value`")
@@ -470,7 +471,7 @@ def main(rag_chunks=None, user_roles=None, acl_field="access_roles", condition="
             + (f" (fields present: {', '.join(sorted(fields_seen)[:10])})" if fields_seen else ""))
     if max_chunks is not None and len(kept) > max_chunks:
         warnings.append(f"{len(kept)} chunks passed the filter; `chunks` holds the first {max_chunks} in input order "
-                        f"(a Code node outputs at most {max_chunks} objects in one array): lower Knowledge "
+                        f"(a Code node outputs at most {ARRAY_LIMIT} objects in one array): lower Knowledge "
                         f"Retrieval's top_k to {max_chunks} or less")
         kept = kept[:max_chunks]
     return {"chunks": kept, "kept_count": len(kept), "dropped_count": len(dropped), "dropped": capped(dropped),

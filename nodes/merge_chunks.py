@@ -541,13 +541,6 @@ def format_context(chunks):
     return "\n\n".join(MARKER_HEADER.format(id=c["id"]) + "\n" + c["content"] for c in chunks)
 
 
-def provider_message(web_text):
-    """The search tool's `text` output as one short line ("" when there is none)."""
-    if web_text is None or isinstance(web_text, (dict, list)):
-        return ""
-    return cut(one_line(text_of(web_text)), MAX_PROVIDER_MESSAGE)
-
-
 def main(rag_chunks=None, web_chunks=None, max_web_results=DEFAULT_MAX_WEB_RESULTS,
          max_chunks=DEFAULT_MAX_CHUNKS, web_text=None, show_storage_urls=False) -> dict:
     max_web_results = parse_count(max_web_results, "max_web_results", 0)
@@ -562,7 +555,7 @@ def main(rag_chunks=None, web_chunks=None, max_web_results=DEFAULT_MAX_WEB_RESUL
     found = web_items(web_chunks, skipped)
     if not found and not any(s["reason"].startswith("search provider error") for s in skipped):
         # The official Tavily tool reports a failed search as its text output, with `json` [{"data": []}].
-        message = provider_message(web_text)
+        message = line_of(web_text)  # the search tool's `text` as one short line ("" when there is none)
         if message:
             skipped.append(skip("web", -1, f"search provider error: {message}"))
     web = unique_chunks(found, "web", web_chunk,

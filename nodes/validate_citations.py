@@ -253,7 +253,7 @@ ZH_NUMBER = re.compile("[零一二两三四五六七八九十百千]+(?=[个天�
 
 
 def zh_number(text):
-    """A Chinese numeral (below 10,000) as an int, or None."""
+    """A Chinese numeral (below 10,000, made of ZH_DIGITS and 十百千) as an int."""
     total = digit = 0
     for char in text:
         if char in ZH_DIGITS:
@@ -262,8 +262,7 @@ def zh_number(text):
             unit = {"十": 10, "百": 100, "千": 1000}[char]
             total += (digit or 1) * unit
             digit = 0
-    total += digit
-    return total if text not in ("零",) or total == 0 else None
+    return total + digit
 
 
 def number_words(words, exact):
@@ -442,7 +441,7 @@ def check_support(pieces, chunks, threshold=SUPPORT_THRESHOLD, question="", phra
             chunk_units[chunk_id] = content_units(content, weights=False) if usable else None
         return chunk_units[chunk_id]
 
-    backing = Backing([units_of(str(i)) for i in (chunks or {})] if chunks else [])
+    backing = Backing(lambda: [units_of(str(i)) for i in (chunks or {})])
     support = {}  # chunk id -> lowest score over the sentences citing it
     pairs = good_pairs = claims = backed = 0
     uncited = []
@@ -495,18 +494,21 @@ class Backing:
     answer is bounded (MAX_BACKING_WORK chunk look-ups), after which it answers no."""
 
     def __init__(self, chunk_units):
-        self._chunks = [units for units in chunk_units if units is not None]
+        self._chunk_units = chunk_units  # a callable giving each chunk's units (None: no text): called on first use
         self._index = None
         self._work = MAX_BACKING_WORK
 
     def backs(self, units, threshold):
-        if units is None or not self._chunks:  # not a candidate, or no chunk text to compare with
+        if units is None:  # not a candidate
             return False
         if self._index is None:
             self._index = {}
-            for position, chunk in enumerate(self._chunks):
+            chunks = [chunk for chunk in self._chunk_units() if chunk is not None]
+            for position, chunk in enumerate(chunks):
                 for unit in chunk:
                     self._index.setdefault(unit, []).append(position)
+        if not self._index:  # no chunk text to compare with
+            return False
         needed = sum(units.values())
         found = {}
         for unit, weight in units.items():
