@@ -22,6 +22,7 @@ import yaml
 from gcite import ROOT
 from gcite.package import package_entries, unique_identifier
 from gcite.prefilter import ROLE_CLAUSES, public_clauses, templated_conditions
+from nodes.validate_citations import INSUFFICIENT_DEFAULT
 
 DSL_DIR = ROOT / "dsl"
 PLUGIN_DSL = DSL_DIR / "gcite_chatflow.yml"
@@ -39,7 +40,8 @@ TAVILY = "langgenius/tavily:0.1.2@aa7a8744b2ccf3a7aec818da6c504997a6319b29040e54
 PLACEHOLDER_DATASET = "00000000-0000-4000-8000-000000000000"
 PLACEHOLDER_SEARCH_KEY = "REPLACE_WITH_YOUR_BOCHA_API_KEY"
 # The refusal phrases (the same in the prompts, the validator's settings and the stand-in LLM).
-REFUSAL = {"zh": "根据现有资料无法确定", "en": "The available sources do not answer this question"}
+# the validator's default list: one phrase per language, in LANGS order
+REFUSAL = dict(zip(LANGS, INSUFFICIENT_DEFAULT.split("|"), strict=True))
 INSUFFICIENT = REFUSAL["zh"]
 # The LLM's model-provider plugin. Dify derives dependencies from the graph only for files whose list is empty, so a
 # file that lists ours must list this one too.

@@ -21,10 +21,12 @@ from graphon.model_runtime.entities.message_entities import AssistantPromptMessa
 from graphon.model_runtime.entities.model_entities import AIModelEntity, FetchFrom, ModelPropertyKey, ModelType
 
 from gcite.knowledge import relevance
+from nodes.validate_citations import INSUFFICIENT_DEFAULT
 
 EXTRACTIVE_LABEL = "gcite-extractive (built-in extractive stand-in, not an LLM)"
-INSUFFICIENT = "根据现有资料无法确定。"
-INSUFFICIENT_EN = "The available sources do not answer this question."
+REFUSAL_ZH, REFUSAL_EN = INSUFFICIENT_DEFAULT.split("|")  # the refusals the validator recognises by default
+INSUFFICIENT = REFUSAL_ZH + "。"
+INSUFFICIENT_EN = REFUSAL_EN + "."
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 CHUNK_HEADER = re.compile(r"^\[C:(\d+)\]$", re.MULTILINE)
 SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|(?<=\.)\s")

@@ -302,14 +302,9 @@ def serve_command(args: Any) -> int:
         return 2
     if args.pace is None:
         args.pace = DEFAULT_PACE
-    llm = None
-    if args.llm_base_url:
-        if not args.llm_model:
-            print("error: --llm-base-url needs --llm-model", file=sys.stderr)
-            return 2
-        from gcite.llm import OpenAICompatibleModel
+    from gcite.services import make_llm
 
-        llm = OpenAICompatibleModel(args.llm_base_url, args.llm_model)
+    llm = make_llm(args.llm_base_url, args.llm_model) if args.llm_base_url else None  # usage_problem checked the pair
     try:
         local = LocalDify(args.port, llm=llm, pace=args.pace if llm is None else 0, dsl=args.dsl,
                           knowledge_base=args.knowledge_base, fail_on=args.fail_on)
