@@ -218,3 +218,15 @@ def test_the_plugin_process_over_stdio_searches_the_local_server(server):
         assert API_KEY not in json.dumps(late.error) and "127.0.0.1" not in json.dumps(late.error)
         assert API_KEY not in plugin.stderr
         assert plugin.alive
+
+
+def test_a_lone_surrogate_from_the_provider_is_replaced_in_every_output(reg):
+    import responses
+
+    body = '{"code": 200, "data": {"webPages": {"value": [{"name": "T\\ud800", "url": "https://a.example/", ' \
+           '"snippet": "s\\udfff", "summary": "s\\udfff"}]}}}'
+    with responses.RequestsMock() as mocked:
+        mocked.add("POST", "https://api.bochaai.com/v1/web-search", body=body, content_type="application/json")
+        out = invoke(reg, {"query": "q", "provider": "bocha", "top_k": 1}, {"bocha_api_key": "k"})
+    json.dumps(out, ensure_ascii=False).encode("utf-8")  # the daemon's UTF-8 stream can carry every output
+    assert out["variables"]["web_chunks"][0]["title"] == "T\ufffd"

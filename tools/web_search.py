@@ -5,6 +5,7 @@ from dify_plugin import Tool
 from dify_plugin.entities.tool import ToolInvokeMessage
 
 from tools import web_search_providers as web
+from tools.params import sendable
 
 
 class WebSearchTool(Tool):
@@ -19,9 +20,10 @@ class WebSearchTool(Tool):
         freshness = web.parse_freshness(tool_parameters.get("freshness"))
         budget = web.Budget(web.parse_timeout(tool_parameters.get("timeout_seconds")))
         results, notes, _ = web.run_search(provider, query, top_k, freshness, credentials, budget)
+        results, notes = sendable(results), sendable(notes)  # a provider's `\ud800` escape must not hang the reply
         yield self.create_variable_message("web_chunks", results)
         yield self.create_variable_message("provider", provider.name)
         yield self.create_variable_message("result_count", len(results))
         yield self.create_variable_message("notes", notes)
         yield self.create_json_message({"results": results, "provider": provider.name, "notes": notes})
-        yield self.create_text_message(web.summary(provider, query, results, notes))
+        yield self.create_text_message(sendable(web.summary(provider, query, results, notes)))
