@@ -13,9 +13,9 @@ import sys
 import time
 
 from bench.common import ROOT, print_table
-from gcite.app_host import AppHost, sample_services
-from gcite.dsl_build import PLUGIN_DSL
-from gcite.plugin_process import EndpointCall, PluginProcess
+from gcite.local.app_host import AppHost, sample_services
+from gcite.build.chatflows import PLUGIN_DSL
+from gcite.local.plugin_process import EndpointCall, PluginProcess
 from gcite.protocol import parse_sse
 
 STREAMS = 50

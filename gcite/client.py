@@ -204,7 +204,7 @@ def _lines(response: Any) -> Iterator[str]:
     """The body's lines: UTF-8, split at LF only (U+2028 and other Unicode line separators in the JSON are text)."""
     import requests
 
-    from gcite.llm import sse_lines
+    from gcite.local.llm import sse_lines
 
     try:
         yield from sse_lines(response.iter_content(chunk_size=None))
@@ -436,10 +436,10 @@ def usage_problem(args: Any) -> str | None:
 def local_events(query: str, roles: str, dsl: str | None) -> Iterator[Event]:
     """The chatflow run on the local runner (graphon), its raw Dify stream read like a Service API stream. `dsl` is
     the chatflow's text (default: dsl/gcite_chatflow.yml). Web search is answered by the local search server."""
-    from gcite.dify_rules import DifyRefusal
-    from gcite.dsl_build import PLUGIN_DSL
-    from gcite.runner import run_chatflow
-    from gcite.services import local_services
+    from gcite.local.dify_rules import DifyRefusal
+    from gcite.build.chatflows import PLUGIN_DSL
+    from gcite.local.runner import run_chatflow
+    from gcite.local.services import local_services
 
     def run(text: str) -> Iterator[dict[str, Any]]:
         try:
@@ -469,11 +469,11 @@ def sample_user_token(url: str, user: str) -> str:
 
 def local_chatflow(choice: str | None) -> str | None:
     """The text of the local run's chatflow (`plugin`, `code` or a path), checked as `gcite run` checks it; a
-    CliError of `gcite.__main__` when it is not a chatflow."""
+    CliError of `gcite.cli.main` when it is not a chatflow."""
     from pathlib import Path
 
-    from gcite.__main__ import load_chatflow
-    from gcite.demo import DSL_CHOICES
+    from gcite.cli.main import load_chatflow
+    from gcite.cli.demo import DSL_CHOICES
 
     if choice is None:
         return None
@@ -483,7 +483,7 @@ def local_chatflow(choice: str | None) -> str | None:
 def chat_command(args: Any, stdin: Any, stdout: Any, stderr: Any) -> int:
     import os
 
-    from gcite.__main__ import CliError
+    from gcite.cli.main import CliError
 
     problem = usage_problem(args)
     if problem:

@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from gcite import acl_admin
-from gcite.__main__ import main
-from gcite.dify_metadata import admits
-from gcite.prefilter import conditions_for_roles
+from gcite import acl as acl_admin
+from gcite.cli.main import main
+from gcite.local.dify_metadata import admits
+from gcite.build.prefilter import conditions_for_roles
 from nodes import filter_chunks
 from tests.conftest import ROOT
 from tests.knowledge_api import FakeDataset, KnowledgeApiServer

@@ -9,15 +9,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 
-from gcite import dsl_build
+from gcite.build import chatflows
 from gcite.client import CitedAnswer, parse_sse
-from gcite.llm import OpenAICompatibleModel
-from gcite.runner import GCITE_PLUGIN, Conversation, Services, run_chatflow, sse
-from gcite.services import start_local_services
+from gcite.local.llm import OpenAICompatibleModel
+from gcite.local.runner import GCITE_PLUGIN, Conversation, Services, run_chatflow, sse
+from gcite.local.services import start_local_services
 from nodes import merge_chunks, web_search_request
 from tests.conftest import ROOT
 
-DSLS = {"plugin": dsl_build.PLUGIN_DSL, "code": dsl_build.CODE_DSL}
+DSLS = {"plugin": chatflows.PLUGIN_DSL, "code": chatflows.CODE_DSL}
 TAVILY_KEY = "tvly-TEST-SECRET-7f3a9c"
 BOCHA_KEY = "bocha-TEST-SECRET-51e2d8"
 NODE_ID = re.compile(r"[a-zA-Z0-9_]{1,50}")
@@ -26,7 +26,7 @@ RESTRICTED_TEXT = "冷却塔风机在出水温度高于 32℃"  # only in the kn
 
 
 def dsl_text(kind: str, search_key: str = BOCHA_KEY) -> str:
-    return DSLS[kind].read_text(encoding="utf-8").replace(dsl_build.PLACEHOLDER_SEARCH_KEY, search_key)
+    return DSLS[kind].read_text(encoding="utf-8").replace(chatflows.PLACEHOLDER_SEARCH_KEY, search_key)
 
 
 def services(**kwargs) -> Services:
@@ -90,7 +90,7 @@ def test_an_empty_knowledge_base_and_no_web_results_give_the_insufficient_answer
     svc.close()
     assert events[-1]["event"] == "workflow_finished" and not any(e["event"] == "error" for e in events)
     assert finished(events, "merge")["outputs"]["chunk_count"] == 0
-    assert answer_of(events).startswith(dsl_build.INSUFFICIENT)
+    assert answer_of(events).startswith(chatflows.INSUFFICIENT)
     assert finished(events, "validate")["outputs"]["status"] == "insufficient_evidence"
 
 
@@ -241,7 +241,7 @@ def load(kind: str) -> dict:
 
 
 def test_the_committed_dsl_files_are_what_the_builder_generates():
-    for path, text in dsl_build.generated().items():
+    for path, text in chatflows.generated().items():
         assert path.read_text(encoding="utf-8") == text, f"{path.name} is stale: run `make dsl` (or `make package`)"
 
 
@@ -284,7 +284,7 @@ def test_plugin_dsl_depends_on_our_package_and_search_top_k_matches():
     document = load("plugin")
     packages = [d for d in document["dependencies"] if d["type"] == "package"]
     assert packages == [{"current_identifier": None, "type": "package",
-                         "value": {"plugin_unique_identifier": dsl_build.plugin_identifier(), "version": None}}]
+                         "value": {"plugin_unique_identifier": chatflows.plugin_identifier(), "version": None}}]
     nodes = {n["id"]: n["data"] for n in document["workflow"]["graph"]["nodes"]}
     assert nodes["merge"]["tool_configurations"]["max_web_results"] == nodes["web"]["tool_configurations"]["top_k"]
     for node_id in ("acl_filter", "web", "merge", "validate"):
@@ -378,7 +378,7 @@ def test_every_variable_reference_resolves_to_an_upstream_output(kind):
     ("code", ["--llm-base-url", "http://127.0.0.1:9"], "--llm-base-url needs --llm-model"),
 ])
 def test_run_command_reports_bad_input_clearly(tmp_path, dsl, extra, message):
-    from gcite.__main__ import main as cli
+    from gcite.cli.main import main as cli
     (tmp_path / "not_a_flow.yml").write_text("kind: app\n")
     (tmp_path / "no_start.yml").write_text("workflow:\n  graph:\n    nodes: []\n    edges: []\n")
     path = str(DSLS["code"]) if dsl == "code" else str(tmp_path / dsl)

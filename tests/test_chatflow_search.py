@@ -12,12 +12,13 @@ import pytest
 import requests
 import yaml
 
-from gcite import demo, dsl_build
-from gcite.__main__ import main as cli
-from gcite.runner import run_chatflow
-from gcite.search_server import ranked
-from gcite.services import local_services
-from gcite.web_search import TAVILY_OUTAGE, _corpus
+from gcite.cli import demo
+from gcite.build import chatflows
+from gcite.cli.main import main as cli
+from gcite.local.runner import run_chatflow
+from gcite.local.search_server import ranked
+from gcite.local.services import local_services
+from gcite.local.web_search import TAVILY_OUTAGE, _corpus
 from nodes import merge_chunks
 from tests.conftest import ROOT
 
@@ -28,7 +29,7 @@ def finished(events: list[dict], node_id: str) -> dict:
     return next(e["data"] for e in events if e["event"] == "node_finished" and e["data"]["node_id"] == node_id)
 
 
-def expected_urls(query: str, count: int = dsl_build.SEARCH_TOP_K) -> list[str]:
+def expected_urls(query: str, count: int = chatflows.SEARCH_TOP_K) -> list[str]:
     """The local server's ranking, asked directly: what every search of the runner must show."""
     return [page["url"] for _, page in ranked(list(_corpus()), query, count, None, datetime.date.today())]
 
@@ -39,7 +40,7 @@ def web_of(events: list[dict]) -> list[dict]:
 
 # --- the generated files --------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path", [dsl_build.PLUGIN_DSL, dsl_build.DSL_DIR / "gcite_chatflow.en.yml"])
+@pytest.mark.parametrize("path", [chatflows.PLUGIN_DSL, chatflows.DSL_DIR / "gcite_chatflow.en.yml"])
 def test_the_plugin_chatflow_searches_with_our_web_search_tool(path):
     document = yaml.safe_load(path.read_text(encoding="utf-8"))
     nodes = {n["id"]: n["data"] for n in document["workflow"]["graph"]["nodes"]}
@@ -48,7 +49,7 @@ def test_the_plugin_chatflow_searches_with_our_web_search_tool(path):
     assert (web["provider_id"], web["tool_name"], web["plugin_unique_identifier"]) == ("gcite/gcite/gcite",
                                                                                        "web_search", ours)
     assert web["tool_configurations"] == {"provider": "auto", "top_k": merge["tool_configurations"]["max_web_results"],
-                                          "timeout_seconds": dsl_build.SEARCH_TIMEOUT_SECONDS}
+                                          "timeout_seconds": chatflows.SEARCH_TIMEOUT_SECONDS}
     assert web["tool_parameters"] == {"query": {"type": "mixed", "value": "{{#sys.query#}}"},
                                       "freshness": {"type": "constant", "value": "any"}}
     assert web["error_strategy"] == "default-value"
@@ -61,28 +62,28 @@ def test_the_plugin_chatflow_searches_with_our_web_search_tool(path):
         assert declared[name]["form"] == "llm", name
     marketplace = [d["value"]["marketplace_plugin_unique_identifier"] for d in document["dependencies"]
                    if d["type"] == "marketplace"]
-    assert marketplace == [dsl_build.OPENAI]  # no Tavily: one plugin serves the whole flow
+    assert marketplace == [chatflows.OPENAI]  # no Tavily: one plugin serves the whole flow
 
 
 def test_the_tavily_variant_keeps_the_official_tool_and_its_dependency():
-    document = yaml.safe_load(dsl_build.chatflow_text(dsl_build.Variant(search="tavily")))
+    document = yaml.safe_load(chatflows.chatflow_text(chatflows.Variant(search="tavily")))
     nodes = {n["id"]: n["data"] for n in document["workflow"]["graph"]["nodes"]}
     assert (nodes["web"]["provider_id"], nodes["web"]["tool_name"]) == ("langgenius/tavily/tavily", "tavily_search")
     assert nodes["web"]["tool_configurations"]["max_results"] == nodes["merge"]["tool_configurations"]["max_web_results"]
     assert nodes["web"]["error_strategy"] == "default-value"
     marketplace = [d["value"]["marketplace_plugin_unique_identifier"] for d in document["dependencies"]
                    if d["type"] == "marketplace"]
-    assert marketplace == [dsl_build.TAVILY, dsl_build.OPENAI]
+    assert marketplace == [chatflows.TAVILY, chatflows.OPENAI]
     with pytest.raises(ValueError, match="search: 'bing' is not one of gcite, tavily"):
-        dsl_build.Variant(search="bing")
+        chatflows.Variant(search="bing")
     with pytest.raises(ValueError, match="search: the Code-node chatflow"):
-        dsl_build.Variant(plugin=False, search="tavily")
+        chatflows.Variant(plugin=False, search="tavily")
 
 
 def test_build_dsl_search_option_writes_the_tavily_variant(tmp_path, capsys):
     assert cli(["build-dsl", "--search", "tavily", "--lang", "en", "--out", str(tmp_path)]) == 0
     written = (tmp_path / "gcite_chatflow.en.yml").read_text(encoding="utf-8")
-    assert written == dsl_build.chatflow_text(dsl_build.Variant(lang="en", search="tavily"))
+    assert written == chatflows.chatflow_text(chatflows.Variant(lang="en", search="tavily"))
     assert "tool_name: tavily_search" in written
     assert cli(["build-dsl", "--search", "tavily"]) == 2
     assert "--search needs --out DIR" in capsys.readouterr().err
@@ -104,15 +105,15 @@ def test_the_demo_shows_web_results_that_depend_on_the_question():
 
 def test_the_web_search_tool_feeds_the_merge_node_with_nothing_lost():
     with local_services() as services:
-        events = list(run_chatflow(dsl_build.PLUGIN_DSL.read_text(encoding="utf-8"), PATROL,
+        events = list(run_chatflow(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), PATROL,
                                    {"user_roles": "物业经理"}, services))
         asked = services.search_server.requests
-    assert [r["body"]["count"] for r in asked if r["path"] == "/v1/web-search"] == [dsl_build.SEARCH_TOP_K]
+    assert [r["body"]["count"] for r in asked if r["path"] == "/v1/web-search"] == [chatflows.SEARCH_TOP_K]
     web = finished(events, "web")
     assert web["status"] == "succeeded"
     results = web["outputs"]["json"][0]["results"]
     assert [r["url"] for r in results] == expected_urls(PATROL)
-    expected = merge_chunks.main([], [{"results": results}], max_web_results=dsl_build.SEARCH_TOP_K)
+    expected = merge_chunks.main([], [{"results": results}], max_web_results=chatflows.SEARCH_TOP_K)
     chunks = web_of(events)
     def without_id(items):
         return [{k: v for k, v in c.items() if k != "id"} for c in items]
@@ -128,7 +129,7 @@ def test_the_web_search_tool_feeds_the_merge_node_with_nothing_lost():
 
 def test_web_search_fails_refuses_the_key_and_the_answer_falls_back_to_the_knowledge_base():
     with local_services(web_search_fails=True) as services:
-        events = list(run_chatflow(dsl_build.PLUGIN_DSL.read_text(encoding="utf-8"), PATROL,
+        events = list(run_chatflow(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), PATROL,
                                    {"user_roles": "物业经理"}, services))
         asked = [r["path"] for r in services.search_server.requests]
     assert asked == ["/v1/web-search"]  # the server was asked, and refused the key
@@ -148,7 +149,7 @@ def test_web_search_fails_refuses_the_key_and_the_answer_falls_back_to_the_knowl
 
 def test_the_code_chatflow_web_results_come_from_the_same_ranking():
     with local_services() as services:
-        text = dsl_build.CODE_DSL.read_text(encoding="utf-8")
+        text = chatflows.CODE_DSL.read_text(encoding="utf-8")
         urls = {query: [c["url"] for c in web_of(list(run_chatflow(text, query, {"user_roles": "前台"}, services)))]
                 for query in (PATROL, MEETING)}
     for query, shown in urls.items():
@@ -158,7 +159,7 @@ def test_the_code_chatflow_web_results_come_from_the_same_ranking():
 
 def test_the_code_chatflow_search_is_refused_with_web_search_fails():
     with local_services(web_search_fails=True) as services:
-        events = list(run_chatflow(dsl_build.CODE_DSL.read_text(encoding="utf-8"), PATROL,
+        events = list(run_chatflow(chatflows.CODE_DSL.read_text(encoding="utf-8"), PATROL,
                                    {"user_roles": "前台"}, services))
     web = finished(events, "web")
     assert web["status"] == "exception" and "401" in web["error"]
@@ -170,7 +171,7 @@ def test_the_code_chatflow_search_is_refused_with_web_search_fails():
 
 def test_the_tavily_variant_reproduces_the_official_tools_failure_and_falls_back():
     with local_services(web_search_fails=True) as services:
-        events = list(run_chatflow(dsl_build.chatflow_text(dsl_build.Variant(search="tavily")), PATROL,
+        events = list(run_chatflow(chatflows.chatflow_text(chatflows.Variant(search="tavily")), PATROL,
                                    {"user_roles": "物业经理"}, services))
     web = finished(events, "web")
     assert web["status"] == "succeeded" and web["error"] is None  # the official tool reports failures as text
@@ -189,10 +190,10 @@ def test_web_text_is_wired_in_the_tavily_variant_only():
         document = yaml.safe_load(text)
         return next(n["data"]["tool_parameters"] for n in document["workflow"]["graph"]["nodes"] if n["id"] == "merge")
 
-    assert merge_inputs(dsl_build.chatflow_text(dsl_build.Variant(search="tavily")))["web_text"] == {
+    assert merge_inputs(chatflows.chatflow_text(chatflows.Variant(search="tavily")))["web_text"] == {
         "type": "mixed", "value": "{{#web.text#}}"}
     # our web_search fails the node on an error (its default text is empty); its text on success is a summary
-    assert "web_text" not in merge_inputs(dsl_build.PLUGIN_DSL.read_text(encoding="utf-8"))
+    assert "web_text" not in merge_inputs(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"))
 
 
 
@@ -217,5 +218,5 @@ def test_no_thread_outlives_the_services():
         answer = session.post(server.base_url + "/v1/web-search", json={"query": PATROL},
                               headers={"Authorization": f"Bearer {server.api_key}"}, timeout=10)
         assert answer.status_code == 200 and answer.headers["Connection"] == "close"
-        list(run_chatflow(dsl_build.PLUGIN_DSL.read_text(encoding="utf-8"), MEETING, {"user_roles": "前台"}, services))
+        list(run_chatflow(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), MEETING, {"user_roles": "前台"}, services))
     assert lingering_threads() == []

@@ -5,8 +5,8 @@ import sys
 import pytest
 import yaml
 
-from gcite.__main__ import main
-from gcite.prefilter import conditions_for_roles, templated_conditions
+from gcite.cli.main import main
+from gcite.build.prefilter import conditions_for_roles, templated_conditions
 from tests.conftest import ROOT
 
 
@@ -36,7 +36,7 @@ def parsers():
     """Every parser of the CLI (the top one, each command's, each sub-command's) with its name."""
     import argparse
 
-    from gcite.__main__ import build_parser
+    from gcite.cli.main import build_parser
     todo, found = [("python -m gcite", build_parser())], []
     while todo:
         name, parser = todo.pop()
@@ -180,9 +180,9 @@ def test_build_dsl_defaults_reproduce_the_committed_files(tmp_path, capsys):
 
 
 def test_build_dsl_with_more_slots_a_language_and_a_persona(tmp_path, capsys):
-    from gcite.dsl_build import condition_count
-    from gcite.runner import Services, run_chatflow
-    from gcite.web_search import SampleSearchHttpClient
+    from gcite.build.chatflows import condition_count
+    from gcite.local.runner import Services, run_chatflow
+    from gcite.local.web_search import SampleSearchHttpClient
     from nodes import acl_prefilter
 
     persona = "You are Ada, the help desk assistant of Example Ltd."
@@ -334,7 +334,7 @@ def test_run_on_an_unknown_node_type_is_one_line(tmp_path, capsys):
 
 
 def test_demo_shows_no_role_the_same_way_for_an_empty_list_and_a_lone_delimiter(capsys):
-    from gcite.demo import shown_roles
+    from gcite.cli.demo import shown_roles
 
     assert shown_roles("") == shown_roles(",") == shown_roles(" ， ;") == "(none)"
     assert shown_roles("前台, 物业经理") == "前台, 物业经理"
@@ -346,7 +346,7 @@ def test_demo_shows_no_role_the_same_way_for_an_empty_list_and_a_lone_delimiter(
 def test_acl_messages_count_in_the_right_number_and_give_the_field_default():
     from types import SimpleNamespace
 
-    from gcite import acl_admin
+    from gcite import acl as acl_admin
 
     assert acl_admin.attempts(1) == "1 attempt" and acl_admin.attempts(3) == "3 attempts"
     one = acl_admin.Report(rows=[SimpleNamespace(found=SimpleNamespace(status="ok"))])

@@ -9,11 +9,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from gcite import client, protocol
-from gcite.__main__ import main as gcite_main
+from gcite.cli.main import main as gcite_main
 from gcite.client import Cite, Done, Error, Ready, Replace, Sources, Text
-from gcite.dsl_build import PLUGIN_DSL
-from gcite.runner import run_chatflow, sse
-from gcite.services import local_services
+from gcite.build.chatflows import PLUGIN_DSL
+from gcite.local.runner import run_chatflow, sse
+from gcite.local.services import local_services
 
 QUERY = "巡更时发现异常怎么上报？"
 SOURCE = {"id": "4", "source_type": "web", "document_title": "标题", "display_subtitle": "example.com",
@@ -280,7 +280,7 @@ def test_chat_local_run_keeps_the_engine_log_off_stderr(monkeypatch):
         raise RuntimeError("the engine broke")
         yield  # pragma: no cover - a generator
 
-    monkeypatch.setattr("gcite.runner.run_chatflow", failing)
+    monkeypatch.setattr("gcite.local.runner.run_chatflow", failing)
     assert one_error_line(["chat", "q"]) == "error: RuntimeError: the engine broke"
     code, _, err = run_cli(["chat", "q", "--verbose"])
     assert code == 2 and "[graphon.test] ERROR: engine trouble" in err and err.endswith("error: RuntimeError: the engine broke\n")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from gcite.__main__ import build_parser
+from gcite.cli.main import build_parser
 from gcite.protocol import EVENTS
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from gcite.app_host import AppHost, sample_services
-from gcite.dsl_build import CODE_DSL, PLUGIN_DSL
-from gcite.knowledge import load_json
-from gcite.plugin_process import PluginProcess
+from gcite.local.app_host import AppHost, sample_services
+from gcite.build.chatflows import CODE_DSL, PLUGIN_DSL
+from gcite.local.knowledge import load_json
+from gcite.local.plugin_process import PluginProcess
 from nodes.filter_chunks import parse_roles
 from tests.conftest import ROOT
 from tests.test_endpoint_support import (ORIGIN, SECRET, SETTINGS, Canned, answer_text, assert_protocol, chunk,

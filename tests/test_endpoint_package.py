@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gcite.package import build, collect_files, package_entries, validate
-from gcite.plugin_process import PluginProcess
+from gcite.build.package import build, collect_files, package_entries, validate
+from gcite.local.plugin_process import PluginProcess
 from tests.conftest import ROOT
 from tests.package_env import package_python, unpack
 from tests.test_endpoint_support import Canned, answer_text, assert_protocol, chunk, dify_stream, events_of, post, token
@@ -105,7 +105,7 @@ def test_broken_declarations_are_reported_like_the_daemon_would(tree, breakage, 
 
 def test_the_package_command_refuses_a_broken_endpoint(tree, tmp_path):
     edit_yaml(tree / "endpoints/chat.yaml", lambda d: d.update(method="PATCH"))
-    from gcite.package import PackageError
+    from gcite.build.package import PackageError
     with pytest.raises(PackageError) as raised:
         build(tree, tmp_path / "dist")
     assert any("PATCH" in p for p in raised.value.problems)

@@ -11,7 +11,7 @@ from typing import Any
 
 import jwt
 
-from gcite.plugin_process import EndpointCall, PluginProcess
+from gcite.local.plugin_process import EndpointCall, PluginProcess
 from gcite.protocol import (CITATION_KEYS, DONE_KEYS, EVENTS, OPEN_COMMENT, SOURCE_KEYS, SUPPORT_CITATION_KEYS,
                             SUPPORT_DONE_KEYS, parse_sse, safe_url)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from gcite.plugin_process import PluginProcess, Session
+from gcite.local.plugin_process import PluginProcess, Session
 from tests.conftest import ROOT
 
 MB = 1024 * 1024

@@ -5,10 +5,10 @@ import re
 import pytest
 import yaml
 
-from gcite import dsl_build
-from gcite.llm import ExtractiveModel
-from gcite.runner import Services, run_chatflow
-from gcite.web_search import SampleSearchHttpClient
+from gcite.build import chatflows
+from gcite.local.llm import ExtractiveModel
+from gcite.local.runner import Services, run_chatflow
+from gcite.local.web_search import SampleSearchHttpClient
 from nodes import validate_citations
 
 REFUSAL_ZH = "根据现有资料无法确定"  # the phrases every part of G-Cite agrees on
@@ -30,7 +30,7 @@ ENGLISH_KB = {"dataset_id": "ds-en", "dataset_name": "Office handbook", "documen
 
 
 def load(variant: str) -> dict:
-    return yaml.safe_load((dsl_build.DSL_DIR / VARIANTS[variant]).read_text(encoding="utf-8"))
+    return yaml.safe_load((chatflows.DSL_DIR / VARIANTS[variant]).read_text(encoding="utf-8"))
 
 
 def nodes(document: dict) -> dict[str, dict]:
@@ -49,8 +49,8 @@ def validator_phrases(document: dict) -> str:
 # --- the files ---------------------------------------------------------------------------------------------
 
 def test_the_default_build_writes_both_languages_of_both_chatflows():
-    assert sorted(p.name for p in dsl_build.generated()) == sorted(VARIANTS.values())
-    assert sorted(p.name for p in dsl_build.DSL_DIR.glob("*.yml")) == sorted(VARIANTS.values())
+    assert sorted(p.name for p in chatflows.generated()) == sorted(VARIANTS.values())
+    assert sorted(p.name for p in chatflows.DSL_DIR.glob("*.yml")) == sorted(VARIANTS.values())
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
@@ -72,7 +72,7 @@ def test_prompt_labels_and_refusal_phrase_are_in_the_variants_language(variant):
     else:
         assert CJK.search(prompt) and all(CJK.search(text) for text in labels if text not in ("LLM",))
     assert "欧爪宝" not in prompt and "楼" not in prompt  # a neutral persona, no one building's assistant
-    persona = dsl_build.TEXT["en" if english else "zh"]["persona"]
+    persona = chatflows.TEXT["en" if english else "zh"]["persona"]
     assert prompt.split("\n")[1] == persona  # the first line under the role heading: the line to replace
 
 
@@ -90,7 +90,7 @@ def test_variants_differ_only_in_language_not_in_the_graph():
 # --- run on the runner ---------------------------------------------------------------------------------------
 
 def run(variant: str, query: str, svc: Services, roles: str = "") -> list[dict]:
-    text = (dsl_build.DSL_DIR / VARIANTS[variant]).read_text(encoding="utf-8")
+    text = (chatflows.DSL_DIR / VARIANTS[variant]).read_text(encoding="utf-8")
     try:
         return list(run_chatflow(text, query, {"user_roles": roles}, svc))
     finally:
@@ -151,7 +151,7 @@ USER_DOCS = ["README.md", "README.zh-CN.md", "plugin_readme/README.md", "plugin_
 
 @pytest.mark.parametrize("name", USER_DOCS + sorted(VARIANTS.values()))
 def test_user_facing_text_refers_to_no_document_users_do_not_have(name):
-    path = dsl_build.DSL_DIR / name if name.endswith(".yml") else dsl_build.ROOT / name
+    path = chatflows.DSL_DIR / name if name.endswith(".yml") else chatflows.ROOT / name
     text = path.read_text(encoding="utf-8")
     if name.endswith(".yml"):  # the DSL's own words: labels, descriptions and the prompt, not the embedded node code
         document = yaml.safe_load(text)
@@ -163,7 +163,7 @@ def test_user_facing_text_refers_to_no_document_users_do_not_have(name):
 
 
 def test_the_chinese_readme_is_linked_from_the_top_and_covers_what_a_user_does():
-    root = dsl_build.ROOT
+    root = chatflows.ROOT
     english = (root / "README.md").read_text(encoding="utf-8")
     chinese = (root / "README.zh-CN.md").read_text(encoding="utf-8")
     assert "[简体中文](README.zh-CN.md)" in english.split("\n## ")[0]

@@ -15,9 +15,9 @@ import pytest
 import requests
 import yaml
 
-from gcite.package import (PackageError, build, checksum, collect_files, identifier_of_package, package_entries,
+from gcite.build.package import (PackageError, build, checksum, collect_files, identifier_of_package, package_entries,
                            plugin_references, source_of, update_dsl_dependencies)
-from gcite.plugin_process import PluginProcess
+from gcite.local.plugin_process import PluginProcess
 from nodes import filter_chunks, merge_chunks, validate_citations
 from tests.conftest import ROOT
 from tests.fixtures.web_shapes import WEB_SHAPES
@@ -194,7 +194,7 @@ def test_a_good_copy_builds(tmp_path):
 def test_cli_reports_problems_and_exits_non_zero(tmp_path):
     root = plugin_copy(tmp_path)
     edit_yaml(root / "manifest.yaml", lambda m: m.update(author="Bad Author"))
-    script = ("import sys; from pathlib import Path; import gcite, gcite.__main__ as m; "
+    script = ("import sys; from pathlib import Path; import gcite, gcite.cli.main as m; "
               f"gcite.ROOT = Path({str(root)!r}); sys.exit(m.main(['package', '--no-dsl-update']))")
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
@@ -322,7 +322,7 @@ def test_serverless_mode_health_and_invoke(unpacked, python):
 
 
 def test_packaged_files_that_git_does_not_track_are_reported(tmp_path):
-    from gcite.__main__ import untracked
+    from gcite.cli.main import untracked
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     (tmp_path / "kept.py").write_text("x")
     (tmp_path / "stray.txt").write_text("y")

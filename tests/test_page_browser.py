@@ -17,10 +17,10 @@ import pytest
 import requests
 
 from gcite import ROOT
-from gcite.dsl_build import PLUGIN_DSL
-from gcite.knowledge import load_json
-from gcite.runner import run_chatflow
-from gcite.services import local_services
+from gcite.build.chatflows import PLUGIN_DSL
+from gcite.local.knowledge import load_json
+from gcite.local.runner import run_chatflow
+from gcite.local.services import local_services
 from nodes.validate_citations import main as validate
 
 CHROMIUM = "/usr/bin/chromium"

@@ -3,8 +3,8 @@ import re
 import pytest
 import yaml
 
-from gcite.models import UnifiedChunk, json_schema_of
-from gcite.schema_sync import ITEM_SCHEMAS, with_item_schema
+from gcite.build.models import UnifiedChunk, json_schema_of
+from gcite.build.schema import ITEM_SCHEMAS, with_item_schema
 from nodes import merge_chunks
 from tests import sdk
 from tests.conftest import ROOT
@@ -152,7 +152,7 @@ def test_validate_tool_raises_naming_the_parameter(reg):
 
 
 def test_validate_outputs_validate_as_citations():
-    from gcite.models import Citation
+    from gcite.build.models import Citation
     from nodes import validate_citations
     result = validate_citations.main("a[C:1] b[C:2]", merge_chunks.main(RAG, WEB_SHAPES["bocha_raw"][0])["chunk_metadata"])
     assert len(result["citations"]) == 2

@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gcite.dify_metadata import admits
-from gcite.prefilter import ROLE_CLAUSES, conditions_for_roles, templated_conditions
+from gcite.local.dify_metadata import admits
+from gcite.build.prefilter import ROLE_CLAUSES, conditions_for_roles, templated_conditions
 from nodes import acl_prefilter, filter_chunks
 
 FIELD = "access_roles"
@@ -153,7 +153,7 @@ def test_every_role_clause_is_safe_on_conventional_values():
             assert not admits(one, {FIELD: "," + ",".join(stored) + ","}), (op, template, stored)
 
 
-# --- Dify's semantics, as gcite.dify_metadata models them -------------------------------------------------
+# --- Dify's semantics, as gcite.local.dify_metadata models them -------------------------------------------------
 
 def cond(op, value, logical="or"):
     return {"logical_operator": logical, "conditions": [{"name": "f", "comparison_operator": op, "value": value}]}

@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 
 import endpoints.chat_protocol as chat_protocol
 from gcite import protocol
-from gcite.app_host import sample_services
-from gcite.dsl_build import CODE_DSL, PLUGIN_DSL
+from gcite.local.app_host import sample_services
+from gcite.build.chatflows import CODE_DSL, PLUGIN_DSL
 from gcite.protocol import (SOURCE_KEYS, ProtocolError, Translator, parse_sse, safe_url, source_of, sse, translate)
-from gcite.runner import run_chatflow
+from gcite.local.runner import run_chatflow
 from nodes import validate_citations
 from tests.test_endpoint_support import answer_text, assert_protocol, chunk, dify_stream, envelope, node
 

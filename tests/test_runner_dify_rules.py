@@ -7,12 +7,12 @@ import uuid
 import pytest
 import yaml
 
-from gcite import dsl_build
-from gcite.dify_rules import DifyRefusal, code_settings, is_postgres_uuid
-from gcite.runner import Services, run_chatflow
+from gcite.build import chatflows
+from gcite.local.dify_rules import DifyRefusal, code_settings, is_postgres_uuid
+from gcite.local.runner import Services, run_chatflow
 from tests.runner_dsl import minimal_dsl, text_input
 
-DSLS = {"plugin": dsl_build.PLUGIN_DSL, "code": dsl_build.CODE_DSL}
+DSLS = {"plugin": chatflows.PLUGIN_DSL, "code": chatflows.CODE_DSL}
 
 
 def run(text: str, query: str = "q", inputs: dict | None = None, **services) -> list[dict]:
@@ -41,7 +41,7 @@ def test_both_shipped_dsls_use_uuid_variable_ids_that_are_stable(kind):
     for value in committed:
         assert str(uuid.UUID(value)) == value  # canonical, lower-case, hyphenated
     assert len(set(committed)) == len(committed)
-    first, second = dsl_build.generated(), dsl_build.generated()
+    first, second = chatflows.generated(), chatflows.generated()
     assert variable_ids(first[DSLS[kind]]) == variable_ids(second[DSLS[kind]]) == committed  # derived, not random
 
 
@@ -66,7 +66,7 @@ def test_the_uuid_check_takes_what_postgresql_takes():
 
 
 def test_the_cli_refuses_a_non_uuid_variable_id_in_one_line(tmp_path, capsys):
-    from gcite.__main__ import main as cli
+    from gcite.cli.main import main as cli
     text = DSLS["plugin"].read_text(encoding="utf-8")
     (tmp_path / "bad.yml").write_text(text.replace(variable_ids(text)[0], "gcite-history"), encoding="utf-8")
     assert cli(["run", str(tmp_path / "bad.yml"), "--query", "q"]) == 2

@@ -12,15 +12,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from gcite import dsl_build
-from gcite.__main__ import main as cli
-from gcite.dify_rules import DifyRefusal
-from gcite.llm import OpenAICompatibleModel, sse_lines
-from gcite.runner import Services, run_chatflow
+from gcite.build import chatflows
+from gcite.cli.main import main as cli
+from gcite.local.dify_rules import DifyRefusal
+from gcite.local.llm import OpenAICompatibleModel, sse_lines
+from gcite.local.runner import Services, run_chatflow
 from tests.conftest import ROOT
 from tests.runner_dsl import minimal_dsl
 
-CODE_DSL = str(dsl_build.CODE_DSL)
+CODE_DSL = str(chatflows.CODE_DSL)
 
 
 def cli_run(*args: str) -> tuple[int, str, str]:
@@ -73,7 +73,7 @@ def test_a_huge_query_runs_through_a_code_node(tmp_path):
     """The code DSL's web_body Code node takes the query: 200 KB of it is over argv's 128 KiB."""
     svc = Services()
     try:
-        events = list(run_chatflow(dsl_build.CODE_DSL.read_text(encoding="utf-8"), "会议室怎么预约？" + "预" * 200_000,
+        events = list(run_chatflow(chatflows.CODE_DSL.read_text(encoding="utf-8"), "会议室怎么预约？" + "预" * 200_000,
                                    {"user_roles": "前台"}, svc))
     finally:
         svc.close()
@@ -117,7 +117,7 @@ def run_with_llm_sending(chunks: list[bytes]) -> list[dict]:
         svc = Services(llm=OpenAICompatibleModel(f"http://127.0.0.1:{server.server_port}/v1", "m", "k"),
                        tool_credentials={"langgenius/tavily:": {"tavily_api_key": "tvly-TEST"}})
         try:
-            return list(run_chatflow(dsl_build.PLUGIN_DSL.read_text(encoding="utf-8"), "会议室怎么预约？",
+            return list(run_chatflow(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), "会议室怎么预约？",
                                      {"user_roles": "前台"}, svc))
         finally:
             svc.close()

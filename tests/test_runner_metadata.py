@@ -4,10 +4,10 @@ what operators' data looks like: a JSON-null ACL, a blank ACL and an ACL outside
 
 import pytest
 
-from gcite import dsl_build
-from gcite.dify_metadata import admits, field_text
-from gcite.knowledge import load_json
-from gcite.runner import Services, run_chatflow, sse
+from gcite.build import chatflows
+from gcite.local.dify_metadata import admits, field_text
+from gcite.local.knowledge import load_json
+from gcite.local.runner import Services, run_chatflow, sse
 
 OPERATORS = [("contains", ""), ("contains", "x"), ("not contains", "x"), ("start with", ""), ("end with", ""),
              ("is", ""), ("is", "x"), ("is not", "x"), ("is", 0), ("is not", 0), ("=", 0), ("≠", 0),
@@ -63,7 +63,7 @@ def retrievals():
         for roles in ("物业经理", "前台", "保安"):
             records: list[dict] = []
             svc.retrieval_log = records.append
-            events = run_chatflow(dsl_build.PLUGIN_DSL.read_text(encoding="utf-8"), "电梯困人和停车场临时停放怎么处理",
+            events = run_chatflow(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), "电梯困人和停车场临时停放怎么处理",
                                   {"user_roles": roles}, svc)
             streams[roles] = "".join(sse(e) for e in events)
             seen[roles] = records[0]

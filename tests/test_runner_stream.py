@@ -8,11 +8,11 @@ import uuid
 
 import pytest
 
-from gcite import dsl_build
-from gcite.llm import ExtractiveModel
-from gcite.runner import Conversation, Services, run_chatflow, sse
-from gcite.services import local_services
-from gcite.web_search import TAVILY_OUTAGE, tavily_messages
+from gcite.build import chatflows
+from gcite.local.llm import ExtractiveModel
+from gcite.local.runner import Conversation, Services, run_chatflow, sse
+from gcite.local.services import local_services
+from gcite.local.web_search import TAVILY_OUTAGE, tavily_messages
 from tests.runner_dsl import minimal_dsl
 
 TAVILY = {"langgenius/tavily:": {"tavily_api_key": "tvly-TEST"}}
@@ -35,7 +35,7 @@ def turn():
     """One turn of the plugin chatflow with the runner's local services (its web_search asks the local server)."""
     conversation = Conversation(user="alice")
     with local_services() as svc:
-        events = list(run_chatflow(dsl_build.PLUGIN_DSL.read_text(encoding="utf-8"), "巡更时发现异常怎么上报？",
+        events = list(run_chatflow(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), "巡更时发现异常怎么上报？",
                                    {"user_roles": "物业经理"}, svc, conversation))
     return events, conversation
 
@@ -43,7 +43,7 @@ def turn():
 @pytest.fixture(scope="module")
 def tavily_dsl():
     """The plugin chatflow generated with the official Tavily plugin's search (`build-dsl --search tavily`)."""
-    return dsl_build.chatflow_text(dsl_build.Variant(search="tavily"))
+    return chatflows.chatflow_text(chatflows.Variant(search="tavily"))
 
 
 def test_the_order_is_difys(turn):
@@ -146,7 +146,7 @@ class SlowModel(ExtractiveModel):
 
 def test_pings_keep_coming_while_the_stream_waits():
     with local_services(llm=SlowModel()) as svc:
-        events = list(run_chatflow(dsl_build.PLUGIN_DSL.read_text(encoding="utf-8"), "会议室怎么预约？",
+        events = list(run_chatflow(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), "会议室怎么预约？",
                                    {"user_roles": "前台"}, svc, ping_interval=0.2))
     kinds = [e["event"] for e in events]
     llm_started = next(i for i, e in enumerate(events) if e["event"] == "node_started" and e["data"]["node_id"] == "llm")
@@ -214,10 +214,10 @@ def test_verbose_prints_what_the_local_retrieval_admitted_on_stderr_only():
     import contextlib
     import io
 
-    from gcite.__main__ import main as cli
+    from gcite.cli.main import main as cli
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        assert cli(["run", str(dsl_build.CODE_DSL), "--query", "访客登记", "--inputs", '{"user_roles": "前台"}',
+        assert cli(["run", str(chatflows.CODE_DSL), "--query", "访客登记", "--inputs", '{"user_roles": "前台"}',
                     "--verbose"]) == 0
     lines = err.getvalue().splitlines()
     assert len(lines) == 1 and lines[0].startswith("[verbose] kr: admitted ")

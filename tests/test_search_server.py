@@ -1,4 +1,4 @@
-"""The local search provider (gcite/search_server.py) and the web_search tool run through the SDK against it."""
+"""The local search provider (gcite/local/search_server.py) and the web_search tool run through the SDK against it."""
 
 import datetime
 import json
@@ -8,7 +8,7 @@ from unittest.mock import MagicMock
 import pytest
 import requests
 
-from gcite.search_server import API_KEY, SearchServer
+from gcite.local.search_server import API_KEY, SearchServer
 from nodes import merge_chunks
 from tests import sdk
 from tools import web_search_providers as web
@@ -194,7 +194,7 @@ def test_the_plugin_process_over_stdio_searches_the_local_server(server):
     """As the daemon (and the local runner) run it: `python -m main`, credentials in the invoke_tool request."""
     import sys
 
-    from gcite.plugin_process import PluginProcess
+    from gcite.local.plugin_process import PluginProcess
     from tests.conftest import ROOT
 
     with PluginProcess(ROOT, sys.executable) as plugin, SearchServer(fail=True) as failing, \

@@ -10,7 +10,7 @@ import pytest
 import requests
 
 from gcite import ROOT
-from gcite.serve import SAMPLE_USERS, LocalDify
+from gcite.local.serve import SAMPLE_USERS, LocalDify
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +109,7 @@ def test_gcite_chat_cli_against_serve(local):
     (["--dsl", "{tmp}/bad.json"], "error: {tmp}/bad.json: not a YAML file ("),
 ])
 def test_serve_refuses_bad_options_in_one_line(argv, message, tmp_path, capsys):
-    from gcite.__main__ import main
+    from gcite.cli.main import main
 
     (tmp_path / "bad.json").write_text("{bad\n")
     (tmp_path / "list.json").write_text("[1]")
@@ -123,8 +123,8 @@ def test_serve_refuses_bad_options_in_one_line(argv, message, tmp_path, capsys):
 def test_serve_takes_plugin_or_code_for_dsl():
     from argparse import Namespace
 
-    from gcite.serve import usage_problem
+    from gcite.local.serve import usage_problem
 
     args = Namespace(port=0, llm_base_url=None, llm_model=None, pace=None, fail_on=None, dsl="code",
-                     knowledge_base=str(ROOT / "gcite" / "samples" / "knowledge_base.json"))
+                     knowledge_base=str(ROOT / "gcite" / "local" / "samples" / "knowledge_base.json"))
     assert usage_problem(args) is None and args.dsl == str(ROOT / "dsl" / "gcite_chatflow_code.yml")

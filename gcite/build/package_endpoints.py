@@ -1,6 +1,6 @@
 """The plugin's endpoint declarations, checked as the daemon (and the SDK that runs them) check them.
 
-Called from `gcite.package.validate`; returns one message per problem. Sources:
+Called from `gcite.build.package.validate`; returns one message per problem. Sources:
 - daemon `pkg/plugin_packager/decoder/helper.go`: each `plugins.endpoints` file is an endpoint group; a scalar
   entry of its `endpoints` is a file holding one endpoint declaration, a mapping an inline declaration; only the
   last group is kept, so more than one is a mistake;
@@ -32,7 +32,7 @@ MAX_ENTRY = 128
 
 
 def _load(root: Path, relative: str, problems: list[str]) -> dict[str, Any] | None:
-    from gcite.package import load_yaml  # package.py calls this module from its validate()
+    from gcite.build.package import load_yaml  # package.py calls this module from its validate()
 
     return load_yaml(root, relative, problems)
 
@@ -144,7 +144,7 @@ def endpoint_problems(root: Path, manifest: dict[str, Any], packaged: set[str]) 
     """Every problem of the manifest's endpoint groups and their declarations (empty when there are none)."""
     from dify_plugin.entities.endpoint import EndpointConfiguration, EndpointProviderConfiguration
 
-    from gcite.package import sdk_problems
+    from gcite.build.package import sdk_problems
 
     groups = (manifest.get("plugins") or {}).get("endpoints") or []
     if not groups:

@@ -2,7 +2,7 @@
 
 `python -m gcite run`, the demo, the endpoint's app host and `gcite serve` all run chatflows with these services:
 the LLM (the extractive stand-in, or an OpenAI-compatible endpoint), the local provider server
-(`gcite.search_server`, on 127.0.0.1) that G-Cite's `web_search` tool calls through its base-URL credentials, the
+(`gcite.local.search_server`, on 127.0.0.1) that G-Cite's `web_search` tool calls through its base-URL credentials, the
 same corpus behind the official Tavily tool and the Code-node chatflow's Bocha HTTP node, and the plugin process
 for G-Cite's own tools.
 
@@ -16,10 +16,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from gcite.llm import ExtractiveModel, OpenAICompatibleModel
-from gcite.runner import GCITE_PLUGIN, TAVILY_PLUGIN, Services
-from gcite.search_server import SearchServer
-from gcite.web_search import SampleSearchHttpClient
+from gcite.local.llm import ExtractiveModel, OpenAICompatibleModel
+from gcite.local.runner import GCITE_PLUGIN, TAVILY_PLUGIN, Services
+from gcite.local.search_server import SearchServer
+from gcite.local.web_search import SampleSearchHttpClient
 
 SAMPLE_SEARCH_KEY = "tvly-local-sample-key"  # the official Tavily tool needs a key to be set, like the real plugin
 

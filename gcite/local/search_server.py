@@ -6,7 +6,7 @@ bodies and response shapes), pointed here by the base-URL override credentials:
     with SearchServer() as server:
         credentials = server.credentials()    # {"bocha_api_key": …, "bocha_base_url": server.base_url, "tavily_…": …}
 
-Results are ranked by the query over `gcite/samples/web_corpus.json`, so what a demo shows depends on the question.
+Results are ranked by the query over `gcite/local/samples/web_corpus.json`, so what a demo shows depends on the question.
 `fail=True` refuses every key with HTTP 401 in each provider's own error shape (to show the fallback when a search
 key is wrong); `delay=seconds` answers that late (to show a timeout). Every request is recorded in `.requests` (method, path, body; never the key).
 """
@@ -21,7 +21,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from gcite.knowledge import load_json
+from gcite.local.knowledge import load_json
 
 API_KEY = "gcite-local-search-key"
 MIN_RELEVANCE = 0.2  # share of the query's character bigrams a page must contain to be a hit
@@ -101,7 +101,7 @@ def tavily_body(query: str, hits: list[tuple[float, dict[str, Any]]]) -> dict[st
 
 class SearchServer:
     """`api_key=None` accepts any key (the in-process stand-in for a DSL's own Bocha key); `answer()` also works
-    without `start()`, which is how `gcite.web_search.SampleSearchHttpClient` answers the HTTP Request node."""
+    without `start()`, which is how `gcite.local.web_search.SampleSearchHttpClient` answers the HTTP Request node."""
 
     def __init__(self, fail: bool = False, api_key: str | None = API_KEY, today: datetime.date | None = None,
                  corpus: list[dict[str, Any]] | None = None, delay: float = 0.0):

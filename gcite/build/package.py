@@ -229,7 +229,7 @@ def validate(root: Path, files: list[str]) -> tuple[dict[str, Any] | None, list[
                 continue
             problems += sdk_problems(ToolConfiguration, tool, tool_path)
             must_ship(str(((tool.get("extra") or {}).get("python") or {}).get("source")), "the tool class")
-    from gcite.package_endpoints import endpoint_problems  # the endpoint group and its declarations
+    from gcite.build.package_endpoints import endpoint_problems  # the endpoint group and its declarations
     problems += endpoint_problems(root, manifest, packaged)
     for icon in filter(None, icons):
         must_ship(f"_assets/{icon}", "the icon")

@@ -1,4 +1,4 @@
-"""Keeps the tools' declared item schemas in step with the pydantic models in gcite.models."""
+"""Keeps the tools' declared item schemas in step with the pydantic models in gcite.build.models."""
 
 import json
 import re
@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from gcite import ROOT
-from gcite.models import Citation, UnifiedChunk, json_schema_of
+from gcite.build.models import Citation, UnifiedChunk, json_schema_of
 
 # (tool YAML, output name, model of its items)
 ITEM_SCHEMAS: tuple[tuple[str, str, type[BaseModel]], ...] = (

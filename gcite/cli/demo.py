@@ -4,11 +4,11 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from gcite.dsl_build import CODE_DSL, PLUGIN_DSL
-from gcite.llm import EXTRACTIVE_LABEL
-from gcite.pretty import PrettyPrinter
-from gcite.runner import Conversation, run_chatflow
-from gcite.services import SAMPLE_SEARCH_KEY, local_services
+from gcite.build.chatflows import CODE_DSL, PLUGIN_DSL
+from gcite.local.llm import EXTRACTIVE_LABEL
+from gcite.cli.pretty import PrettyPrinter
+from gcite.local.runner import Conversation, run_chatflow
+from gcite.local.services import SAMPLE_SEARCH_KEY, local_services
 
 DEMO_TURNS = ("巡更时发现异常怎么上报？", "会议室怎么预约？")
 DEMO_ROLES = "物业经理"

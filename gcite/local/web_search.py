@@ -1,7 +1,7 @@
 """Web search for the runner's HTTP Request node and the official Tavily plugin, answered locally.
 
 Nothing leaves the machine. Both answer from the local provider server's corpus and ranking
-(`gcite.search_server`, the one place where the built-in web corpus is ranked by the query), so what a run shows
+(`gcite.local.search_server`, the one place where the built-in web corpus is ranked by the query), so what a run shows
 depends on the question, as with the plugin's own `web_search` tool pointed at that server:
 - the HTTP Request node gets `SampleSearchHttpClient` (graphon's `HttpClientProtocol`), which answers Bocha's
   `POST /v1/web-search` through `SearchServer.answer` without opening a socket (any Bearer key is accepted;
@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 
 from graphon.http.response import HttpResponse
 
-from gcite.knowledge import load_json
-from gcite.search_server import SearchServer, ranked, tavily_body
+from gcite.local.knowledge import load_json
+from gcite.local.search_server import SearchServer, ranked, tavily_body
 
 BOCHA_HOST, BOCHA_PATH = "api.bochaai.com", "/v1/web-search"
 REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found"}

@@ -20,7 +20,7 @@ from graphon.model_runtime.entities.llm_entities import LLMResultChunk, LLMResul
 from graphon.model_runtime.entities.message_entities import AssistantPromptMessage, PromptMessage
 from graphon.model_runtime.entities.model_entities import AIModelEntity, FetchFrom, ModelPropertyKey, ModelType
 
-from gcite.knowledge import relevance
+from gcite.local.knowledge import relevance
 from nodes.validate_citations import INSUFFICIENT_DEFAULT
 
 EXTRACTIVE_LABEL = "gcite-extractive (built-in extractive stand-in, not an LLM)"

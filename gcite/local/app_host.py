@@ -2,7 +2,7 @@
 
 `AppHost(dsl_text, services)` is an `app_handler` for `PluginProcess.invoke_endpoint`/`request`: called with the
 plugin's request `{app_id, query, inputs, response_mode, conversation_id, user}`, it runs one turn of the chatflow
-with `gcite.runner.run_chatflow` and yields the Service API event dicts as they happen (as Dify's
+with `gcite.local.runner.run_chatflow` and yields the Service API event dicts as they happen (as Dify's
 `convert_to_event_stream` forwards them: `ping` dropped). Conversations live in the host, keyed by the
 conversation_id the runner gives them, so a later call with that id continues the conversation (its dialogue count
 and conversation variables); an unknown id fails like Dify's "Conversation Not Exists". Two turns of one
@@ -16,8 +16,8 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gcite.runner import Conversation, Services, run_chatflow
-from gcite.services import start_local_services
+from gcite.local.runner import Conversation, Services, run_chatflow
+from gcite.local.services import start_local_services
 
 
 def sample_services(**overrides: Any) -> Services:

@@ -20,8 +20,8 @@ from typing import Any
 import yaml
 
 from gcite import ROOT
-from gcite.package import package_entries, unique_identifier
-from gcite.prefilter import ROLE_CLAUSES, public_clauses, templated_conditions
+from gcite.build.package import package_entries, unique_identifier
+from gcite.build.prefilter import ROLE_CLAUSES, public_clauses, templated_conditions
 from nodes.validate_citations import INSUFFICIENT_DEFAULT
 
 DSL_DIR = ROOT / "dsl"

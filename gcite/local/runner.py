@@ -3,15 +3,15 @@
 What Dify would provide is injected through graphon's protocols:
 - Code nodes run graphon's own sandbox program in a local Python subprocess (no sandbox server);
 - Knowledge Retrieval is a local node over the built-in knowledge base, returning items in Dify's `result` shape and
-  applying the node's manual metadata conditions with Dify's operator semantics (`gcite.dify_metadata`);
+  applying the node's manual metadata conditions with Dify's operator semantics (`gcite.local.dify_metadata`);
 - G-Cite's plugin tools run in the real plugin process (`python -m main`, the daemon's stdio protocol);
 - web search (the official Tavily plugin, or an HTTP Request node to Bocha) is answered from built-in samples;
-- the LLM is any `LLMProtocol`: by default the built-in extractive stand-in (`gcite.llm`).
+- the LLM is any `LLMProtocol`: by default the built-in extractive stand-in (`gcite.local.llm`).
 
 The Answer stream goes through graphon's `ResponseStreamFilter` inside the engine's event dispatch, one event at a
 time, so the order is the order Dify shows with a real (slow) LLM, whatever the speed of the model here.
 
-Around graphon, the runner also enforces what Dify's `api/` enforces, with Dify's messages (`gcite.dify_rules`):
+Around graphon, the runner also enforces what Dify's `api/` enforces, with Dify's messages (`gcite.local.dify_rules`):
 variable ids that are UUIDs, the Start form's input validation, the Code-node output limits (settable with Dify's
 `CODE_MAX_*` environment variables), and the Service API stream's order, pings and fields.
 """
@@ -68,13 +68,13 @@ from graphon.variables.segments import ArrayObjectSegment
 from graphon.variables.template_resolution import convert_template
 
 from gcite import ROOT
-from gcite.dify_metadata import admits
-from gcite.dify_rules import (DifyRefusal, check_text, check_variable_ids, code_settings, decimal_encoded,
+from gcite.local.dify_metadata import admits
+from gcite.local.dify_rules import (DifyRefusal, check_text, check_variable_ids, code_settings, decimal_encoded,
                               pydantic_json, start_variables, validate_query, validate_start_inputs)
-from gcite.knowledge import load_json, result_items
-from gcite.llm import ExtractiveModel
-from gcite.plugin_process import PluginProcess
-from gcite.web_search import SampleSearchHttpClient, tavily_messages
+from gcite.local.knowledge import load_json, result_items
+from gcite.local.llm import ExtractiveModel
+from gcite.local.plugin_process import PluginProcess
+from gcite.local.web_search import SampleSearchHttpClient, tavily_messages
 
 GCITE_PLUGIN = "gcite/gcite:"
 TAVILY_PLUGIN = "langgenius/tavily:"

@@ -46,7 +46,7 @@ def add_serve_arguments(parser: Any) -> None:
                         help="the chatflow the app runs: plugin (dsl/gcite_chatflow.yml, default), code "
                              "(dsl/gcite_chatflow_code.yml) or a DSL file")
     parser.add_argument("--knowledge-base", help="a knowledge base JSON file in the format of "
-                                                 "gcite/samples/knowledge_base.json (default: that file)")
+                                                 "gcite/local/samples/knowledge_base.json (default: that file)")
     parser.add_argument("--fail-on", metavar="TEXT", help="for trying the error state: a question containing TEXT "
                                                           "makes the chatflow's model fail")
 
@@ -69,7 +69,7 @@ class PacedModel:
         setattr(self._inner, name, value)
 
     def invoke_llm(self, *, prompt_messages: Sequence[Any], **kwargs: Any) -> Iterator[Any]:
-        from gcite.llm import message_text
+        from gcite.local.llm import message_text
 
         last_user = next((m for m in reversed(prompt_messages) if m.role.value == "user"), None)
         if self._fail_on and last_user is not None and self._fail_on in message_text(last_user):
@@ -101,8 +101,8 @@ class LocalDify:
     def __init__(self, port: int = DEFAULT_PORT, llm: Any = None, pace: float = DEFAULT_PACE,
                  dsl: str | None = None, knowledge_base: str | None = None, fail_on: str | None = None) -> None:
         from gcite import ROOT
-        from gcite.dsl_build import PLUGIN_DSL
-        from gcite.llm import ExtractiveModel
+        from gcite.build.chatflows import PLUGIN_DSL
+        from gcite.local.llm import ExtractiveModel
 
         self.root = ROOT
         self.hook = "".join(secrets.choice(string.ascii_lowercase) for _ in range(16))
@@ -149,8 +149,8 @@ class LocalDify:
     # the daemon's part
 
     def _start_endpoint(self) -> Any:
-        from gcite.app_host import AppHost, sample_services
-        from gcite.plugin_process import PluginProcess
+        from gcite.local.app_host import AppHost, sample_services
+        from gcite.local.plugin_process import PluginProcess
 
         overrides: dict[str, Any] = {"llm": self.llm}
         if self.knowledge_base is not None:
@@ -250,8 +250,8 @@ def usage_problem(args: Any) -> str | None:
     --knowledge-base to check them (and sets args.dsl to the chatflow's path)."""
     import math
 
-    from gcite.__main__ import CliError, load_chatflow
-    from gcite.demo import DSL_CHOICES
+    from gcite.cli.main import CliError, load_chatflow
+    from gcite.cli.demo import DSL_CHOICES
 
     if not 0 <= args.port <= 65535:
         return f"--port must be from 0 to 65535, got {args.port}"
@@ -279,7 +279,7 @@ def usage_problem(args: Any) -> str | None:
 
 
 def knowledge_base_problem(path: Path) -> str | None:
-    """Why `path` is not a knowledge base file like gcite/samples/knowledge_base.json, in one line; None if it is."""
+    """Why `path` is not a knowledge base file like gcite/local/samples/knowledge_base.json, in one line; None if it is."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
@@ -291,7 +291,7 @@ def knowledge_base_problem(path: Path) -> str | None:
                f"{getattr(error, 'lineno', '?')}, column {getattr(error, 'colno', '?')})"
     if not isinstance(data, dict) or not isinstance(data.get("documents"), list):
         return (f"--knowledge-base {path}: not a knowledge base (expected a JSON object with a \"documents\" list, "
-                f"as in gcite/samples/knowledge_base.json)")
+                f"as in gcite/local/samples/knowledge_base.json)")
     return None
 
 
@@ -302,7 +302,7 @@ def serve_command(args: Any) -> int:
         return 2
     if args.pace is None:
         args.pace = DEFAULT_PACE
-    from gcite.services import make_llm
+    from gcite.local.services import make_llm
 
     llm = make_llm(args.llm_base_url, args.llm_model) if args.llm_base_url else None  # usage_problem checked the pair
     try:

@@ -1,7 +1,7 @@
 """`python -m gcite acl audit|fix`: check and repair a knowledge base's ACL metadata through Dify's Knowledge API.
 
 What each stage does with a stored value is not described here but computed by the stages' own code: the
-Knowledge Retrieval pre-filter through `gcite.prefilter.conditions_for_roles` judged by `gcite.dify_metadata.admits`
+Knowledge Retrieval pre-filter through `gcite.build.prefilter.conditions_for_roles` judged by `gcite.local.dify_metadata.admits`
 (Dify's SQL semantics), and the filter node through `nodes/filter_chunks.py` `main`.
 
 Dify's Knowledge API, as its source defines it (api/controllers/service_api/dataset/, services/metadata_service.py):
@@ -34,8 +34,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from gcite.dify_metadata import admits, field_text
-from gcite.prefilter import conditions_for_roles
+from gcite.local.dify_metadata import admits, field_text
+from gcite.build.prefilter import conditions_for_roles
 from nodes import acl_prefilter, filter_chunks
 
 # Exit codes (also in the README)
