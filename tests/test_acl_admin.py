@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from gcite import acl as acl_admin
+from gcite.cli import acl as acl_cli
 from gcite.cli.main import main
 from gcite.local.dify_metadata import admits
 from gcite.build.prefilter import conditions_for_roles
@@ -73,7 +74,7 @@ class Cli:
         self.server, self.capsys, self.sleeps = server, capsys, []
         monkeypatch.setenv("DIFY_DATASET_API_KEY", KEY)
         monkeypatch.delenv("DIFY_BASE_URL", raising=False)
-        monkeypatch.setattr(acl_admin, "pause", self.sleeps.append)
+        monkeypatch.setattr(acl_cli, "pause", self.sleeps.append)
 
     def __call__(self, *args, base_url=None):
         code = main(["acl", *args, "--base-url", base_url or self.server.base_url])

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from gcite.build import chatflows
-from gcite.client import CitedAnswer, parse_sse
+from gcite.client import Cite, Done, Text, dify_events, parse_sse
 from gcite.local.llm import OpenAICompatibleModel
 from gcite.local.runner import GCITE_PLUGIN, Conversation, Services, run_chatflow, sse
 from gcite.local.services import start_local_services
@@ -210,14 +210,15 @@ def test_runner_streams_an_openai_compatible_endpoint():
 
 def test_the_client_renumbers_the_stream_and_lists_only_cited_sources(shared):
     events = run("plugin", "巡更时发现异常怎么上报？", svc=shared)
-    sources = []
-    client = CitedAnswer(on_source=sources.append)
-    for event in parse_sse("".join(sse(e) for e in events).splitlines()):
-        client.feed(event)
-    text = "".join(client.text)
-    assert client.chunk_list_before_answer is True
-    assert "[C:" not in text and "[1]" in text
-    assert [s["index"] for s in sources] == list(range(1, len(sources) + 1))
+    typed = list(dify_events(parse_sse("".join(sse(e) for e in events).splitlines())))
+    kinds = [type(e).__name__ for e in typed]
+    assert kinds.index("Sources") < kinds.index("Text")  # the chunk list before the answer
+    text = "".join(e.text for e in typed if isinstance(e, Text))
+    assert "[C:" not in text and any(isinstance(e, Cite) for e in typed)
+    new_numbers = [n for e in typed if isinstance(e, Cite) for n in e.new]
+    assert new_numbers == list(range(1, len(new_numbers) + 1))  # renumbered 1, 2, 3 in order of appearance
+    done = next(e for e in typed if isinstance(e, Done))
+    assert [c["number"] for c in done.citations] == new_numbers  # only the cited sources
 
 
 def test_run_command_prints_the_service_api_stream(tmp_path):

@@ -347,12 +347,13 @@ def test_acl_messages_count_in_the_right_number_and_give_the_field_default():
     from types import SimpleNamespace
 
     from gcite import acl as acl_admin
+    from gcite.cli import acl as acl_cli
 
     assert acl_admin.attempts(1) == "1 attempt" and acl_admin.attempts(3) == "3 attempts"
     one = acl_admin.Report(rows=[SimpleNamespace(found=SimpleNamespace(status="ok"))])
-    assert acl_admin.summary(one, "audit")[0].startswith("1 document: 1 follows the convention, 0 without")
+    assert acl_cli.summary(one, "audit")[0].startswith("1 document: 1 follows the convention, 0 without")
     two = acl_admin.Report(rows=[SimpleNamespace(found=SimpleNamespace(status="ok"))] * 2)
-    assert "2 documents: 2 follow the convention" in acl_admin.summary(two, "audit")[0]
+    assert "2 documents: 2 follow the convention" in acl_cli.summary(two, "audit")[0]
     for name, parser in parsers():
         if name.startswith("python -m gcite acl "):
             field = next(a for a in parser._actions if "--acl-field" in a.option_strings)

@@ -128,7 +128,7 @@ def test_the_english_refusal_is_insufficient_evidence(variant):  # in the Chines
 
 
 def test_the_stand_in_llm_answers_in_the_questions_language():
-    from graphon.model_runtime.entities.message_entities import SystemPromptMessage, UserPromptMessage
+    from gcite.local.engine import SystemPromptMessage, UserPromptMessage
 
     def answer(question: str, context: str = "") -> str:
         chunks = ExtractiveModel().invoke_llm(prompt_messages=[SystemPromptMessage(content=context),

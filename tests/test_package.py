@@ -322,7 +322,7 @@ def test_serverless_mode_health_and_invoke(unpacked, python):
 
 
 def test_packaged_files_that_git_does_not_track_are_reported(tmp_path):
-    from gcite.cli.main import untracked
+    from gcite.cli.build import untracked
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     (tmp_path / "kept.py").write_text("x")
     (tmp_path / "stray.txt").write_text("y")

@@ -3,7 +3,7 @@ import re
 import pytest
 import yaml
 
-from gcite.build.models import UnifiedChunk, json_schema_of
+from gcite.build.schema import UnifiedChunk, json_schema_of
 from gcite.build.schema import ITEM_SCHEMAS, with_item_schema
 from nodes import merge_chunks
 from tests import sdk
@@ -152,7 +152,7 @@ def test_validate_tool_raises_naming_the_parameter(reg):
 
 
 def test_validate_outputs_validate_as_citations():
-    from gcite.build.models import Citation
+    from gcite.build.schema import Citation
     from nodes import validate_citations
     result = validate_citations.main("a[C:1] b[C:2]", merge_chunks.main(RAG, WEB_SHAPES["bocha_raw"][0])["chunk_metadata"])
     assert len(result["citations"]) == 2

@@ -142,7 +142,7 @@ def test_an_llm_that_sends_a_lone_surrogate_fails_the_run_with_a_clear_error():
 
 
 def test_an_llm_error_that_echoes_the_key_never_shows_it():
-    from graphon.model_runtime.entities.message_entities import UserPromptMessage
+    from gcite.local.engine import UserPromptMessage
 
     class Echo(BaseHTTPRequestHandler):
         def do_POST(self):  # noqa: N802 - http.server's name

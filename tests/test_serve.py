@@ -123,7 +123,7 @@ def test_serve_refuses_bad_options_in_one_line(argv, message, tmp_path, capsys):
 def test_serve_takes_plugin_or_code_for_dsl():
     from argparse import Namespace
 
-    from gcite.local.serve import usage_problem
+    from gcite.cli.serve import usage_problem
 
     args = Namespace(port=0, llm_base_url=None, llm_model=None, pace=None, fail_on=None, dsl="code",
                      knowledge_base=str(ROOT / "gcite" / "local" / "samples" / "knowledge_base.json"))

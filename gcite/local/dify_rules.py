@@ -14,9 +14,8 @@ import re
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
+from gcite.local.engine import (DslCodeSettings, VariableEntity, VariableEntityType)
 
-from graphon.dsl.entities import DslCodeSettings
-from graphon.variables.input_entities import VariableEntity, VariableEntityType
 
 
 class DifyRefusal(ValueError):

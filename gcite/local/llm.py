@@ -15,11 +15,9 @@ from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import requests
-from graphon.model_runtime.entities.common_entities import I18nObject
-from graphon.model_runtime.entities.llm_entities import LLMResultChunk, LLMResultChunkDelta, LLMUsage
-from graphon.model_runtime.entities.message_entities import AssistantPromptMessage, PromptMessage
-from graphon.model_runtime.entities.model_entities import AIModelEntity, FetchFrom, ModelPropertyKey, ModelType
 
+from gcite.local.engine import (AIModelEntity, AssistantPromptMessage, FetchFrom, I18nObject, LLMResultChunk,
+                               LLMResultChunkDelta, LLMUsage, ModelPropertyKey, ModelType, PromptMessage)
 from gcite.local.knowledge import relevance
 from nodes.validate_citations import INSUFFICIENT_DEFAULT
 

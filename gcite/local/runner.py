@@ -32,41 +32,22 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from graphon.dsl.code_runtime import SandboxCodeExecutionError, _Python3TemplateTransformer
-from graphon.dsl.entities import DslCredentials, DslKind
-from graphon.dsl.importer import _normalize_graph_config, _select_root_node_id
-from graphon.dsl.node_factory import (SlimDslNodeFactory, _code_limits, _PassthroughPromptMessageSerializer,
-                                      _TextOnlyFileSaver, _TextOnlyHttpResponseFileManager,
-                                      _UnsupportedHttpFileReferenceFactory, _UnsupportedHttpRequestFileManager,
-                                      _UnsupportedToolFileManager)
-from graphon.dsl.tool_runtime import SlimToolNodeRuntime
-from graphon.entities.base_node_data import BaseNodeData
-from graphon.entities.graph_init_params import GraphInitParams
-from graphon.enums import BuiltinNodeTypes, WorkflowNodeExecutionMetadataKey, WorkflowNodeExecutionStatus
-from graphon.graph.graph import Graph
-from graphon.graph_engine import GraphEngine, GraphEngineConfig, GraphEventFilterContext, ResponseStreamFilter
-from graphon.graph_engine.command_channels import InMemoryChannel
-from graphon.graph_engine.layers.base import GraphEngineLayer
-from graphon.graph_events import (GraphRunFailedEvent, GraphRunPartialSucceededEvent, GraphRunStartedEvent,
-                                  GraphRunSucceededEvent, NodeRunExceptionEvent, NodeRunFailedEvent,
-                                  NodeRunStartedEvent, NodeRunStreamChunkEvent, NodeRunSucceededEvent)
-from graphon.model_runtime.entities.llm_entities import LLMUsage
-from graphon.node_events.base import NodeRunResult
-from graphon.nodes.base.node import Node
-from graphon.nodes.code.code_node import CodeNode
-from graphon.nodes.code.entities import CodeLanguage, CodeNodeData
-from graphon.nodes.http_request.config import build_http_request_config
-from graphon.nodes.http_request.entities import HttpRequestNodeData
-from graphon.nodes.http_request.node import HttpRequestNode, HttpRequestNodeDependencies
-from graphon.nodes.llm import LLMNode, LLMNodeData
-from graphon.nodes.tool.entities import ToolNodeData
-from graphon.nodes.tool.exc import ToolNodeError
-from graphon.nodes.tool.tool_node import ToolNode
-from graphon.runtime.graph_runtime_state import GraphRuntimeState
-from graphon.runtime.variable_pool import VariablePool
-from graphon.variables.segments import ArrayObjectSegment
-from graphon.variables.template_resolution import convert_template
 
+from gcite.local.engine import (ArrayObjectSegment, BaseNodeData, build_http_request_config, BuiltinNodeTypes,
+                               _code_limits, CodeLanguage, CodeNode, CodeNodeData, convert_template, DslCredentials,
+                               DslKind, Graph, GraphEngine, GraphEngineConfig, GraphEngineLayer,
+                               GraphEventFilterContext, GraphInitParams, GraphRunFailedEvent,
+                               GraphRunPartialSucceededEvent, GraphRunStartedEvent, GraphRunSucceededEvent,
+                               GraphRuntimeState, HttpRequestNode, HttpRequestNodeData, HttpRequestNodeDependencies,
+                               InMemoryChannel, LLMNode, LLMNodeData, LLMUsage, Node, NodeRunExceptionEvent,
+                               NodeRunFailedEvent, NodeRunResult, NodeRunStartedEvent, NodeRunStreamChunkEvent,
+                               NodeRunSucceededEvent, _normalize_graph_config, _PassthroughPromptMessageSerializer,
+                               _Python3TemplateTransformer, ResponseStreamFilter, SandboxCodeExecutionError,
+                               _select_root_node_id, SlimDslNodeFactory, SlimToolNodeRuntime, _TextOnlyFileSaver,
+                               _TextOnlyHttpResponseFileManager, ToolNode, ToolNodeData, ToolNodeError,
+                               _UnsupportedHttpFileReferenceFactory, _UnsupportedHttpRequestFileManager,
+                               _UnsupportedToolFileManager, VariablePool, WorkflowNodeExecutionMetadataKey,
+                               WorkflowNodeExecutionStatus)
 from gcite import ROOT
 from gcite.local.dify_metadata import admits
 from gcite.local.dify_rules import (DifyRefusal, check_text, check_variable_ids, code_settings, decimal_encoded,

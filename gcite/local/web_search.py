@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from graphon.http.response import HttpResponse
 
+from gcite.local.engine import (HttpResponse)
 from gcite.local.knowledge import load_json
 from gcite.local.search_server import SearchServer, ranked, tavily_body
 
