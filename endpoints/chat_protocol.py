@@ -70,7 +70,7 @@ class ProtocolError(Exception):
 
 # --- wire format ----------------------------------------------------------------------------------------------
 
-def sse(event: str, data: Mapping[str, Any]) -> str:
+def gcite_sse(event: str, data: Mapping[str, Any]) -> str:
     """One event on the wire: `event: <name>\\ndata: <JSON on one line>\\n\\n`."""
     if event not in EVENTS:
         raise ValueError(f"event: {event!r} is not a G-Cite protocol event")
@@ -96,7 +96,7 @@ def sse_blocks(text: str | Iterable[str]) -> Iterator[tuple[str | None, str]]:
         yield name, "\n".join(data)
 
 
-def parse_sse(text: str | Iterable[str]) -> Iterator[Event]:
+def parse_gcite_sse(text: str | Iterable[str]) -> Iterator[Event]:
     """(name, data) of each named event in SSE text (or its lines), data decoded as JSON; nameless events skipped."""
     for name, data in sse_blocks(text):
         if name is not None:

@@ -24,7 +24,6 @@ Dify's Knowledge API, as its source defines it (api/controllers/service_api/data
 from __future__ import annotations
 
 
-import email.utils
 import json
 
 
@@ -37,6 +36,7 @@ from typing import Any
 from gcite.local.dify_metadata import admits, field_text
 from gcite.build.prefilter import conditions_for_roles
 from nodes import acl_prefilter, filter_chunks
+from tools.web_search_providers import parse_retry_after
 
 # Exit codes (also in the README)
 EXIT_OK = 0  # nothing outside the convention is left (audit), every needed write is done and verified (fix)
@@ -371,19 +371,6 @@ class KnowledgeApi:
                                        "metadata_list": [{"id": field_id, "name": field_name, "value": value}]}]}
         self.request("POST", f"/datasets/{dataset}/documents/metadata", f"writing {field_name} of {document_id}",
                      json=payload)
-
-
-def parse_retry_after(text: str) -> float | None:
-    text = text.strip()
-    try:
-        return max(0.0, float(text))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def field_values(doc_metadata: Any) -> dict[str, Any] | None:

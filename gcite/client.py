@@ -105,7 +105,7 @@ class LocalRunError(Exception):
     in one line, for `gcite chat`'s `error:` line."""
 
 
-def parse_sse(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+def parse_dify_sse(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
     """The Service API's events (its `data:` JSON objects); `event: ping` and comments are skipped. A last event cut
     before its end (a cut connection) ends the stream there; an unreadable event with more after it raises
     UnreadableEvent."""
@@ -178,7 +178,7 @@ def sse_events(lines: Iterable[str]) -> Iterator[Event]:
         if stripped.startswith("event:") and stripped[6:].strip() in NAMES:
             return gcite_events(_chain(head, iterator))
         if stripped.startswith("data:"):
-            return dify_events(parse_sse(_chain(head, iterator)))
+            return dify_events(parse_dify_sse(_chain(head, iterator)))
     return gcite_events(head)
 
 
@@ -246,7 +246,7 @@ def service_api(base_url: str, api_key: str, query: str, inputs: dict[str, Any] 
     body = {"query": query, "inputs": inputs or {}, "response_mode": "streaming", "user": user,
             "conversation_id": conversation_id or ""}
     return _post_stream(base_url.rstrip("/") + "/chat-messages", body, api_key, timeout,
-                        lambda lines: dify_events(parse_sse(lines)))
+                        lambda lines: dify_events(parse_dify_sse(lines)))
 
 
 # --- one result ---------------------------------------------------------------------------------------------

@@ -450,3 +450,16 @@ def test_names_and_values_cannot_drive_the_terminal(server, cli):
     _, out, _ = cli("audit", "--dataset", dataset.id)
     assert "\x1b" not in out and "\u202e" not in out
     assert "\\u001b[2Jreport\\u202e.pdf" in row_of(out, doc_id)
+
+
+def test_retry_after_dates_without_a_zone_are_utc_in_both_clients():
+    import email.utils
+    import time
+
+    from tools.web_search_providers import parse_retry_after
+
+    assert acl_admin.parse_retry_after is parse_retry_after  # one parser for the Knowledge API and the providers
+    ahead = email.utils.formatdate(time.time() + 100, usegmt=True)
+    for zone in ("GMT", "-0000", "+0000"):
+        assert 95 < parse_retry_after(ahead.replace("GMT", zone)) <= 100
+    assert parse_retry_after("inf") is None and parse_retry_after("nan") is None

@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from gcite.build import chatflows
-from gcite.client import Cite, Done, Text, dify_events, parse_sse
+from gcite.client import Cite, Done, Text, dify_events, parse_dify_sse
 from gcite.local.llm import OpenAICompatibleModel
-from gcite.local.runner import GCITE_PLUGIN, Conversation, Services, run_chatflow, sse
+from gcite.local.runner import GCITE_PLUGIN, Conversation, Services, run_chatflow, dify_sse
 from gcite.local.services import start_local_services
 from nodes import merge_chunks, web_search_request
 from tests.conftest import ROOT
@@ -114,10 +114,10 @@ def test_a_failed_web_search_falls_back_to_the_knowledge_base(kind):
 @pytest.mark.parametrize("kind", sorted(DSLS))
 def test_a_user_without_the_role_never_sees_a_restricted_chunk_anywhere_in_the_stream(kind, shared):
     query = "冷水机组的供水温度和冷却塔风机怎么设定？"
-    allowed = "".join(sse(e) for e in run(kind, query, roles="运维工程师", svc=shared))
+    allowed = "".join(dify_sse(e) for e in run(kind, query, roles="运维工程师", svc=shared))
     assert RESTRICTED_TEXT in allowed  # the document is found for a user who may see it
     for roles in ("前台", "", "运维"):
-        stream = "".join(sse(e) for e in run(kind, query, roles=roles, svc=shared))
+        stream = "".join(dify_sse(e) for e in run(kind, query, roles=roles, svc=shared))
         assert RESTRICTED_TEXT not in stream and RESTRICTED_TEXT.replace(" ", "\\u0020") not in stream
         assert "doc-hvac" not in stream  # not even its ids, in any node's outputs (Knowledge Retrieval's included)
 
@@ -138,7 +138,7 @@ def test_knowledge_retrieval_applies_the_pre_filter_conditions():
 @pytest.mark.parametrize("kind", sorted(DSLS))
 def test_the_stream_never_contains_a_configured_search_key(kind):
     svc = services()
-    stream = "".join(sse(e) for e in run(kind, "巡更时发现异常怎么上报？", svc=svc))
+    stream = "".join(dify_sse(e) for e in run(kind, "巡更时发现异常怎么上报？", svc=svc))
     svc.close()
     local_key = svc.tool_credentials[GCITE_PLUGIN]["bocha_api_key"]
     if kind == "code":
@@ -210,7 +210,7 @@ def test_runner_streams_an_openai_compatible_endpoint():
 
 def test_the_client_renumbers_the_stream_and_lists_only_cited_sources(shared):
     events = run("plugin", "巡更时发现异常怎么上报？", svc=shared)
-    typed = list(dify_events(parse_sse("".join(sse(e) for e in events).splitlines())))
+    typed = list(dify_events(parse_dify_sse("".join(dify_sse(e) for e in events).splitlines())))
     kinds = [type(e).__name__ for e in typed]
     assert kinds.index("Sources") < kinds.index("Text")  # the chunk list before the answer
     text = "".join(e.text for e in typed if isinstance(e, Text))

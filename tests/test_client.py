@@ -12,7 +12,7 @@ from gcite import client, protocol
 from gcite.cli.main import main as gcite_main
 from gcite.client import Cite, Done, Error, Ready, Replace, Sources, Text
 from gcite.build.chatflows import PLUGIN_DSL
-from gcite.local.runner import run_chatflow, sse
+from gcite.local.runner import dify_sse, run_chatflow
 from gcite.local.services import local_services
 
 QUERY = "巡更时发现异常怎么上报？"
@@ -28,13 +28,13 @@ def raw_stream():
 
 
 def gcite_sse(*events) -> list[str]:
-    return "".join(protocol.sse(name, data) for name, data in events).splitlines(keepends=True)
+    return "".join(protocol.gcite_sse(name, data) for name, data in events).splitlines(keepends=True)
 
 
 def test_raw_dify_stream_and_gcite_protocol_give_the_same_events(raw_stream):
-    from_raw = list(client.sse_events("".join(sse(e) for e in raw_stream).splitlines(keepends=True)))
+    from_raw = list(client.sse_events("".join(dify_sse(e) for e in raw_stream).splitlines(keepends=True)))
     from_protocol = list(client.sse_events(
-        (": open\n\n" + "".join(protocol.sse(n, d) for n, d in protocol.translate(raw_stream))).splitlines(True)))
+        (": open\n\n" + "".join(protocol.gcite_sse(n, d) for n, d in protocol.translate(raw_stream))).splitlines(True)))
     assert from_raw == from_protocol
     assert isinstance(from_raw[0], Ready) and isinstance(from_raw[1], Sources) and isinstance(from_raw[-1], Done)
     cites = [e for e in from_raw if isinstance(e, Cite)]
@@ -106,8 +106,8 @@ def run_cli(argv, stdin_text=""):
 
 
 def test_cli_json_is_the_same_for_both_streams(raw_stream):
-    raw_text = "".join(sse(e) for e in raw_stream)
-    gcite_text = "".join(protocol.sse(n, d) for n, d in protocol.translate(raw_stream))
+    raw_text = "".join(dify_sse(e) for e in raw_stream)
+    gcite_text = "".join(protocol.gcite_sse(n, d) for n, d in protocol.translate(raw_stream))
     code_raw, out_raw, _ = run_cli(["chat", "--stdin", "--json"], raw_text)
     code_g, out_g, _ = run_cli(["chat", "--stdin", "--json"], gcite_text)
     assert code_raw == code_g == 0 and out_raw == out_g and out_raw.count("\n") == 1
@@ -116,7 +116,7 @@ def test_cli_json_is_the_same_for_both_streams(raw_stream):
 
 
 def test_cli_renders_live_with_superscripts_and_the_sources(raw_stream):
-    code, out, err = run_cli(["chat", "--stdin"], "".join(sse(e) for e in raw_stream))
+    code, out, err = run_cli(["chat", "--stdin"], "".join(dify_sse(e) for e in raw_stream))
     assert code == 0 and err == ""
     assert "主管¹。" in out and "[C:" not in out
     assert "[1] 巡更操作指南 v2.1 · 楼宇运营知识库 (knowledge base)" in out
@@ -125,7 +125,7 @@ def test_cli_renders_live_with_superscripts_and_the_sources(raw_stream):
 
 
 def test_cli_cut_connection_is_a_clear_error(raw_stream):
-    cut = "".join(sse(e) for e in raw_stream if e["event"] not in ("message_end", "workflow_finished"))
+    cut = "".join(dify_sse(e) for e in raw_stream if e["event"] not in ("message_end", "workflow_finished"))
     code, out, err = run_cli(["chat", "--stdin"], cut)
     assert code == 1 and "error (incomplete)" in err and "[C:" not in out and "[1]" not in out
     code, out, err = run_cli(["chat", "--stdin", "--json"], cut)
@@ -207,7 +207,7 @@ def test_a_unicode_line_separator_in_the_answer_is_text_not_a_line_end():
 
 
 def test_service_api_reads_the_raw_stream_over_http(raw_stream):
-    server = _Server(200, "".join(sse(e) for e in raw_stream).encode())
+    server = _Server(200, "".join(dify_sse(e) for e in raw_stream).encode())
     try:
         base = server.url.rsplit("/e/", 1)[0] + "/v1"
         events = list(client.service_api(base, "app-key", QUERY, {"user_roles": "物业经理"}, conversation_id="c1"))
@@ -287,12 +287,12 @@ def test_chat_local_run_keeps_the_engine_log_off_stderr(monkeypatch):
 
 
 def test_stdin_stream_cut_mid_line_is_incomplete_and_garbage_inside_is_bad_stream(raw_stream):
-    text = "".join(sse(e) for e in raw_stream)
+    text = "".join(dify_sse(e) for e in raw_stream)
     cut = text[:text.index('"event": "node_finished"') + 40] if '"event": "node_finished"' in text else None
     cut = cut or text[:text.index('"event":"node_finished"') + 40]  # inside a data: line, no newline after it
     code, out, _ = run_cli(["chat", "--stdin", "--json"], cut)
     assert code == 1 and json.loads(out)["error"]["code"] == "incomplete"
-    garbled = cut + "\n\n" + "".join(sse(e) for e in raw_stream[-2:])
+    garbled = cut + "\n\n" + "".join(dify_sse(e) for e in raw_stream[-2:])
     code, out, _ = run_cli(["chat", "--stdin", "--json"], garbled)
     assert code == 1 and json.loads(out)["error"] == {"code": "bad_stream", "message": "the server sent an unreadable event"}
 

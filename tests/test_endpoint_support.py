@@ -13,7 +13,7 @@ import jwt
 
 from gcite.local.plugin_process import EndpointCall, PluginProcess
 from gcite.protocol import (CITATION_KEYS, DONE_KEYS, EVENTS, OPEN_COMMENT, SOURCE_KEYS, SUPPORT_CITATION_KEYS,
-                            SUPPORT_DONE_KEYS, parse_sse, safe_url)
+                            SUPPORT_DONE_KEYS, parse_gcite_sse, safe_url)
 
 SECRET = "endpoint-test-secret-0123456789-abcdefghij"
 ORIGIN = "https://chat.example.com"
@@ -57,7 +57,7 @@ def post(plugin: PluginProcess, body: Any, *, bearer: str | None = None, headers
 
 def events_of(call: EndpointCall, timeout: float = 120) -> list[tuple[str, dict[str, Any]]]:
     call.read(timeout)
-    return list(parse_sse(call.text))
+    return list(parse_gcite_sse(call.text))
 
 
 def answer_text(events: list[tuple[str, dict[str, Any]]]) -> str:

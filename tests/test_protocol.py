@@ -10,7 +10,7 @@ import endpoints.chat_protocol as chat_protocol
 from gcite import protocol
 from gcite.local.app_host import sample_services
 from gcite.build.chatflows import CODE_DSL, PLUGIN_DSL
-from gcite.protocol import (SOURCE_KEYS, ProtocolError, Translator, parse_sse, safe_url, source_of, sse, translate)
+from gcite.protocol import (SOURCE_KEYS, ProtocolError, Translator, parse_gcite_sse, safe_url, source_of, gcite_sse, translate)
 from gcite.local.runner import run_chatflow
 from nodes import validate_citations
 from tests.test_endpoint_support import answer_text, assert_protocol, chunk, dify_stream, envelope, node
@@ -37,12 +37,12 @@ def merged(events):
 
 def test_sse_round_trips_and_knows_only_the_protocols_events():
     data = {"text": "第一行\n第二行 \"quoted\" </script>"}
-    wire = protocol.OPEN_COMMENT + sse("ready", {}) + sse("text", data)
-    assert wire.count("\ndata: ") == 2 and "\n\n" not in sse("text", data)[:-2]
-    assert list(parse_sse(wire)) == [("ready", {}), ("text", data)]
-    assert list(parse_sse(wire.splitlines(keepends=True))) == [("ready", {}), ("text", data)]
+    wire = protocol.OPEN_COMMENT + gcite_sse("ready", {}) + gcite_sse("text", data)
+    assert wire.count("\ndata: ") == 2 and "\n\n" not in gcite_sse("text", data)[:-2]
+    assert list(parse_gcite_sse(wire)) == [("ready", {}), ("text", data)]
+    assert list(parse_gcite_sse(wire.splitlines(keepends=True))) == [("ready", {}), ("text", data)]
     with pytest.raises(ValueError, match="not a G-Cite protocol event"):
-        sse("node_finished", {})
+        gcite_sse("node_finished", {})
 
 
 @pytest.mark.parametrize("url,safe", [

@@ -7,7 +7,7 @@ import pytest
 from gcite.build import chatflows
 from gcite.local.dify_metadata import admits, field_text
 from gcite.local.knowledge import load_json
-from gcite.local.runner import Services, run_chatflow, sse
+from gcite.local.runner import Services, dify_sse, run_chatflow
 
 OPERATORS = [("contains", ""), ("contains", "x"), ("not contains", "x"), ("start with", ""), ("end with", ""),
              ("is", ""), ("is", "x"), ("is not", "x"), ("is", 0), ("is not", 0), ("=", 0), ("≠", 0),
@@ -65,7 +65,7 @@ def retrievals():
             svc.retrieval_log = records.append
             events = run_chatflow(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), "电梯困人和停车场临时停放怎么处理",
                                   {"user_roles": roles}, svc)
-            streams[roles] = "".join(sse(e) for e in events)
+            streams[roles] = "".join(dify_sse(e) for e in events)
             seen[roles] = records[0]
     finally:
         svc.close()

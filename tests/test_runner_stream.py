@@ -10,7 +10,7 @@ import pytest
 
 from gcite.build import chatflows
 from gcite.local.llm import ExtractiveModel
-from gcite.local.runner import Conversation, Services, run_chatflow, sse
+from gcite.local.runner import Conversation, Services, run_chatflow, dify_sse
 from gcite.local.services import local_services
 from gcite.local.web_search import TAVILY_OUTAGE, tavily_messages
 from tests.runner_dsl import minimal_dsl
@@ -69,7 +69,7 @@ def test_every_event_carries_exactly_difys_fields(turn):
     for event in events:
         kind = event["event"]
         if kind == "ping":
-            assert event == {"event": "ping"} and sse(event) == "event: ping\n\n"
+            assert event == {"event": "ping"} and dify_sse(event) == "event: ping\n\n"
             continue
         assert list(event)[:5] == ENVELOPE
         assert (event["conversation_id"], event["message_id"], event["task_id"]) == \
@@ -125,13 +125,13 @@ def test_knowledge_retrieval_reports_what_dify_reports_and_nothing_local(turn):
     assert kr["process_data"]["usage"]["total_tokens"] == 0 and kr["process_data"]["usage"]["total_price"] == 0.0
     assert kr["execution_metadata"] == {"total_tokens": 0, "total_price": "0.0", "currency": "USD"}
     assert kr["inputs"] == {"query": "巡更时发现异常怎么上报？"}
-    stream = "".join(sse(e) for e in events)
+    stream = "".join(dify_sse(e) for e in events)
     assert "documents_admitted" not in stream and "metadata_filtering_conditions" not in stream
 
 
 def test_the_wire_format_is_difys(turn):
     events, _ = turn
-    stream = "".join(sse(e) for e in events)
+    stream = "".join(dify_sse(e) for e in events)
     assert stream.startswith("event: ping\n\ndata: {\"event\":\"workflow_started\",")
     assert "巡更" in stream and "\\u5de1" not in stream  # UTF-8, not \u escapes (orjson)
     for block in stream.split("\n\n")[:-1]:

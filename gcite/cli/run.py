@@ -24,7 +24,8 @@ def run_command(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from gcite.local.runner import check_text, parse_inputs
+    from gcite.local.dify_rules import check_text
+    from gcite.local.runner import parse_inputs
 
     try:
         inputs = parse_inputs(args.inputs)
@@ -41,7 +42,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     from gcite.local.dify_rules import DifyRefusal
     from gcite.cli.pretty import PrettyPrinter
-    from gcite.local.runner import run_chatflow, sse
+    from gcite.local.runner import run_chatflow, dify_sse
     from gcite.local.services import local_services
 
     def show_retrieval(record: dict) -> None:
@@ -60,7 +61,7 @@ def run_command(args: argparse.Namespace) -> int:
                 if printer:
                     printer.feed(event)
                 else:
-                    sys.stdout.write(sse(event))
+                    sys.stdout.write(dify_sse(event))
                     sys.stdout.flush()
         except DifyRefusal as error:
             raise CliError(str(error)) from None

@@ -11,7 +11,7 @@ where Dify would (the places in Dify's source are named on each function):
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 from gcite.local.engine import (DslCodeSettings, VariableEntity, VariableEntityType)
@@ -214,17 +214,27 @@ def decimal_encoded(value: Any) -> Any:
     return value
 
 
-def pydantic_json(value: Any) -> Any:
+def pydantic_json(value: Any, decimal: Callable[[Decimal], Any] = str) -> Any:
     """What pydantic's `model_dump(mode="json")` makes of a stream field's value: a Decimal becomes its text,
-    a non-finite float null, a segment its object."""
+    a non-finite float null, a segment its object. The one JSON encoder for Dify's values: the runner's conversation
+    memory keeps numbers as numbers (`decimal=float`)."""
     if hasattr(value, "to_object"):
         value = value.to_object()
     if isinstance(value, Mapping):
-        return {str(getattr(k, "value", k)): pydantic_json(v) for k, v in value.items()}
+        return {str(getattr(k, "value", k)): pydantic_json(v, decimal) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [pydantic_json(v) for v in value]
+        return [pydantic_json(v, decimal) for v in value]
     if isinstance(value, Decimal):
-        return str(value)
+        return decimal(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "model_dump"):
+        return pydantic_json(value.model_dump(mode="json"), decimal)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return getattr(value, "value", value) if not isinstance(value, bool) else value
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if hasattr(value, "model_dump"):

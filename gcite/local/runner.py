@@ -17,7 +17,6 @@ variable ids that are UUIDs, the Start form's input validation, the Code-node ou
 """
 
 import json
-import os
 import queue
 import subprocess
 import sys
@@ -27,7 +26,6 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +48,7 @@ from gcite.local.engine import (ArrayObjectSegment, BaseNodeData, build_http_req
                                WorkflowNodeExecutionStatus)
 from gcite import ROOT
 from gcite.local.dify_metadata import admits
-from gcite.local.dify_rules import (DifyRefusal, check_text, check_variable_ids, code_settings, decimal_encoded,
+from gcite.local.dify_rules import (check_variable_ids, code_settings, decimal_encoded,
                               pydantic_json, start_variables, validate_query, validate_start_inputs)
 from gcite.local.knowledge import load_json, result_items
 from gcite.local.llm import ExtractiveModel
@@ -294,30 +292,12 @@ class _StreamLayer(GraphEngineLayer):
 
 # --- the Service API stream ---------------------------------------------------------------------------------
 
-def jsonable(value: Any) -> Any:
-    if hasattr(value, "to_object"):
-        value = value.to_object()
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, Decimal):
-        return float(value)
-    if isinstance(value, datetime):
-        return int(value.timestamp())
-    if hasattr(value, "model_dump"):
-        return jsonable(value.model_dump(mode="json"))
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return str(value)
-
-
 PING_INTERVAL = 10.0  # seconds: Dify's queue manager publishes a ping every 10 s of a run
-PING = {"event": "ping"}  # rendered by `sse` as Dify sends it: `event: ping` with no data line
+PING = {"event": "ping"}  # rendered by `dify_sse` as Dify sends it: `event: ping` with no data line
 LOCAL_TENANT_ID = str(uuid.uuid5(uuid.NAMESPACE_URL, "gcite-local-tenant"))
 
 
-def sse(payload: Mapping[str, Any]) -> str:
+def dify_sse(payload: Mapping[str, Any]) -> str:
     """One event as Dify's Service API writes it (`BaseAppGenerator.convert_to_event_stream`, orjson: compact,
     UTF-8)."""
     if payload.get("event") == "ping" and len(payload) == 1:
@@ -469,7 +449,7 @@ def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = N
                  services: Services | None = None, conversation: Conversation | None = None, *,
                  ping_interval: float = PING_INTERVAL) -> Iterator[dict[str, Any]]:
     """Execute one turn of a chatflow; yields the Service API events (dicts) as they happen, a ping (`PING`, which
-    `sse` renders as `event: ping`) first and then every `ping_interval` seconds of the run.
+    `dify_sse` renders as `event: ping`) first and then every `ping_interval` seconds of the run.
 
     Before anything is yielded, what Dify refuses is refused with Dify's message (`DifyRefusal`, a ValueError):
     non-UUID variable ids, Start-form inputs that fail Dify's validation, an invalid query or CODE_MAX_* setting."""
@@ -545,7 +525,7 @@ def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = N
     for variable in document["workflow"].get("conversation_variables") or []:
         segment = pool.get(("conversation", variable["name"]))
         if segment is not None:
-            conversation.variables[variable["name"]] = jsonable(segment.value)
+            conversation.variables[variable["name"]] = pydantic_json(segment.value, decimal=float)
 
 
 # --- `python -m gcite run` ------------------------------------------------------------------------------------
