@@ -28,7 +28,7 @@ from tests.package_env import package_python, unpack
 PACKAGE_FILES = ["PRIVACY.md", "README.md", "_assets/icon.svg",
                  "endpoints/chat.py", "endpoints/chat.yaml", "endpoints/chat_preflight.yaml", "endpoints/chat_protocol.py",
                  "endpoints/page.py", "endpoints/page.yaml", "endpoints/page/gcite.css", "endpoints/page/gcite.js",
-                 "endpoints/page/index.html", "endpoints/page_assets.yaml",
+                 "endpoints/page/index.html", "endpoints/page_assets.yaml", "endpoints/settings.py",
                  "group/gcite_endpoint.yaml", "main.py", "manifest.yaml",
                  "nodes/acl_prefilter.py", "nodes/filter_chunks.py", "nodes/merge_chunks.py", "nodes/remember_turn.py",
                  "nodes/validate_citations.py", "nodes/web_search_request.py",
