@@ -95,13 +95,15 @@ export async function* readEvents(response) {
 // where each citation goes; `cite(k)` returns the node for the k-th one. Every CITE of the text becomes a node,
 // whatever construct it sits in or after (a fence line too), so the k-th node is always the k-th citation.
 //
-// It appends: `feed(text)` adds text at the end; a finished line is drawn once, and only the unfinished last line
-// is drawn again by the next `feed` (undoing what drawing it changed). An event costs its unfinished line, not the
-// whole answer.
+// It appends: `feed(text)` adds text at the end. What no later character can change is drawn once: finished lines,
+// and the start of the unfinished line (its block, and its text up to the first `*`, `_` or backtick that may still
+// open a construct). Only the rest of the unfinished line is drawn again by the next `feed`, undoing what drawing it
+// changed. An event costs that rest, not the whole answer.
 
 export const CITE = "\uE000";
 const INLINE = /(`[^`\n]+`)|(\*\*[^*\n]+?\*\*|__[^_\n]+?__)|(\*[^*\s][^*\n]*?\*|_[^_\s][^_\n]*?_)|(\uE000)/g;
-const CLOSING = /[.,;:!?%)\]}»”’、。，．；：！？％）］｝】」』》〉…]+/y;  // punctuation that must not start a line
+const CLOSE = /[.,;:!?%)\]}»”’、。，．；：！？％）］｝】」』》〉…]/;  // punctuation that must not start a line
+const CLOSING = new RegExp(`${CLOSE.source}+`, "y");
 const FENCE = /^\s*```(.*)$/;
 const GROUP = 32;
 
@@ -112,12 +114,31 @@ function el(tag, className, text) {
   return node;
 }
 
+/** How much of an unfinished line's inline text is final: never inside a construct, up to the first `*`, `_` or
+ *  backtick that may still open one (an `*` or `_` before a space cannot, nor a backtick before a backtick), never
+ *  just before a citation or a closing punctuation mark (they join what precedes them), and never the last
+ *  character (a citation may follow it). */
+function settled(text) {
+  const cuttable = (i) => i < text.length - 1 && text[i] !== CITE && !CLOSE.test(text[i]);
+  const open = (i) => (text[i] === "`" ? text[i + 1] !== "`" : "*_".includes(text[i]) && !/\s/.test(text[i + 1] || "x"));
+  let cut = 0, p = 0;
+  for (const m of [...text.matchAll(INLINE), { index: text.length, 0: "" }]) {
+    for (; p <= m.index; p++) {
+      if (cuttable(p)) cut = p;
+      if (p < m.index && open(p)) return cut;
+    }
+    p = m.index + m[0].length;
+  }
+  return cut;
+}
+
 export class Markdown {
   constructor(root, cite = () => document.createTextNode("")) {
     this.root = root;
     this.cite = cite;
-    this.at = { paragraph: null, list: null, code: null, cites: 0, group: null };  // where the next line goes
-    this.rest = "";     // the unfinished last line
+    // where the next line goes; `line`: the element the unfinished line's text goes on into, once its block is drawn
+    this.at = { paragraph: null, list: null, code: null, group: null, line: null, cites: 0 };
+    this.rest = "";     // the unfinished line (from where its drawing stopped for good)
     this.drawn = null;  // what drawing `rest` changed: {at: the state before, nodes: the nodes it added}
   }
 
@@ -130,62 +151,81 @@ export class Markdown {
     const lines = (this.rest + text).split("\n");
     this.rest = lines.pop();
     for (const line of lines) this.line(line);
+    const at = this.at;
+    if (!at.line && !at.code && /^\s*\S[^]{11}/.test(this.rest) && /\S/.test(this.rest.at(-1))
+        && !FENCE.test(this.rest)) {
+      [at.line, this.rest] = this.block(this.rest);  // its kind can no longer change: draw its block, keep its text
+    }
+    if (at.line) {
+      const cut = settled(this.rest);
+      this.inline(at.line, this.rest.slice(0, cut));
+      this.rest = this.rest.slice(cut);
+    }
     if (this.rest) {
-      this.drawn = { at: { ...this.at }, nodes: [] };
+      this.drawn = { at: { ...at }, nodes: [] };
       this.line(this.rest);
     }
     return this;
   }
 
-  block(node) {  // blocks go in groups of GROUP: the browser's layout then walks a few groups, not every paragraph
+  line(text) {
+    const [parent, inline] = this.at.line ? [this.at.line, text] : this.block(text);
+    this.at.line = null;
+    if (parent) this.inline(parent, inline);
+  }
+
+  /** Draws the block a line starts or continues; returns the element its inline text goes into, and that text. */
+  block(line) {
+    const at = this.at;
+    const fence = FENCE.exec(line);
+    if (at.code) {  // inside a fenced block
+      if (!fence) {
+        this.code(at.code, (at.code.hasChildNodes() ? "\n" : "") + line);
+        return [];
+      }
+      const pre = at.code.parentNode;
+      at.code = null;
+      return [pre, fence[1]];  // what follows the closing fence (a citation) ends the block
+    }
+    if (fence) {
+      at.paragraph = at.list = null;
+      const pre = this.add(this.group(), el("pre"));
+      this.code(pre, fence[1].replace(/[^\uE000]/g, ""));  // the info string (a language) is not shown, its citations are
+      at.code = pre.appendChild(el("code"));
+      return [];
+    }
+    if (!line.trim()) { at.paragraph = at.list = null; return []; }
+    const heading = /^(#{1,6})\s+(.*)$/.exec(line);
+    const item = /^\s*([-*+]|\d{1,9}[.)])\s+(.*)$/.exec(line);
+    if (heading) {
+      at.paragraph = at.list = null;
+      return [this.add(this.group(), el(`h${Math.min(6, heading[1].length + 2)}`)), heading[2]];
+    }
+    if (item) {
+      const tag = /\d/.test(item[1]) ? "OL" : "UL";
+      if (!at.list || at.list.tagName !== tag) {
+        at.list = this.add(this.group(), el(tag));
+        if (tag === "OL") at.list.start = parseInt(item[1], 10);
+      }
+      at.paragraph = null;
+      return [this.add(at.list, el("li")), item[2]];
+    }
+    if (at.list && /^\s+/.test(line)) return [at.list.lastChild, " " + line.trimStart()];  // a list item goes on
+    at.list = null;
+    if (at.paragraph) this.add(at.paragraph, el("br"));
+    else at.paragraph = this.add(this.group(), el("p"));
+    return [at.paragraph, line];
+  }
+
+  group() {  // blocks go in groups of GROUP: the browser's layout then walks a few groups, not every paragraph
     if (!this.at.group || this.at.group.childElementCount >= GROUP) this.at.group = this.add(this.root, el("div", "gc-group"));
-    return this.add(this.at.group, node);
+    return this.at.group;
   }
 
   add(parent, node) {
     parent.append(node);
     if (this.drawn) this.drawn.nodes.push(node);
     return node;
-  }
-
-  line(line) {
-    const at = this.at;
-    const fence = FENCE.exec(line);
-    if (at.code) {  // inside a fenced block
-      if (!fence) return this.code(at.code, (at.code.hasChildNodes() ? "\n" : "") + line);
-      const pre = at.code.parentNode;
-      at.code = null;
-      return this.inline(pre, fence[1]);  // what follows the closing fence (a citation) ends the block
-    }
-    if (fence) {
-      at.paragraph = at.list = null;
-      const pre = this.block(el("pre"));
-      this.code(pre, fence[1].replace(/[^\uE000]/g, ""));  // the info string (a language) is not shown, its citations are
-      at.code = pre.appendChild(el("code"));
-      return;
-    }
-    if (!line.trim()) { at.paragraph = at.list = null; return; }
-    const heading = /^(#{1,6})\s+(.*)$/.exec(line);
-    const item = /^\s*([-*+]|\d{1,9}[.)])\s+(.*)$/.exec(line);
-    if (heading) {
-      at.paragraph = at.list = null;
-      this.inline(this.block(el(`h${Math.min(6, heading[1].length + 2)}`)), heading[2]);
-    } else if (item) {
-      const tag = /\d/.test(item[1]) ? "OL" : "UL";
-      if (!at.list || at.list.tagName !== tag) {
-        at.list = this.block(el(tag));
-        if (tag === "OL") at.list.start = parseInt(item[1], 10);
-      }
-      at.paragraph = null;
-      this.inline(this.add(at.list, el("li")), item[2]);
-    } else if (at.list && /^\s+/.test(line)) {
-      this.inline(at.list.lastChild, " " + line.trim());  // continuation of a list item
-    } else {
-      at.list = null;
-      if (at.paragraph) this.add(at.paragraph, el("br"));
-      else at.paragraph = this.block(el("p"));
-      this.inline(at.paragraph, line);
-    }
   }
 
   inline(parent, text) {
