@@ -322,6 +322,7 @@ export class Answer {
 
   /** Applies one protocol event; returns true when the answer is finished (done or error). */
   apply(event, data) {
+    data = data && typeof data === "object" ? data : {};
     switch (event) {
       case "sources":
         for (const s of data.sources || []) this.sources.set(String(s.id), s);
@@ -330,9 +331,9 @@ export class Answer {
         this.append(String(data.text || "").replaceAll(CITE, "\uFFFD"));
         return false;
       case "cite": {
-        const numbers = data.numbers || [], known = this.byNumber.size;
+        const numbers = data.numbers || [], ids = data.ids || [], known = this.byNumber.size;
         numbers.forEach((n, i) => {
-          if (!this.byNumber.has(n)) this.byNumber.set(n, this.sources.get(String(data.ids[i])) || { id: data.ids[i] });
+          if (!this.byNumber.has(n)) this.byNumber.set(n, this.sources.get(String(ids[i])) || { id: ids[i] });
         });
         this.cites.push(numbers);
         this.append(CITE);
@@ -469,8 +470,9 @@ export class Answer {
     close.addEventListener("click", () => { pop.hidden = true; });
     head.append(close);
     pop.append(head, el("div", "gc-pop-title", s.document_title || ""));
-    const sub = [s.display_subtitle, s.site_name, s.published_date].filter(Boolean);
-    if (sub.length) pop.append(el("div", "gc-pop-sub", [...new Set(sub)].join(" · ")));
+    const sub = [s.display_subtitle, s.site_name, s.published_date].map((x) => (typeof x === "string" ? x : ""))
+      .filter((x, i, all) => x && !all.slice(0, i).some((before) => before.includes(x)));  // each said once
+    if (sub.length) pop.append(el("div", "gc-pop-sub", sub.join(" · ")));
     if (s.weak === true) {
       pop.append(el("div", "gc-pop-weak", T.weak));
       const why = reasons(s);

@@ -168,6 +168,8 @@ def test_cited_answer_streams_with_numbers_in_order_and_exact_sources(served, br
     popover = visit.page.locator("#gc-popover")
     assert popover.is_visible()
     assert popover.locator(".gc-pop-title").text_content() == expected[1][2]
+    subtitle = popover.locator(".gc-pop-sub").text_content()  # the site and date once, though the subtitle holds them
+    assert subtitle == expected[1][3] and subtitle.count(expected[1][4]["site_name"]) == 1
     assert popover.locator(".gc-pop-snippet").text_content() == expected[1][4]["content"][:300]
     link = popover.locator("a")
     assert link.count() == 1
