@@ -576,6 +576,7 @@ export function start() {
   });
   const examples = $("gc-examples");
   const offer = (questions) => {  // an empty page offers the user's example questions; clicking one asks it
+    if (questions && !Array.isArray(questions)) questions = Object.hasOwn(questions, lang) ? questions[lang] : [];
     const list = (Array.isArray(questions) ? questions : []).filter((q) => typeof q === "string" && q.trim());
     examples.querySelector(".gc-example-list").replaceChildren(...list.slice(0, 3).map((q) => {
       const button = el("button", "gc-example", q);
@@ -642,7 +643,8 @@ async function localUsers(useToken) {
     option.value = u.token;
     picker.append(option);
   }
-  const pick = () => useToken(picker.value, users[picker.selectedIndex].examples);  // examples: optional questions
+  // `examples` (optional): the user's example questions, a list or one list per language ({"en": […], "zh": […]})
+  const pick = () => useToken(picker.value, users[picker.selectedIndex].examples);
   picker.addEventListener("change", pick);
   document.getElementById("gc-user-picker").hidden = false;
   pick();

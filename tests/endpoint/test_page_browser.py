@@ -619,7 +619,8 @@ def test_an_unknown_error_code_shows_the_pages_message(served, browser):
 
 
 EXAMPLES = {"wang": ["巡更时发现异常怎么上报？", "冷水机组供水温度设定是多少？", "会议室怎么预约？", "第四个不显示"],
-            "guest": ["电梯困人怎么办？", "会议室怎么预约？"]}
+            "guest": ["电梯困人怎么办？", "会议室怎么预约？"],
+            "chen": {"zh": ["访客怎么登记？"], "en": ["How do I register a visitor?", "How do I book a meeting room?"]}}
 
 
 def with_examples(page):
@@ -646,9 +647,15 @@ def test_an_empty_page_offers_the_users_example_questions(served, browser):
     visit.as_user(served, "guest")  # another user: a new, empty conversation with their examples
     assert visit.page.locator(".gc-turn").count() == 0
     assert examples.locator(".gc-example").all_text_contents() == EXAMPLES["guest"]
+    visit.as_user(served, "chen")  # one list per language: the page's
+    assert examples.locator(".gc-example").all_text_contents() == EXAMPLES["chen"]["zh"]
     visit.as_user(served, "li")  # no examples: nothing offered
     assert not examples.is_visible()
     visit.close()
+    english = Visit(browser, served["page"], locale="en-US", setup=with_examples).as_user(served, "chen")
+    assert english.page.locator("#gc-examples .gc-example").all_text_contents() == EXAMPLES["chen"]["en"]
+    assert english.page.locator("#gc-examples").text_content().startswith("Try asking")
+    english.close()
 
 
 def test_source_chips_use_their_room_before_cutting_a_title(served, browser):
