@@ -32,7 +32,7 @@ test: $(STAMP) browser
 
 # the loop while working: everything but the browser tests and the fuzz corpus replay
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -n 2 tests -m "not browser and not fuzz_replay"
+	$(PY) -m pytest -q tests -m "not browser and not fuzz_replay"
 
 # the page's browser tests drive Debian's chromium (never a downloaded browser); CJK fonts render the Chinese text
 browser:
