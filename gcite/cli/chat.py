@@ -163,10 +163,11 @@ def sample_user_token(url: str, user: str) -> str:
     address = urljoin(url, "/local/users")
     try:
         response = requests.get(address, timeout=30)
-        users = response.json()
     except requests.RequestException:
         raise ValueError(f"--user: cannot connect to {address} for the sample users' tokens: is gcite serve running "
                          f"there?") from None
+    try:
+        users = response.json()
     except ValueError:
         raise ValueError(f"--user: {address} is not gcite serve's list of sample users (HTTP {response.status_code}); "
                          f"--user works with gcite serve only, use --token otherwise") from None
