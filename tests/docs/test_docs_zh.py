@@ -124,13 +124,13 @@ def test_the_sample_users_and_how_to_get_their_tokens_are_documented(lang):
 
 
 def test_the_english_docs_say_where_the_search_keys_go():
-    keys = section(text(DOCS / "web-search.md"), "Where the keys go in Dify")
+    keys = " ".join(section(text(DOCS / "web-search.md"), "Where the keys go in Dify").split())  # lines joined
     provider = yaml.safe_load((ROOT / "provider" / "gcite.yaml").read_text(encoding="utf-8"))
     assert "Plugins" in keys and "G-Cite" in keys
     for name, field in provider["credentials_for_provider"].items():
         if not name.endswith("_base_url") or name == "searxng_base_url":  # the keys (overrides are for gateways)
             assert field["label"]["en_US"] in keys, name
-    zh = section(text(ZH / "web-search.md"), "凭据填在 Dify 的哪里")
+    zh = " ".join(section(text(ZH / "web-search.md"), "凭据填在 Dify 的哪里").split())
     for name, field in provider["credentials_for_provider"].items():
         if not name.endswith("_base_url") or name == "searxng_base_url":
             assert field["label"]["zh_Hans"] in zh, name
