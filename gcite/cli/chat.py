@@ -141,13 +141,16 @@ def local_events(query: str, roles: str, dsl: str | None) -> Iterator[Event]:
 
 def explained(events: Iterable[Event], mode: str, url: str) -> Iterator[Event]:
     """The events, with the errors a wrong address gives said as what to do: a 404 (a wrong hook or path) and a
-    server that cannot be reached, each once."""
+    server that cannot be reached, each once. Dify's plugin daemon answers an unknown or disabled hook with HTTP 404
+    and its own JSON error, `{"code": -404 or -400, "message": "{\"message\":\"endpoint not found\", …}"}`
+    (internal/server/endpoint.go, internal/service/endpoint.go); a wrong path under a right hook is the plugin's 404."""
     for event in events:
-        if isinstance(event, Error) and event.code == "http_404" and mode == "--url":
+        not_found = isinstance(event, Error) and (event.code == "http_404" or "endpoint not found" in event.message)
+        if not_found and mode == "--url":
             event = Error(event.code, f"no G-Cite endpoint at {url} (HTTP 404): the hook or the path is wrong; copy the "
                                       f"endpoint's URL from Dify: Plugins → G-Cite → Endpoints (it ends in "
                                       f"/e/<hook>/gcite/chat)")
-        elif isinstance(event, Error) and event.code == "http_404" and mode == "--service-api":
+        elif not_found and mode == "--service-api":
             event = Error(event.code, f"no Dify Service API at {url} (HTTP 404): --service-api is your Dify's API "
                                       f"base, ending in /v1 (the app's API Access page shows it)")
         elif isinstance(event, Error) and event.code == "connection":

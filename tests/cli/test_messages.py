@@ -3,6 +3,7 @@ not Dify's Knowledge API, a refused connection (said once), and `gcite secret`."
 
 import base64
 import io
+import json
 import os
 import socket
 import subprocess
@@ -101,6 +102,33 @@ class NotFound(BaseHTTPRequestHandler):
         pass
 
 
+class DaemonNotFound(NotFound):
+    """What Dify's plugin daemon answers for a hook it does not know (internal/server/endpoint.go): 404 and its JSON."""
+
+    def do_POST(self):
+        body = json.dumps({"code": -400, "message": json.dumps({"message": "endpoint not found", "error_type":
+                                                                "PluginDaemonBadRequestError", "args": None}),
+                           "data": None}).encode()
+        self.send_response(404)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def serve(handler):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.fixture
+def daemon():
+    server = serve(DaemonNotFound)
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
 @pytest.fixture
 def not_found_server():
     server = ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
@@ -124,6 +152,14 @@ def test_a_wrong_hook_says_so_and_where_dify_shows_the_url(not_found_server):
     assert err.splitlines() == [f"error (http_404): no G-Cite endpoint at {url} (HTTP 404): the hook or the path is "
                                 f"wrong; copy the endpoint's URL from Dify: Plugins → G-Cite → Endpoints (it ends in "
                                 f"/e/<hook>/gcite/chat)"]
+
+
+def test_a_hook_difys_daemon_does_not_know_says_so_too(daemon):
+    url = f"{daemon}/e/abcdefghijklmnop/gcite/chat"
+    code, _, err = chat("q", "--url", url, "--token", "t")
+    assert code == 1 and len(err.splitlines()) == 1
+    assert f"no G-Cite endpoint at {url} (HTTP 404): the hook or the path is wrong" in err
+    assert "Plugins → G-Cite → Endpoints" in err
 
 
 def test_user_against_a_server_that_is_not_gcite_serve(not_found_server):
