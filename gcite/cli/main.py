@@ -12,6 +12,10 @@ from gcite.cli.build import build_dsl_command, package_command, prefilter_comman
 from gcite.cli.common import CliError, engine_logs
 from gcite.cli.run import demo_command, run_command
 
+# random bytes in a `gcite secret`: the endpoint takes no shorter token_secret (MIN_SECRET_BYTES in
+# endpoints/settings.py, RFC 7518 §3.2); the URL-safe text of 32 bytes is 43 characters
+SECRET_BYTES = 32
+
 
 def version_text() -> str:
     import yaml
@@ -67,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve_arguments(commands.add_parser("serve", help="serve the chat page and endpoint on 127.0.0.1 "
                                                              "through the real plugin process"))
     commands.add_parser("sync-schema", help="write the models' item schemas into the tools' output_schema")
+    commands.add_parser("secret", help="print a new random token signing secret (32 random bytes, URL-safe text) "
+                                     "for the endpoint's token_secret setting; printed once, stored nowhere")
 
     pack = commands.add_parser("package", help="validate the plugin and write dist/<name>-<version>.difypkg")
     pack.add_argument("--out", default="dist", help="output directory (default: dist)")
@@ -139,6 +145,11 @@ def dispatch(args: argparse.Namespace) -> int:
             from gcite.cli import acl as acl_cli
 
             return acl_cli.command(args)
+        if args.command == "secret":
+            import secrets
+
+            print(secrets.token_urlsafe(SECRET_BYTES))
+            return 0
         if args.command == "sync-schema":
             from gcite.build import schema as schema_sync
 
