@@ -1,17 +1,20 @@
 """python -m gcite COMMAND …
 
-One subparser per command in `build_parser()`, one `*_command(args) -> int` per command below it. A bad option or
-input is a one-line `error: …` on stderr and exit status 2; a failed run is status 1; never a traceback.
+One subparser per command in `build_parser()`; each command's `*_command(args) -> int` lives in the module of its
+group (`run`, `build`, `chat`, `serve`, `acl`). A bad option or input is a one-line `error: …` on stderr and exit
+status 2; a failed run is status 1; never a traceback.
 """
 
 import argparse
+import sys
 
 from gcite.cli.build import build_dsl_command, package_command, prefilter_command
 from gcite.cli.common import CliError, engine_logs
 from gcite.cli.run import demo_command, run_command
 
-import sys
-
+# random bytes in a `gcite secret`: the endpoint takes no shorter token_secret (MIN_SECRET_BYTES in
+# endpoints/settings.py, RFC 7518 §3.2); the URL-safe text of 32 bytes is 43 characters
+SECRET_BYTES = 32
 
 
 def version_text() -> str:
@@ -68,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve_arguments(commands.add_parser("serve", help="serve the chat page and endpoint on 127.0.0.1 "
                                                              "through the real plugin process"))
     commands.add_parser("sync-schema", help="write the models' item schemas into the tools' output_schema")
+    commands.add_parser("secret", help="print a new random token signing secret (32 random bytes, URL-safe text) "
+                                     "for the endpoint's token_secret setting; printed once, stored nowhere")
 
     pack = commands.add_parser("package", help="validate the plugin and write dist/<name>-<version>.difypkg")
     pack.add_argument("--out", default="dist", help="output directory (default: dist)")
@@ -140,6 +145,11 @@ def dispatch(args: argparse.Namespace) -> int:
             from gcite.cli import acl as acl_cli
 
             return acl_cli.command(args)
+        if args.command == "secret":
+            import secrets
+
+            print(secrets.token_urlsafe(SECRET_BYTES))
+            return 0
         if args.command == "sync-schema":
             from gcite.build import schema as schema_sync
 
@@ -160,20 +170,3 @@ def dispatch(args: argparse.Namespace) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     return 0
-
-
-# --- demo ------------------------------------------------------------------------------------------------
-
-
-# --- run -------------------------------------------------------------------------------------------------
-
-
-# --- build-dsl -------------------------------------------------------------------------------------------
-
-
-# --- prefilter -------------------------------------------------------------------------------------------
-
-
-# --- package ---------------------------------------------------------------------------------------------
-
-
