@@ -3,7 +3,7 @@
 // It is also the reference for other front ends. What it does, in order:
 //   1. gets a token: from the URL fragment (#token=…), or from postMessage of the embedding site, never a query string;
 //   2. POSTs {query, conversation} to ./chat with `Authorization: Bearer <token>` and reads the SSE stream
-//      (events ready, sources, text, cite, replace, done, error — see the README's protocol section);
+//      (events ready, sources, text, cite, replace, done, error — see docs/protocol.md);
 //   3. draws the answer from `text` and `cite` events as they come (appending, not redrawing): text through a small
 //      markdown renderer that only creates elements and text nodes (never parsed HTML), each citation a superscript
 //      number kept on one line with the character before it and the punctuation after it;
