@@ -262,8 +262,8 @@ export class Markdown {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// One answer: its state, and what the page shows of it. Text and citations are appended as they come; the answer
-// is drawn whole only when that changes what was already shown (replace, done, error).
+// One answer: its state, and what the page shows of it. Text and citations are appended as they come; `done` and
+// `error` add to what is shown; only `replace` draws the answer whole again.
 
 /** http(s) URLs only, else "" (the endpoint already guarantees it; a front end checks again). */
 export function safeUrl(url) {
@@ -318,6 +318,7 @@ export class Answer {
     this.status = "streaming";     // streaming | cited | uncited | insufficient_evidence | error
     this.error = null;
     this.done = null;
+    this.draw();
   }
 
   /** Applies one protocol event; returns true when the answer is finished (done or error). */
@@ -344,8 +345,9 @@ export class Answer {
         this.text = String(data.text || "").replaceAll(CITE, "\uFFFD");
         this.cites = [];
         this.byNumber.clear();
-        break;
-      case "done":
+        this.draw();
+        return false;
+      case "done":  // what the stream drew stays: the numbers take the citations' flags, the bar their sources
         this.done = data;
         this.status = data.status;
         this.byNumber.clear();
@@ -353,40 +355,46 @@ export class Answer {
         if ((data.citations || []).some((c) => c.weak === true)) {
           document.getElementById("gc-weak-toggle")?.removeAttribute("hidden");
         }
-        break;
+        for (const button of this.body.querySelectorAll(".gc-num")) this.mark(button, Number(button.dataset.number));
+        this.show();
+        return true;
       case "error":
         this.status = "error";
         this.error = data;
-        break;
+        this.show();
+        return true;
       default:
         return false;  // ready, and events a newer server may add
     }
-    this.draw();
-    return event === "done" || event === "error";
   }
 
   fail(code, message) { return this.apply("error", { code, message }); }
 
   append(text) {
     if (!text) return;
-    if (!this.markdown) this.draw();
     this.thinking?.remove();
     this.text += text;
     this.markdown.feed(text);
   }
 
-  draw() {
+  draw() {  // the whole answer, from its text
+    this.container.replaceChildren();
+    this.body = this.container.appendChild(el("div", "gc-body"));
+    this.markdown = new Markdown(this.body, (k) => this.superscript(this.cites[k] || []));
+    this.markdown.feed(this.text);
+    this.thinking = this.text ? null : this.body.appendChild(el("p", "gc-thinking", T.thinking));
+    this.bar = null;
+    this.show();
+  }
+
+  show() {  // what the answer's status adds to its text
     const box = this.container;
-    box.replaceChildren();
     box.classList.toggle("gc-streaming", this.status === "streaming");
     box.classList.toggle("gc-failed", this.status === "error");
-    const body = box.appendChild(el("div", "gc-body"));
-    this.markdown = new Markdown(body, (k) => this.superscript(this.cites[k] || []));
-    this.markdown.feed(this.text);
-    this.thinking = this.status === "streaming" && !this.text ? body.appendChild(el("p", "gc-thinking", T.thinking)) : null;
+    if (this.status !== "streaming") this.thinking?.remove();
     if (this.status === "insufficient_evidence") {  // said once: the model's own words, or the page's when it said none
-      if (this.text.trim()) body.classList.add("gc-insufficient");
-      else body.append(el("p", "gc-insufficient", T.insufficient));
+      if (this.text.trim()) this.body.classList.add("gc-insufficient");
+      else this.body.append(el("p", "gc-insufficient", T.insufficient));
     }
     if (this.status === "error") {
       const code = String(this.error.code);
@@ -394,7 +402,6 @@ export class Answer {
       const message = typeof this.error.message === "string" ? this.error.message : "";
       box.append(el("div", "gc-error", message || known || T.errors.http));
     }
-    this.bar = null;
     this.drawSources();
   }
 
@@ -409,18 +416,22 @@ export class Answer {
   superscript(numbers) {
     const sup = el("sup", "gc-cite");
     numbers.forEach((n) => {
-      const source = this.byNumber.get(n) || {};
-      const button = el("button", `gc-num gc-${source.source_type === "web" ? "web" : "rag"}`, String(n));
+      const button = el("button", "", String(n));
       button.type = "button";
       button.dataset.number = n;
-      if (source.weak === true) {
-        button.classList.add("gc-weak");
-        button.title = `${T.weak}${typeof source.support === "number" ? ` (${source.support.toFixed(2)})` : ""}`;
-      }
+      this.mark(button, n);
       button.addEventListener("click", (e) => this.showSource(n, e.currentTarget));
       sup.append(button);
     });
     return sup;
+  }
+
+  mark(button, n) {  // a superscript number's look: its source's type, hollow when weak
+    const source = this.byNumber.get(n) || {};
+    const weak = source.weak === true;
+    button.className = `gc-num gc-${source.source_type === "web" ? "web" : "rag"}${weak ? " gc-weak" : ""}`;
+    if (weak) button.title = `${T.weak}${typeof source.support === "number" ? ` (${source.support.toFixed(2)})` : ""}`;
+    else button.removeAttribute("title");
   }
 
   sourcesBar(numbers) {
@@ -516,7 +527,6 @@ export class Chat {
     const turn = this.thread.appendChild(el("section", "gc-turn"));
     turn.append(el("div", "gc-question", query));
     const answer = new Answer(turn.appendChild(el("div", "gc-answer")), this.popover);
-    answer.draw();
     this.onBusy(true);
     try {
       const body = { query };
