@@ -450,7 +450,7 @@ def release(root: Path, out_dir: Path, *, repo: str | None = None, contact: str 
     import zipfile
 
     from gcite.build import signing
-    from gcite.package import build, identifier_of_package
+    from gcite.build.package import build, identifier_of_package
 
     problems = publisher_problems(repo, contact)
     if problems:

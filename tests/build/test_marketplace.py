@@ -8,8 +8,8 @@ import yaml
 
 from gcite.build import marketplace, signing
 from gcite.build.marketplace import Finding, check, publish, release
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 REPO = "https://github.com/example-org/gcite"
 CONTACT = "maintainer@example.org"
 
@@ -91,7 +91,7 @@ def test_a_signed_release_verifies_with_the_publishers_key(tmp_path):
     result = signing.verify_file(built.path, [pair.public])
     assert result.verified and result.key == str(pair.public) and result.category == "community"
     assert list(entries_of(built.path))[-1] == signing.VERIFICATION_FILE
-    from gcite.package import identifier_of_package
+    from gcite.build.package import identifier_of_package
 
     assert built.identifier == identifier_of_package(built.path)  # the verification entry is part of the checksum
 

@@ -13,8 +13,8 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from gcite.build import signing
 from gcite.build.signing import SigningError, VERIFICATION_FILE
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "dify-signing"  # copied from the daemon's repository (see README.md there)
 MARKETPLACE = FIXTURES / "langgenius-agent_0.0.14.difypkg"  # signed with Dify's official key
 UNSIGNED = FIXTURES / "dummy_plugin.difypkg"

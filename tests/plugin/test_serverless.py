@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from gcite.package import build
-from tests.package_env import package_python, unpack
+from gcite.build.package import build
+from tests.support.package_env import package_python, unpack
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 LIMIT = 20.0  # seconds: the install test's force-stop
 PORT = 8080  # the install test's SERVERLESS_PORT (inside a namespace nothing else holds it)
 
