@@ -178,7 +178,7 @@ def _field(manifest: dict[str, Any], dotted: str) -> Any:
     return value
 
 
-def check_manifest(manifest: dict[str, Any], entries: dict[str, bytes], marketplace: bool) -> list[Finding]:
+def check_manifest(manifest: dict[str, Any], marketplace: bool) -> list[Finding]:
     found = [Finding("manifest", f"manifest.yaml: {name} is required") for name in REQUIRED_FIELDS
              if _field(manifest, name) in (None, "", [], {})]
     if manifest.get("type") not in (None, "plugin"):
@@ -422,7 +422,7 @@ def check(entries: dict[str, bytes], marketplace: bool, facts: PrivacyFacts | No
         manifest = None
     if not isinstance(manifest, dict):
         return [Finding("manifest", "manifest.yaml is missing or not a YAML mapping")]
-    found = (check_manifest(manifest, entries, marketplace) + check_icon(entries, manifest)
+    found = (check_manifest(manifest, marketplace) + check_icon(entries, manifest)
              + check_dependencies(entries) + check_readme(entries, manifest, marketplace)
              + check_privacy(entries, facts) + check_contents(entries, package_size) + check_secrets(entries))
     order = list(RULES)

@@ -362,8 +362,3 @@ def verify_file(path: str | Path, extra_keys: list[str | Path] = ()) -> Verifica
     """The daemon's check of an uploaded package: its official key, then `extra_keys` (key files)."""
     return verify(_read(Path(path)), daemon_keys(extra_keys))
 
-
-def sign_file(package: str | Path, private_key: str | Path, out: str | Path, category: str = "community") -> Path:
-    signed = sign(_read(Path(package)), read_private_key(private_key), category)
-    Path(out).write_bytes(signed)
-    return Path(out)

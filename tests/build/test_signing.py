@@ -5,7 +5,6 @@ import io
 import json
 import stat
 import zipfile
-from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives import hashes, serialization
