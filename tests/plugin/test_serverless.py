@@ -13,6 +13,7 @@ every proxy variable pointing at a closed port instead, and the test says so in 
 
 import json
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -23,7 +24,7 @@ from tests.support.package_env import package_python, unpack
 from tests.support import ROOT
 
 LIMIT = 20.0  # seconds: the install test's force-stop
-PORT = 8080  # the install test's SERVERLESS_PORT (inside a namespace nothing else holds it)
+PORT = 8080  # the install test's SERVERLESS_PORT (inside a fresh namespace nothing else holds it)
 
 # Runs inside the namespace with the stdlib only: starts the plugin, polls it, stops it, prints one JSON line.
 PROBE = r"""
@@ -74,6 +75,12 @@ print(json.dumps(result))
 """
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def namespaces_work() -> bool:
     if shutil.which("unshare") is None or shutil.which("ip") is None:
         return False
@@ -86,14 +93,14 @@ def serverless(tmp_path_factory):
     folder = unpack(package.path, tmp_path_factory.mktemp("plugin"))
     python = package_python(folder / "requirements.txt")
     extra = {"HOME": str(tmp_path_factory.mktemp("home"))}  # and no other variable: no credentials
-    probe = [sys.executable, "-c", PROBE, python, str(folder), str(PORT), str(LIMIT)]
     if namespaces_work():
-        command = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *probe, json.dumps(extra)]
+        probe = [sys.executable, "-c", PROBE, python, str(folder), str(PORT), str(LIMIT), json.dumps(extra)]
+        command = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *probe]
         isolation = "network namespace"
     else:
         dead = "http://127.0.0.1:9"
         extra.update({name: dead for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY")})
-        command = [*probe, json.dumps(extra)]
+        command = [sys.executable, "-c", PROBE, python, str(folder), str(free_port()), str(LIMIT), json.dumps(extra)]
         isolation = "proxies at a closed port"
     done = subprocess.run(command, capture_output=True, text=True, timeout=LIMIT + 60)
     assert done.returncode == 0, done.stderr[-2000:]
