@@ -16,8 +16,6 @@ PUBLIC_KEYS_SETTING = "THIRD_PARTY_SIGNATURE_VERIFICATION_PUBLIC_KEYS"
 
 def add_parsers(commands, pack: argparse.ArgumentParser) -> None:
     """The keygen and verify commands, and package's signing and Marketplace options."""
-    from gcite.build.signing import CATEGORIES
-
     keygen = commands.add_parser("keygen", help="make a key pair for signing packages (RSA 4096, the daemon's format)")
     keygen.add_argument("--out", default=DEFAULT_KEY_NAME, metavar="NAME",
                         help=f"write NAME.private.pem and NAME.public.pem (default: {DEFAULT_KEY_NAME}); "
@@ -30,7 +28,7 @@ def add_parsers(commands, pack: argparse.ArgumentParser) -> None:
     pack.add_argument("--sign", metavar="KEY.private.pem",
                       help="sign the package with this private key (from `python -m gcite keygen`): writes "
                            "dist/<name>-<version>.signed.difypkg")
-    pack.add_argument("--category", choices=[c for c in CATEGORIES if c != "langgenius"],
+    pack.add_argument("--category", choices=("community", "partner"),
                       help="the authorised category recorded in the signature (needs --sign; default: community)")
     pack.add_argument("--marketplace", action="store_true",
                       help="a Marketplace submission: a missing --repo/--contact is an error, not a warning "
