@@ -97,7 +97,7 @@ def test_redirects_on_the_same_host_are_bounded(mocked):
 
 # --- 2. redaction comes before the cut -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("offset", [180, 190, 195, 198])
+@pytest.mark.parametrize("offset", range(180, 199))
 def test_a_key_echoed_where_the_message_is_cut_leaves_no_piece_of_it(mocked, offset):
     echo = "x" * offset + f" {KEY} was refused"
     mocked.add("POST", TAVILY_URL, status=400, json={"detail": {"error": echo}})
@@ -105,7 +105,8 @@ def test_a_key_echoed_where_the_message_is_cut_leaves_no_piece_of_it(mocked, off
         search("tavily")
     message = str(caught.value)
     assert "rejected the request (HTTP 400" in message
-    assert_no_piece_of_the_key(message)
+    assert "sk-" not in message, message  # not even the first characters of the key, cut where they were
+    assert "x ***" in message or message.endswith("x…)")
 
 
 def test_a_key_echoed_masked_or_cut_by_the_provider_is_redacted(mocked):
