@@ -106,7 +106,6 @@ def test_a_key_echoed_where_the_message_is_cut_leaves_no_piece_of_it(mocked, off
     message = str(caught.value)
     assert "rejected the request (HTTP 400" in message
     assert "sk-" not in message, message  # not even the first characters of the key, cut where they were
-    assert "x ***" in message or message.endswith("x…)")
 
 
 def test_a_key_echoed_masked_or_cut_by_the_provider_is_redacted(mocked):
