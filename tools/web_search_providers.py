@@ -296,10 +296,16 @@ def origin_of(url: str) -> tuple[str, str, int | None]:
 def set_read_timeout(response: requests.Response, seconds: float) -> None:
     """Make the next read of the response's socket wait at most `seconds` (no socket, e.g. a mocked response:
     nothing to do)."""
-    connection = getattr(response.raw, "_connection", None) or getattr(response.raw, "connection", None)
-    sock = getattr(connection, "sock", None)
-    if sock is not None:
-        sock.settimeout(max(seconds, 0.001))
+    # urllib3's response → http.client's response → its buffered reader → the SocketIO over the socket it reads
+    fp = getattr(getattr(response.raw, "_fp", None), "fp", None)
+    sock = getattr(getattr(fp, "raw", None), "_sock", None)
+    if sock is None:
+        sock = getattr(getattr(response.raw, "connection", None), "sock", None)
+    if sock is not None and hasattr(sock, "settimeout"):
+        try:
+            sock.settimeout(max(seconds, 0.001))
+        except OSError:
+            pass  # already closed: the read that follows says so
 
 
 class BodyTooLarge(ValueError):

@@ -153,7 +153,8 @@ def test_the_tool_outputs_carry_no_key(mocked):
 # --- 6. a total deadline, also while the body trickles in ------------------------------------------------------
 
 class Trickle(BaseHTTPRequestHandler):
-    """Answers at once with a head, then one byte of the body every `pause` seconds."""
+    """Answers at once with a head, then one byte of the body every `pause` seconds; `/stall/search`: bytes for 1.5 s,
+    then nothing for 10 s (one read then waits longer than the time left)."""
     pause = 0.2
 
     def log_message(self, *args):
@@ -166,10 +167,10 @@ class Trickle(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         try:
-            for byte in body:
+            for n, byte in enumerate(body):
                 self.wfile.write(bytes([byte]))
                 self.wfile.flush()
-                time.sleep(self.pause)
+                time.sleep(10 if self.path.startswith("/stall") and n == 7 else self.pause)
         except (BrokenPipeError, ConnectionResetError):
             pass
 
@@ -192,6 +193,14 @@ def test_a_body_that_trickles_in_ends_at_the_deadline(trickle):
     elapsed = time.monotonic() - started
     assert str(caught.value) == "SearXNG did not answer within 2 s (timeout_seconds)"
     assert 1.9 <= elapsed < 2.6, elapsed  # the body alone would take 50 s
+
+
+def test_a_read_that_would_wait_past_the_deadline_waits_only_for_the_time_left(trickle):
+    started = time.monotonic()
+    with pytest.raises(web.SearchError, match="did not answer within 2 s"):
+        search("searxng", credentials={"searxng_base_url": trickle + "/stall"}, seconds=2)
+    elapsed = time.monotonic() - started
+    assert 1.9 <= elapsed < 2.4, elapsed  # the stalled read was given 0.5 s, not the 2 s of a fresh read timeout
 
 
 def test_a_body_larger_than_the_limit_is_an_error(mocked, monkeypatch):
