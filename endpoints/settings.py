@@ -2,7 +2,7 @@
 
 `read_settings` checks all of them for `POST /gcite/chat`; the page needs only `allowed_origins`
 (`allowed_origins`), read by the same rule. A problem raises SettingError naming the setting; the endpoints answer
-it as `not_configured` and log the message (it never names a secret's value).
+it as `not_configured` and log the message (it never names a secret's value) to `logger`, the endpoints' log.
 """
 
 import logging

@@ -76,6 +76,16 @@ def test_another_sites_page_is_refused_before_any_app_call(plugin, origin, extra
     assert not any(h.startswith("Access-Control") for h in call.headers)
 
 
+def test_a_malformed_allowed_origins_is_a_setting_error_naming_it(plugin):
+    settings = {**SETTINGS, "allowed_origins": "https://chat.example.com, http://*"}
+    status, code, canned, _ = ask(plugin, {"Origin": "https://chat.example.com"}, settings=settings)
+    assert (status, code) == (500, "not_configured") and canned.requests == []
+    deadline = time.monotonic() + 10
+    while not any("setting allowed_origins: http://* is not an origin" in json.dumps(log) for log in plugin.logs):
+        assert time.monotonic() < deadline, plugin.logs[-3:]
+        time.sleep(0.05)
+
+
 # --- 11. what a client may send -----------------------------------------------------------------------------------
 
 def test_a_body_nested_thousands_deep_is_400_not_500(plugin):
