@@ -232,7 +232,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._plain(413, f"the body is over {MAX_BODY_BYTES // 2**20} MiB, the most Dify's plugin daemon "
                              "reads\n", {"Content-Type": text})
             return None
-        body = self.rfile.read(length) if length else b""
+        try:
+            body = self.rfile.read(length) if length else b""
+        except OSError:  # the client stopped sending for READ_TIMEOUT seconds, or went away
+            self.close_connection = True
+            return None
         if len(body) < length:
             self._plain(400, "the body ended before its Content-Length\n", {"Content-Type": text})
             return None

@@ -4,6 +4,7 @@ import http.client
 import json
 import subprocess
 import sys
+import time
 
 import jwt
 import pytest
@@ -199,3 +200,21 @@ def test_a_body_shorter_than_its_content_length_is_400_when_the_client_gives_up(
         sock.shutdown(socket.SHUT_WR)
         data = sock.recv(65536)
     assert data.startswith(b"HTTP/1.0 400 ")
+
+
+def test_a_client_that_stops_sending_is_dropped_without_a_traceback(local, monkeypatch, capfd):
+    import socket
+
+    from gcite.local import serve
+
+    assert serve._Handler.timeout == serve.READ_TIMEOUT
+    monkeypatch.setattr(serve._Handler, "timeout", 1.0)
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", local.port), timeout=30) as sock:
+        sock.sendall(f"POST /e/{local.hook}/gcite/chat HTTP/1.1\r\nHost: 127.0.0.1:{local.port}\r\n"
+                     "Content-Length: 100\r\n\r\n{\"query\"".encode())
+        assert sock.recv(65536) == b""  # closed by the server, the client still holding its end open
+    assert time.monotonic() - started < 5
+    time.sleep(0.2)
+    captured = capfd.readouterr()
+    assert "Traceback" not in captured.err + captured.out
