@@ -8,7 +8,7 @@ status 2; a failed run is status 1; never a traceback.
 import argparse
 import sys
 
-from gcite.cli.build import build_dsl_command, package_command, prefilter_command
+from gcite.cli.build import build_dsl_command, prefilter_command
 from gcite.cli.common import CliError, engine_logs
 from gcite.cli.run import demo_command, run_command
 
@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     pack = commands.add_parser("package", help="validate the plugin and write dist/<name>-<version>.difypkg")
     pack.add_argument("--out", default="dist", help="output directory (default: dist)")
     pack.add_argument("--no-dsl-update", action="store_true", help="do not rewrite the dependency in dsl/*.yml")
+    from gcite.cli import sign as sign_cli
+
+    sign_cli.add_parsers(commands, pack)
 
     from gcite.build.chatflows import LANGS, MAX_ROLE_SLOTS, ROLE_SLOTS, SEARCHES
 
@@ -129,8 +132,11 @@ def dispatch(args: argparse.Namespace) -> int:
             return run_command(args)
         if args.command == "build-dsl":
             return build_dsl_command(args)
-        if args.command == "package":
-            return package_command(args)
+        if args.command in ("package", "keygen", "verify"):
+            from gcite.cli import sign as sign_cli
+
+            return {"package": sign_cli.package_command, "keygen": sign_cli.keygen_command,
+                    "verify": sign_cli.verify_command}[args.command](args)
         if args.command == "prefilter":
             return prefilter_command(args)
         if args.command == "chat":

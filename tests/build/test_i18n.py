@@ -177,7 +177,8 @@ def test_the_chinese_readme_is_linked_from_the_top_and_covers_what_a_user_does()
     for topic in ("安装插件", "导入对话流", "配置", "权限控制", "对话端点", "G-Cite 流式协议", "命令行"):
         assert any(topic in h for h in headings), topic
     for fact in (REFUSAL_ZH, REFUSAL_EN, "THIRD_PARTY_SIGNATURE_VERIFICATION_PUBLIC_KEYS", "/app/storage/public_keys/",
-                 "dify signature verify", "source_file_url", "/gcite/chat", "3 + 16 × N", "--persona", "1.4.0"):
+                 "gcite keygen", "package --sign", "gcite verify", "source_file_url", "/gcite/chat", "3 + 16 × N",
+                 "--persona", "1.4.0"):
         assert fact in chinese and fact in english, fact
     assert len(re.findall(r"[\u4e00-\u9fff]", chinese)) > 3000  # complete pages, not a summary
 
