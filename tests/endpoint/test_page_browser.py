@@ -76,7 +76,7 @@ def served(tmp_path_factory):
         process.wait(timeout=20)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # one sync Playwright at a time: other browser test modules start their own
 def browser():
     from playwright.sync_api import sync_playwright
 
