@@ -371,6 +371,499 @@ def support_score(units, chunk, others=None):
     return 1.0 if needed == 0 else found / needed * MISSING_EXACT ** missing
 
 
+# --- Partial support, contradiction cues, paraphrase tolerance (issue 24) -------------------------------
+# Each cue is one table and one rule below; `judge` combines them into a score and the reasons a citation is weak.
+# The tables are small and hand-made (standard library only): they catch the common cases, not meaning in general.
+
+MISSING_DECAY = 0.93  # factor per unit of weight of the sentence that the chunk lacks ("the more is missing, the lower")
+PART_WEIGHT = 0.5  # how much the weakest part of a multi-part sentence counts against the whole sentence's score
+MIN_PART_WEIGHT = 3.0  # a part with less content than this is not judged on its own
+CUE_FACTOR = {"negation": 0.45, "antonym": 0.45, "number": 0.5, "roles": 0.5}  # a contradiction cue's factor
+MAX_MISSING_SHOWN = 5
+
+# Parts of a sentence (rule: `sentence_parts`): clauses split at these separators.
+PART_SPLIT = re.compile(r"[，,；;：:]|\s(?:and|but|while|whereas|although|though|which|who|whose|where)\s|但是|但|并且|而且|同时")
+
+# Negation (rule: `negated`): a negation word or character, minus the words that hold one without negating.
+NEGATION_WORDS = frozenset("not no never none nobody nothing neither nor without cannot".split())
+NEGATION_CONTRACTED = re.compile(r"[a-z]n[’']t\b")
+NEGATION_CHARS = re.compile("[不没无非未别勿莫]")
+NOT_NEGATIONS = re.compile("不仅|不但|不断|不少|不久|不过|不管|不论|不错|不同|无论|非常|除非|未来|别人|特别|区别|分别|级别|"
+                           "类别|告别|无数|莫名|没错|并非常|无比|无限")
+
+# Antonyms (rule: `antonym_cue`): a word in the sentence whose opposite stands in the chunk's matching passage.
+ANTONYMS_ZH = (
+    ("首", "末"), ("高", "低"), ("增加", "减少"), ("增长", "下降"), ("上升", "下降"), ("上涨", "下跌"), ("提高", "降低"),
+    ("允许", "禁止"), ("可以", "禁止"), ("开始", "结束"), ("最早", "最晚"), ("提前", "推迟"), ("延长", "缩短"),
+    ("延长", "压缩"), ("扩大", "缩小"), ("多于", "少于"), ("大于", "小于"), ("以上", "以下"), ("之前", "之后"),
+    ("以前", "以后"), ("早于", "晚于"), ("支持", "反对"), ("稳定", "波动"), ("继续", "终止"), ("继续", "停止"),
+    ("成功", "失败"), ("胜", "负"), ("赢", "输"), ("干净", "脏"), ("全部", "部分"), ("全部", "一半"), ("正面", "负面"),
+    ("肯定", "否定"), ("加强", "削弱"), ("免费", "收费"), ("开放", "关闭"), ("打开", "关闭"), ("同意", "拒绝"),
+    ("接受", "拒绝"), ("相同", "不同"), ("真", "假"), ("男", "女"), ("冷", "热"), ("快", "慢"), ("长", "短"),
+    ("新", "旧"), ("年轻", "年老"), ("上午", "下午"), ("白天", "夜间"), ("白天", "晚上"), ("容易", "困难"),
+    ("简单", "复杂"), ("喜欢", "讨厌"), ("安全", "危险"), ("进口", "出口"), ("买", "卖"), ("出生", "去世"),
+    ("最多", "最少"), ("最大", "最小"), ("最高", "最低"), ("必须", "无需"), ("必须", "不必"), ("好", "坏"),
+    ("富", "穷"), ("东", "西"), ("南", "北"), ("上", "下"), ("多", "少"), ("大", "小"), ("增", "减"), ("升", "降"),
+)
+ANTONYMS_EN = (
+    ("before", "after"), ("more", "less"), ("more", "fewer"), ("increase", "decrease"), ("increase", "reduce"),
+    ("rise", "fall"), ("rose", "fell"), ("high", "low"), ("higher", "lower"), ("highest", "lowest"), ("first", "last"),
+    ("earliest", "latest"), ("earlier", "later"), ("allow", "forbid"), ("allow", "prohibit"), ("permit", "prohibit"),
+    ("win", "lose"), ("won", "lost"), ("winner", "loser"), ("open", "closed"), ("opened", "closed"),
+    ("north", "south"), ("east", "west"), ("male", "female"), ("maximum", "minimum"), ("above", "below"),
+    ("success", "failure"), ("accept", "reject"), ("include", "exclude"), ("older", "younger"), ("oldest", "youngest"),
+    ("largest", "smallest"), ("longest", "shortest"), ("larger", "smaller"), ("longer", "shorter"), ("most", "least"),
+    ("born", "died"), ("start", "end"), ("begin", "end"), ("join", "leave"), ("joined", "left"), ("buy", "sell"),
+    ("bought", "sold"), ("import", "export"), ("entrance", "exit"), ("always", "never"), ("all", "none"),
+    ("true", "false"), ("full", "empty"), ("same", "different"), ("support", "oppose"), ("gain", "loss"),
+    ("public", "private"), ("upper", "lower"), ("inside", "outside"), ("success", "fail"), ("positive", "negative"),
+)
+
+# Paraphrase tolerance (rule: `expand_chunk`): a chunk holding one word of a group also counts as holding the others.
+SYNONYMS_ZH = (
+    ("害怕", "生畏", "畏惧", "恐惧", "惧怕", "怕"), ("有点", "有些", "稍微", "略微", "一点"), ("开始", "起始", "启动"),
+    ("结束", "完成", "终了"), ("购买", "买", "采购"), ("出售", "卖", "销售"), ("帮助", "协助", "帮忙"),
+    ("立即", "马上", "立刻"), ("需要", "须", "必须", "应", "应当", "要"), ("可以", "能", "能够", "可"),
+    ("提前", "预先", "事先"), ("通知", "告知", "告诉"), ("时间", "时候", "时段"), ("每天", "每日", "天天"),
+    ("电话", "致电", "拨打"), ("费用", "收费", "价格", "花费", "钱"), ("免费", "不收费", "不要钱"),
+    ("公司", "企业", "单位"), ("孩子", "小孩", "儿童", "子女"), ("父亲", "爸爸"), ("母亲", "妈妈"),
+    ("丈夫", "老公"), ("妻子", "老婆", "太太"), ("房子", "住房", "房屋"), ("工作", "上班", "职业"),
+    ("高兴", "开心", "快乐", "愉快"), ("难过", "伤心", "悲伤", "痛苦"), ("生气", "愤怒", "发火"),
+    ("漂亮", "美丽", "好看"), ("很多", "许多", "大量", "不少"), ("增加", "增长", "提高", "上升"),
+    ("减少", "降低", "下降"), ("发展", "进步"), ("国家", "政府"), ("晚上", "夜间", "夜里"), ("早上", "早晨", "上午"),
+    ("如果", "假如", "要是"), ("现在", "目前", "当前", "如今"), ("以前", "过去", "从前"), ("感到", "觉得", "感觉"),
+    ("知道", "了解", "明白", "清楚"), ("认为", "以为", "觉得"), ("喜欢", "喜爱", "爱"), ("重要", "关键"),
+)
+SYNONYMS_EN = (
+    ("start", "begin", "began", "begun", "commence", "launch"), ("end", "finish", "conclude", "complete"),
+    ("buy", "bought", "purchase"), ("sell", "sold"), ("big", "large", "huge"), ("small", "little", "tiny"),
+    ("help", "assist", "aid"), ("show", "display", "exhibit"), ("die", "died", "death", "dead"),
+    ("born", "birth"), ("film", "movie"), ("win", "won", "victory", "defeat", "beat"), ("lose", "lost", "loss"),
+    ("lead", "led"), ("write", "wrote", "written", "author"), ("take", "took", "taken"), ("give", "gave", "given"),
+    ("become", "became"), ("grow", "grew", "grown"), ("know", "knew", "known"), ("leave", "left"),
+    ("hold", "held"), ("meet", "met"), ("teach", "taught"), ("find", "found"), ("run", "ran"), ("come", "came"),
+    ("go", "went", "gone"), ("see", "saw", "seen"), ("speak", "spoke", "spoken"), ("choose", "chose", "chosen"),
+    ("fall", "fell"), ("rise", "rose", "risen"), ("build", "built"), ("pay", "paid"), ("tell", "told"),
+    ("make", "made"), ("say", "said"), ("bring", "brought"), ("spend", "spent"), ("send", "sent"),
+    ("fight", "fought"), ("keep", "kept"), ("draw", "drew", "drawn"), ("sing", "sang", "sung"), ("get", "got"),
+    ("receive", "get", "obtain", "earn"), ("award", "prize", "honour", "honor"), ("city", "town"),
+    ("company", "firm", "business"), ("use", "utilize", "employ"), ("famous", "renowned", "noted"),
+    ("job", "work", "position", "role"), ("song", "single", "track"), ("album", "record"),
+    ("appoint", "name", "named"), ("american", "us", "usa"), ("british", "uk", "england", "english"),
+    ("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"), ("aug", "august"),
+    ("sep", "sept", "september"), ("oct", "october"), ("nov", "november"), ("dec", "december"),
+    ("about", "approximately", "around", "roughly"), ("need", "require", "must"), ("allow", "permit", "let"),
+    ("tell", "inform", "notify"), ("fee", "cost", "price", "charge"), ("free", "complimentary"),
+)
+
+# Unit conversions (rule: `converted_numbers`): a quantity in the chunk also counts in the other units of its kind.
+UNIT_SCALE = {
+    "mm": ("m", 0.001), "毫米": ("m", 0.001), "cm": ("m", 0.01), "厘米": ("m", 0.01), "m": ("m", 1.0),
+    "米": ("m", 1.0), "km": ("m", 1000.0), "公里": ("m", 1000.0), "千米": ("m", 1000.0),
+    "inch": ("m", 0.0254), "inches": ("m", 0.0254), "in": ("m", 0.0254), "ft": ("m", 0.3048), "feet": ("m", 0.3048),
+    "foot": ("m", 0.3048), "mile": ("m", 1609.344), "miles": ("m", 1609.344),
+    "g": ("kg", 0.001), "克": ("kg", 0.001), "kg": ("kg", 1.0), "千克": ("kg", 1.0), "公斤": ("kg", 1.0),
+    "斤": ("kg", 0.5), "t": ("kg", 1000.0), "吨": ("kg", 1000.0), "lb": ("kg", 0.45359237),
+    "lbs": ("kg", 0.45359237), "pounds": ("kg", 0.45359237),
+    "ml": ("l", 0.001), "毫升": ("l", 0.001), "l": ("l", 1.0), "升": ("l", 1.0),
+    "分钟": ("s", 60.0), "minute": ("s", 60.0), "minutes": ("s", 60.0), "min": ("s", 60.0),
+    "小时": ("s", 3600.0), "hour": ("s", 3600.0), "hours": ("s", 3600.0), "h": ("s", 3600.0),
+    "天": ("s", 86400.0), "day": ("s", 86400.0), "days": ("s", 86400.0), "周": ("s", 604800.0),
+    "星期": ("s", 604800.0), "week": ("s", 604800.0), "weeks": ("s", 604800.0),
+}
+UNIT_NAMES = {}
+for _name, (_kind, _scale) in UNIT_SCALE.items():
+    UNIT_NAMES.setdefault(_kind, []).append((_name, _scale))
+# a number and the word or (at most two) characters right after it (its unit or thing), and the word right before it
+NUMBER_AFTER = re.compile(rf"(\d+(?:\.\d+)?)\s*(%|[A-Za-z]+|[{CJK}]{{1,2}})?")
+NUMBER_BEFORE = re.compile(r"([A-Za-z]+)\s+(\d+(?:\.\d+)?)")
+CHUNK_SENTENCE = re.compile(r"[^。！？!?；;\n]+(?:[。！？!?；;\n]+|$)")
+
+
+def stem5(word):
+    return word[:5]
+
+
+SYNONYM_GROUPS_EN = [frozenset(stem5(w) for w in group) for group in SYNONYMS_EN]
+ANTONYM_STEMS_EN = [(stem5(a), stem5(b), a, b) for a, b in ANTONYMS_EN]
+
+
+def words_of(text):
+    """The casefolded words of a text, each cut to its first five letters (the antonym rule's view)."""
+    return {stem5(w) for w in WORD_TOKENS.findall(text.casefold())}
+
+
+def negated(text):
+    """Does `text` (casefolded) hold a negation? (the negation rule; NOT_NEGATIONS words do not count)"""
+    if NEGATION_CHARS.search(text) and NEGATION_CHARS.search(NOT_NEGATIONS.sub("", text)):
+        return True
+    return bool(NEGATION_WORDS.intersection(WORD_TOKENS.findall(text)) or NEGATION_CONTRACTED.search(text))
+
+
+def unit_name(thing):
+    """The unit in UNIT_SCALE a number's following word or characters name, else None."""
+    if thing in UNIT_SCALE:
+        return thing
+    return thing[0] if thing and thing[0] in UNIT_SCALE and not thing.isascii() else None
+
+
+def thing_key(thing):
+    """What a number counts, for comparing numbers: a word's first five letters, a Chinese measure's character."""
+    return thing[:5] if thing.isascii() else thing[0]
+
+
+def converted_numbers(found):
+    """The number units the quantities among `found` ((number, following word) pairs, casefolded) take in the other
+    units of their kind (460 mm -> #46, #0.46)."""
+    units = set()
+    for number, thing in set(found):
+        name = unit_name(thing)
+        if name is None:
+            continue
+        kind, scale = UNIT_SCALE[name]
+        value = float(number) * scale
+        for other, other_scale in UNIT_NAMES[kind]:
+            if other == name:
+                continue
+            converted = value / other_scale
+            for digits in (0, 1, 2):
+                rounded = round(converted, digits)
+                if rounded and abs(rounded - converted) <= abs(converted) * 0.03:
+                    units.add(number_unit(f"{rounded:.{digits}f}"))
+                    break
+    return units
+
+
+def cjk_units(word):
+    return set(word) | {word[i:i + 2] for i in range(len(word) - 1)}
+
+
+SYNONYM_LONG_ZH = sorted({w for group in SYNONYMS_ZH for w in group if len(w) > 2})
+SYNONYM_UNITS_ZH = {}  # word -> the units of its whole group
+for _group in SYNONYMS_ZH:
+    for _word in _group:
+        SYNONYM_UNITS_ZH.setdefault(_word, set()).update(*map(cjk_units, _group))
+SYNONYM_UNITS_EN = {}  # stem -> the stems of its whole group
+for _group in SYNONYM_GROUPS_EN:
+    for _stem in _group:
+        SYNONYM_UNITS_EN.setdefault(_stem, set()).update(_group)
+
+
+def expand_chunk(text, units):
+    """`units` (a chunk's) plus the units of the synonyms of its words."""
+    extra = set()
+    if CJK_RUNS.search(text):
+        for word in SYNONYM_UNITS_ZH.keys() & units:  # a one- or two-character word is one of the chunk's units
+            extra.update(SYNONYM_UNITS_ZH[word])
+        for word in SYNONYM_LONG_ZH:
+            if word in text:
+                extra.update(SYNONYM_UNITS_ZH[word])
+    for stem in SYNONYM_UNITS_EN.keys() & units:
+        extra.update(SYNONYM_UNITS_EN[stem])
+    return units | extra
+
+
+class ChunkView:
+    """What the support check needs of one chunk: its units (with synonyms and conversions), its casefolded text
+    and, on first use, its sentences (where a cue looks for the passage that matches the cited sentence)."""
+
+    def __init__(self, content):
+        self.text = folded(content)
+        self.units = expand_chunk(self.text, content_units(content, weights=False))
+        self._found = None
+        self._converted = None
+        self._sentences = None
+        self._negated = None
+        self._words = None
+        self._numbers = None
+
+    def sentences(self):
+        if self._sentences is None:
+            self._sentences = [m.group() for m in CHUNK_SENTENCE.finditer(self.text) if m.group().strip()]
+        return self._sentences
+
+    def negated(self):
+        if self._negated is None:
+            self._negated = negated(self.text)
+        return self._negated
+
+    def words(self):
+        if self._words is None:
+            self._words = words_of(self.text)
+        return self._words
+
+    def numbers(self):
+        """{thing: {numbers}}: the numbers of the chunk by the word after them and the word before them."""
+        if self._numbers is None:
+            self._numbers = {}
+            for number, thing in self.found():
+                if thing:
+                    self._numbers.setdefault(thing_key(thing), set()).add(number_unit(number))
+            for thing, number in NUMBER_BEFORE.findall(self.text):
+                self._numbers.setdefault("^" + thing[:5], set()).add(number_unit(number))
+        return self._numbers
+
+    def found(self):
+        """(number, the word or characters after it) pairs of the chunk."""
+        if self._found is None:
+            self._found = NUMBER_AFTER.findall(THOUSANDS.sub("", self.text)) if DIGIT.search(self.text) else []
+        return self._found
+
+    def converted(self):
+        """The number units of the chunk's quantities in the other units of their kind."""
+        if self._converted is None:
+            self._converted = converted_numbers(self.found())
+        return self._converted
+
+    def passage(self, units):
+        """The chunk sentence holding the most of `units` (a sentence's weighted units)."""
+        sentences = self.sentences()
+        if len(sentences) <= 1:
+            return self.text
+        keys = [(unit[1:] if unit[0] == "#" else unit, weight) for unit, weight in units.items()]
+        return max(sentences, key=lambda s: sum(weight for key, weight in keys if key in s))
+
+
+def folded(text):
+    """Text as the cue rules read it: NFKC, casefolded."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def sentence_parts(text):
+    """The clauses of a sentence (`folded`), when it has two or more; else []."""
+    parts = [part for part in PART_SPLIT.split(text) if part.strip()]
+    return parts if len(parts) >= 2 else []
+
+
+def weakest_part(units, parts, chunk, others=None):
+    """The lowest share of its content the chunk holds over the parts carrying at least MIN_PART_WEIGHT; a
+    part's content is the sentence's units written in it. None when fewer than two parts carry that much."""
+    shares = []
+    keys = [(unit[1:] if unit[0] == "#" else unit, unit, weight) for unit, weight in units.items()]
+    for part in parts:
+        found = needed = 0.0
+        for key, unit, weight in keys:
+            if key in part:
+                if unit in chunk:
+                    found += weight
+                elif others and others.get(unit):
+                    continue
+                needed += weight
+        if needed >= MIN_PART_WEIGHT:
+            shares.append(found / needed)
+    return min(shares) if len(shares) >= 2 else None
+
+
+def coverage(units, chunk, others=None, converted=()):
+    """(found weight, needed weight, numbers and codes missing) of `units` in the set `chunk` (or, for a
+    number, in `converted`); the units only another cited chunk contains (`others`) are left out."""
+    found = needed = 0.0
+    missing = 0
+    for unit, weight in units.items():
+        if unit in chunk:
+            found += weight
+        elif others and others.get(unit):
+            continue
+        elif unit[0] == "#":
+            if unit in converted:
+                found += weight
+            else:
+                missing += 1
+        needed += weight
+    return found, needed, missing
+
+
+def negation_cue(sentence_text, view, passage):
+    """"negation" when the sentence negates and the chunk's matching passage does not, or the reverse."""
+    said = negated(sentence_text)
+    if not said and not view.negated():
+        return None
+    return {"kind": "negation"} if said != negated(passage) else None
+
+
+ANTONYM_WORDS_ZH = re.compile("|".join(sorted({w for pair in ANTONYMS_ZH for w in pair}, key=len, reverse=True)))
+OPPOSITES_ZH = {}  # word -> its opposites
+for _a, _b in ANTONYMS_ZH:
+    OPPOSITES_ZH.setdefault(_a, []).append(_b)
+    OPPOSITES_ZH.setdefault(_b, []).append(_a)
+OPPOSITES_EN = {}  # stem -> [(opposite stem, word, opposite word)]
+for _a, _b, _word_a, _word_b in ANTONYM_STEMS_EN:
+    OPPOSITES_EN.setdefault(_a, []).append((_b, _word_a, _word_b))
+    OPPOSITES_EN.setdefault(_b, []).append((_a, _word_b, _word_a))
+
+
+def antonym_candidates(sentence_text, chunk_text):
+    """[(word, opposite, shown, shown opposite)]: antonym-table words of the sentence whose opposite the chunk
+    holds somewhere and the sentence does not (the cheap first step of the antonym rule)."""
+    found = []
+    if CJK_RUNS.search(sentence_text):
+        said = set(ANTONYM_WORDS_ZH.findall(sentence_text))
+        for word in said:
+            for other in OPPOSITES_ZH[word]:
+                if other not in sentence_text and other in chunk_text:
+                    found.append((word, other, word, other))
+    words = words_of(sentence_text)
+    for stem in OPPOSITES_EN.keys() & words:
+        for other, shown, shown_other in OPPOSITES_EN[stem]:
+            if other not in words:
+                found.append((stem, other, shown, shown_other))
+    return found
+
+
+def antonym_cue(candidates, passage):
+    """{"kind": "antonym", "claim": a, "source": b}: the sentence says a, the chunk's matching passage says its
+    opposite b and not a."""
+    passage_words = None
+    for said, other, shown, shown_other in candidates:
+        if said.isascii():
+            passage_words = passage_words if passage_words is not None else words_of(passage)
+            if other in passage_words and said not in passage_words:
+                return {"kind": "antonym", "claim": shown, "source": shown_other}
+        elif other in passage and said not in passage:
+            return {"kind": "antonym", "claim": shown, "source": shown_other}
+    return None
+
+
+def number_cue(sentence_text, units, view):
+    """{"kind": "number", "claim": n, "source": m}: a number of the sentence the chunk lacks, where the chunk has
+    another number for the same thing (the same word right after it, or right before it)."""
+    chunk_numbers = None
+    for number, thing in NUMBER_AFTER.findall(sentence_text):
+        unit = number_unit(number)
+        if unit in view.units or not thing:
+            continue
+        chunk_numbers = chunk_numbers if chunk_numbers is not None else view.numbers()
+        other = chunk_numbers.get(thing_key(thing))
+        if other:
+            return {"kind": "number", "claim": number, "source": min(other, key=len)[1:]}
+    for thing, number in NUMBER_BEFORE.findall(sentence_text):
+        unit = number_unit(number)
+        if unit in view.units:
+            continue
+        chunk_numbers = chunk_numbers if chunk_numbers is not None else view.numbers()
+        other = chunk_numbers.get("^" + thing[:5])
+        if other:
+            return {"kind": "number", "claim": number, "source": min(other, key=len)[1:]}
+    return None
+
+
+ROLE_PATTERNS = (re.compile(rf"([{CJK}A-Za-z0-9]{{1,8}})比([{CJK}A-Za-z0-9]{{1,8}}?)(?=[更还]?[{CJK}])"),
+                 re.compile(r"(\w+) (?:is |are |was |were )?\w+er than (\w+)"),
+                 re.compile(r"(\w+) (?:defeated|beat|overtook|succeeded|replaced) (\w+)"))
+
+
+ROLE_HINT = re.compile(r"比|than|defeated|beat|overtook|succeeded|replaced")
+
+
+def roles_cue(sentence_text, passage):
+    """{"kind": "roles", ...}: "A 比 B", "A … than B", "A defeated B" in the sentence, "B … A" in the passage."""
+    for pattern in ROLE_PATTERNS:
+        claim = pattern.search(sentence_text)
+        if not claim:
+            continue
+        a, b = claim.group(1)[-2:], claim.group(2)[:2]
+        for source in pattern.finditer(passage):
+            if source.group(1).endswith(b) and source.group(2).startswith(a) and a != b:
+                return {"kind": "roles", "claim": claim.group(), "source": source.group()}
+    return None
+
+
+def judge(text, units, view, others=None, parts=()):
+    """(score, reasons) for a sentence (its `folded` text, weighted units and parts) citing the chunk `view`.
+
+    The score is the weighted share of the sentence's content the chunk holds, lower the more weight is missing
+    (MISSING_DECAY per unit of weight, MISSING_EXACT per number or code), pulled toward its weakest clause
+    (PART_WEIGHT), times CUE_FACTOR for each contradiction cue relative to the chunk's matching passage."""
+    found, needed, missing = coverage(units, view.units, others)
+    if needed == 0:
+        return 1.0, []
+    if missing and view.converted():
+        found, needed, missing = coverage(units, view.units, others, view.converted())
+    score = found / needed * MISSING_EXACT ** missing * MISSING_DECAY ** (needed - found)
+    weakest = weakest_part(units, parts, view.units, others) if parts else None
+    if weakest is not None:
+        score = min(score, (1 - PART_WEIGHT) * score + PART_WEIGHT * weakest)
+    reasons = []
+    cue = number_cue(text, units, view) if missing else None
+    if cue:
+        reasons.append(cue)
+    if found:
+        passage = None
+        candidates = antonym_candidates(text, view.text)
+        roles = ROLE_HINT.search(text)
+        for rule in ("negation", "antonym", "roles"):
+            if rule == "negation" and not (view.negated() or negated(text)):
+                continue
+            if (rule == "antonym" and not candidates) or (rule == "roles" and not roles):
+                continue
+            passage = passage if passage is not None else view.passage(units)
+            cue = (negation_cue(text, view, passage) if rule == "negation" else
+                   antonym_cue(candidates, passage) if rule == "antonym" else roles_cue(text, passage))
+            if cue:
+                reasons.append(cue)
+    for reason in reasons:
+        score *= CUE_FACTOR[reason["kind"]]
+    return score, reasons
+
+
+def missing_items(sentence, view, others=None, limit=MAX_MISSING_SHOWN):
+    """The sentence's numbers (with their unit), names, words and Chinese phrases the chunk lacks, as written."""
+    text = unicodedata.normalize("NFKC", sentence)
+    items = []
+
+    def held(unit):
+        return unit in view.units or bool(others and others.get(unit))
+
+    for match in NUMBER_AFTER.finditer(text):
+        if not held(number_unit(match.group(1))):
+            shown = match.group().strip() if match.group(2) and not CJK_RUNS.fullmatch(match.group(2)) else match.group(1)
+            items.append((0, match.start(), shown))
+    for position, match in enumerate(WORD_TOKENS.finditer(text)):
+        word = match.group()
+        unit = word_unit(word.casefold())
+        if unit and not held(unit) and word.casefold() not in EN_NUMBERS:
+            items.append((1 if position and word[0].isupper() else 2, match.start(), word))
+    for run in CJK_RUNS.finditer(text):
+        chars = run.group()
+        covered = [False] * len(chars)
+        for i in range(len(chars) - 1):
+            if held(chars[i:i + 2]):
+                covered[i] = covered[i + 1] = True
+        for i, char in enumerate(chars):
+            covered[i] = covered[i] or char in STOP_CHARS or (len(chars) == 1 and held(char))
+        i = 0
+        while i < len(chars):
+            if covered[i]:
+                i += 1
+                continue
+            j = i
+            while j < len(chars) and not covered[j]:
+                j += 1
+            items.append((2, run.start() + i, chars[i:j]))
+            i = j
+    shown = []
+    for _, _, item in sorted(items):
+        if item not in shown:
+            shown.append(item)
+    return shown[:limit]
+
+
+def reason_text(reasons):
+    """The reasons as one line: `missing: ["460 mm"]; negation; antonym: 首/末; number: 7 ≠ 12`."""
+    parts = []
+    for reason in reasons:
+        kind = reason["kind"]
+        if kind == "missing":
+            parts.append("missing: " + json.dumps(reason["items"], ensure_ascii=False))
+        elif kind == "negation":
+            parts.append("negation")
+        elif kind == "number":
+            parts.append(f"number: {reason['claim']} ≠ {reason['source']}")
+        else:
+            parts.append(f"{kind}: {reason['claim']}/{reason['source']}")
+    return "; ".join(parts)
+
+
 def sentence_spans(text):
     """[(start, end, kind)]: the sentences of `text` — split after 。！？；!?; and a full stop, one per list item,
     heading line or table row; fenced code blocks and table rules are not sentences and inline code is never split."""
@@ -431,24 +924,31 @@ def check_support(pieces, chunks, threshold=SUPPORT_THRESHOLD, question="", phra
         if index is not None:
             cited[index].extend(i for i in ids if i not in cited[index])
     question_units = set(content_units(question, weights=False)) if question else None
-    chunk_units = {}
+    views = {}
 
-    def units_of(chunk_id):
-        if chunk_id not in chunk_units:
+    def view_of(chunk_id):
+        if chunk_id not in views:
             chunk = (chunks or {}).get(int(chunk_id))
             content = chunk.get("content") if isinstance(chunk, dict) else None
             usable = isinstance(content, str) and content.strip()
-            chunk_units[chunk_id] = content_units(content, weights=False) if usable else None
-        return chunk_units[chunk_id]
+            views[chunk_id] = ChunkView(content) if usable else None
+        return views[chunk_id]
+
+    def units_of(chunk_id):
+        view = view_of(chunk_id)
+        return None if view is None else view.units
 
     backing = Backing(lambda: [units_of(str(i)) for i in (chunks or {})])
     support = {}  # chunk id -> lowest score over the sentences citing it
+    lowest = {}  # chunk id -> (sentence, cues, holders) of that lowest score
     pairs = good_pairs = claims = backed = 0
     uncited = []
     for (start, end, kind), ids in zip(spans, cited):
         sentence = text[start:end].strip()
         units = content_units(sentence, question_units)
         if ids:
+            said = folded(sentence)
+            parts = sentence_parts(said)
             known = [i for i in ids if units_of(i) is not None]
             if not known:
                 continue
@@ -458,8 +958,10 @@ def check_support(pieces, chunks, threshold=SUPPORT_THRESHOLD, question="", phra
             if support_score(units, together) >= threshold:
                 backed += 1
             for chunk_id in known:
-                score = support_score(units, units_of(chunk_id), holders)
-                support[chunk_id] = min(support.get(chunk_id, 1.0), score)
+                score, cues = judge(said, units, view_of(chunk_id), holders, parts)
+                if chunk_id not in support or score < support[chunk_id]:
+                    support[chunk_id] = score
+                    lowest[chunk_id] = (sentence, cues, holders)
                 pairs += 1
                 good_pairs += score >= threshold
             continue
@@ -467,8 +969,17 @@ def check_support(pieces, chunks, threshold=SUPPORT_THRESHOLD, question="", phra
         if factual or (factual is False and backing.backs(units, threshold)):
             claims += 1
             uncited.append(sentence if len(sentence) <= MAX_SENTENCE_SHOWN else sentence[:MAX_SENTENCE_SHOWN - 1] + "…")
+    reasons = {}
+    for chunk_id, (sentence, cues, others) in lowest.items():
+        found = list(cues)
+        if support[chunk_id] < threshold:
+            items = missing_items(sentence, view_of(chunk_id), others)
+            if items:
+                found.insert(0, {"kind": "missing", "items": items})
+        reasons[chunk_id] = found
     return {
         "support": support,
+        "reasons": reasons,
         "uncited_sentences": uncited,
         "citation_recall_proxy": round(backed / claims, 3) if claims else None,
         "citation_precision_proxy": round(good_pairs / pairs, 3) if pairs else None,
@@ -694,8 +1205,10 @@ class CitationStream:
         citations = []
         for citation in self._citations:
             score = checked["support"].get(citation["id"])
+            reasons = checked["reasons"].get(citation["id"], [])
             citations.append({**citation, "support": None if score is None else round(score, 3),
-                              "weak": score is not None and score < SUPPORT_THRESHOLD})
+                              "weak": score is not None and score < SUPPORT_THRESHOLD,
+                              "reasons": reasons, "reason": reason_text(reasons)})
         return {
             "answer": "".join(self._shown),
             "answer_without_markers": plain,
@@ -849,7 +1362,8 @@ def cap_citations(citations, limit):
     summary.update({"index": 0, "id": "", "count": sum(c["count"] for c in rest),
                     "document_title": f"…and {len(rest)} more cited sources (see references_markdown)"})
     scores = [c["support"] for c in rest if c.get("support") is not None]
-    summary.update({"support": min(scores) if scores else None, "weak": any(c.get("weak") for c in rest)})
+    summary.update({"support": min(scores) if scores else None, "weak": any(c.get("weak") for c in rest),
+                    "reasons": [], "reason": ""})
     return citations[:limit - 1] + [summary]
 
 

@@ -86,7 +86,8 @@ def test_renumbering_by_first_appearance_and_counts():
     assert result["id_map"] == {"7": 1, "3": 2, "12": 3}
     assert result["citations"][0] == {"index": 1, "id": "7", "count": 2, "document_title": "Doc 7", "source_type": "rag",
                                       "url": "https://e.com/7", "display_subtitle": "sub 7", "site_name": "",
-                                      "published_date": "", "support": None, "weak": False}
+                                      "published_date": "", "support": None, "weak": False,
+                                      "reasons": [], "reason": ""}
 
 
 def test_invalid_ids_get_no_number_and_disappear():
@@ -117,7 +118,7 @@ def test_chunk_metadata_as_json_text_and_unknown_list():
     assert unknown["answer"] == "x[1] y[2]" and unknown["invalid_ids"] == []
     assert unknown["citations"][0] == {"index": 1, "id": "42", "count": 1, "document_title": "", "source_type": "",
                                        "url": "", "display_subtitle": "", "site_name": "", "published_date": "",
-                                       "support": None, "weak": False}
+                                       "support": None, "weak": False, "reasons": [], "reason": ""}
     assert main("x[C:1]", [])["invalid_ids"] == ["1"]
 
 
