@@ -624,9 +624,9 @@ def test_the_checks_outputs_do_not_depend_on_the_split(answer, cuts):
         assert got[key] == expected[key]
 
 
-# --- the labelled set the threshold comes from ------------------------------------------------------------
+# --- the labelled set the threshold must hold on ------------------------------------------------------------
 
-def test_the_labelled_set_is_large_bilingual_and_sets_the_threshold():
+def test_the_labelled_set_is_large_bilingual_and_holds_at_the_threshold():
     from bench import support
     data = support.load()
     assert " ".join(data["construction"])  # the file documents how it was built
@@ -637,8 +637,7 @@ def test_the_labelled_set_is_large_bilingual_and_sets_the_threshold():
     kinds = {p["kind"] for p in pairs}
     assert {"paraphrase", "partial_quote", "numbers", "wrong_fact", "neighbour", "number_changed"} <= kinds
     assert any(p["supported"] for p in pairs) and any(not p["supported"] for p in pairs)
-    scores = support.scored(pairs)
-    assert support.choose_threshold(scores) == SUPPORT_THRESHOLD
+    scores = support.scored(pairs)  # the threshold comes from the development splits (bench.support.dev_threshold)
     precision, recall, _ = support.weak_flag_quality(scores, SUPPORT_THRESHOLD)
     assert precision >= 0.9 and recall >= 0.85  # a regression guard: `make bench` prints the measured values
 
