@@ -386,17 +386,20 @@ MISSING_DECAY = 0.85  # factor per unit of weight of the sentence that the chunk
 WEIGHT_ZH_WORD = 6.0  # the weight a two-character Chinese word's units add up to (see `missing_words`)
 PART_WEIGHT = 0.5  # how much the weakest part of a multi-part sentence counts against the whole sentence's score
 MIN_PART_WEIGHT = 3.0  # a part with less content than this is not judged on its own
-CUE_FACTOR = {"negation": 0.3, "antonym": 0.45, "number": 0.5, "roles": 0.5}  # a contradiction cue's factor
+CUE_FACTOR = {"negation": 0.2, "antonym": 0.2, "number": 0.2, "roles": 0.2}  # a contradiction cue's factor
 MAX_MISSING_SHOWN = 5
 PASSAGE_MATCH = 0.25  # a cue counts only where the chunk's matching passage holds this share of the sentence
 
 # Parts of a sentence (rule: `sentence_parts`): clauses split at these separators.
-PART_SPLIT = re.compile(r"[，,；;：:]|\s(?:and|but|while|whereas|although|though|which|who|whose|where)\s|但是|但|并且|而且|同时")
+PART_SPLIT = re.compile(r"[，；：]|(?<!\d)[,:](?!\d)|;|\s(?:and|but|while|whereas|although|though|which|who|whose|where)\s|但是|但|并且|而且|同时")
 
 # Negation (rule: `negated`): a negation word or character, minus the words that hold one without negating.
 NEGATION_CHARS = re.compile("[不没无非未别勿莫]")
 NEGATED_ZH = re.compile("没有|[不没无非未别勿莫]")
-NEGATED_EN = re.compile(r"\b(?:not|no|never|none|nobody|nothing|neither|nor|without|cannot|[a-z]+n[’']t)\b")
+NEGATED_EN = re.compile(r"\b(?:not|no|never|none|nobody|nothing|neither|nor|without|cannot|[a-z]+n[’']t)\b"
+                        r"(?!-|\.? ?\d)")  # not "No. 12", "not-for-profit"
+NEGATION_SKIP = frozenset("need needs want wants to be any only just even".split())  # after a negation: skip these
+NEGATED_AROUND_EN = re.compile(r"\b([a-z]+) (not|never|no) ([a-z]{3,})\b")
 NOT_NEGATIONS = re.compile("不仅|不但|不断|不少|不久|不过|不管|不论|不错|不同|无论|非常|除非|未来|别人|特别|区别|分别|级别|"
                            "类别|告别|无数|莫名|没错|并非常|无比|无限|不止|未免")
 
@@ -486,7 +489,7 @@ for _name, (_kind, _scale) in UNIT_SCALE.items():
 # a number and the word or (at most two) characters right after it (its unit or thing), and the word right before it
 NUMBER_AFTER = re.compile(rf"(\d+(?:\.\d+)?)\s*(%|[A-Za-z]+|[{CJK}]{{1,2}})?")
 NUMBER_BEFORE = re.compile(r"([A-Za-z]+)\s+(\d+(?:\.\d+)?)")
-CHUNK_SENTENCE = re.compile(r"[^。！？!?；;\n]+(?:[。！？!?；;\n]+|$)")
+CHUNK_SENTENCE = re.compile(r"(?:[^。！？!?；;\n.]|\.(?!\s))+(?:[。！？!?；;\n]+|\.\s+|\.?$)")
 
 
 def stem5(word):
@@ -494,12 +497,22 @@ def stem5(word):
 
 
 SYNONYM_GROUPS_EN = [frozenset(stem5(w) for w in group) for group in SYNONYMS_EN]
-ANTONYM_STEMS_EN = [(stem5(a), stem5(b), a, b) for a, b in ANTONYMS_EN]
+ANTONYM_STEMS_EN = [(a, b, a, b) for a, b in ANTONYMS_EN]
 
 
 def words_of(text):
-    """The casefolded words of a text, each cut to its first five letters (the antonym rule's view)."""
-    return {stem5(w) for w in WORD_TOKENS.findall(text.casefold())}
+    """The casefolded words of a text and their forms without an inflection (-s, -d, -ed, -ing): the antonym
+    rule's view (`closed` holds `close`, `opened` holds `open`)."""
+    words = set()
+    for word in WORD_TOKENS.findall(text.casefold()):
+        words.add(word)
+        if len(word) > 3 and word[-1] in "sd":
+            words.add(word[:-1])
+        if len(word) > 4 and word.endswith(("ed", "es")):
+            words.add(word[:-2])
+        if len(word) > 5 and word.endswith("ing"):
+            words.update((word[:-3], word[:-3] + "e"))
+    return words
 
 
 def negated(text):
@@ -710,7 +723,21 @@ def negation_cue(sentence_text, view, passage, said=None):
     how paraphrases often read: 不好 / 差.)"""
     said = negated(sentence_text) if said is None else said
     if said:
-        return None if negated(passage) else {"kind": "negation", "claim": negation_word(sentence_text)}
+        if negated(passage):
+            return None
+        if NEGATION_CHARS.search(NOT_NEGATIONS.sub("", sentence_text)):
+            return {"kind": "negation", "claim": negation_word(sentence_text)}
+        # English: the negated word itself must stand in the passage ("do not need" against "need"); a negation
+        # whose word the passage lacks is a paraphrase at least as often as a contradiction (WiCE dev)
+        passage_units = None
+        for match in NEGATED_EN.finditer(sentence_text):
+            rest = [w for w in WORD_TOKENS.findall(sentence_text[match.end():match.end() + 40])
+                    if w not in STOP_WORDS and w not in NEGATION_SKIP][:1]
+            if rest:
+                passage_units = passage_units if passage_units is not None else set(map(word_unit, WORD_TOKENS.findall(passage)))
+                if word_unit(rest[0]) in passage_units:
+                    return {"kind": "negation", "claim": f"{match.group()} {rest[0]}"}
+        return None
     if not view.negated():
         return None
     cleared = NOT_NEGATIONS.sub(lambda m: " " * len(m.group()), passage)
@@ -718,11 +745,10 @@ def negation_cue(sentence_text, view, passage, said=None):
         thing = cleared[match.end():match.end() + 2]
         if len(thing) == 2 and CJK_RUNS.fullmatch(thing) and thing in sentence_text:
             return {"kind": "negation", "source": match.group() + thing}
-    for match in NEGATED_EN.finditer(passage):
-        rest = WORD_TOKENS.findall(passage[match.end():match.end() + 40])
-        rest = [word for word in rest if word not in STOP_WORDS][:1]
-        if rest and len(rest[0]) > 2 and re.search(rf"\b{re.escape(rest[0])}", sentence_text):
-            return {"kind": "negation", "source": f"{match.group().strip()} {rest[0]}"}
+    for match in NEGATED_AROUND_EN.finditer(passage):  # "pets are not allowed" against "pets are allowed"
+        before, negation, after = match.groups()
+        if re.search(rf"\b{re.escape(before)} {re.escape(after)}\b", sentence_text):
+            return {"kind": "negation", "source": f"{negation} {after}"}
     return None
 
 
@@ -792,23 +818,22 @@ def number_cue(sentence_text, units, view):
     return None
 
 
-ROLE_PATTERNS = (re.compile(rf"([{CJK}A-Za-z0-9]{{1,8}})比([{CJK}A-Za-z0-9]{{1,8}}?)(?=[更还]?[{CJK}])"),
-                 re.compile(r"(\w+) (?:is |are |was |were )?\w+er than (\w+)"),
-                 re.compile(r"(\w+) (?:defeated|beat|overtook|succeeded|replaced) (\w+)"))
-
-
+# Swapped roles (rule: `roles_cue`): "A 比 B", "A … -er than B", "A defeated B": the two sides, in the sentence and
+# swapped in the passage.
+ROLE_PATTERNS = (re.compile(rf"([{CJK}a-z0-9]{{2}})比([{CJK}a-z0-9]{{2}})"),
+                 re.compile(r"([a-z0-9]+) (?:is |are |was |were )?[a-z]+er than ([a-z0-9]+)"),
+                 re.compile(r"([a-z0-9]+) (?:defeated|beat|overtook|succeeded|replaced) ([a-z0-9]+)"))
 ROLE_HINT = re.compile(r"比|than|defeated|beat|overtook|succeeded|replaced")
 
 
 def roles_cue(sentence_text, passage):
-    """{"kind": "roles", ...}: "A 比 B", "A … than B", "A defeated B" in the sentence, "B … A" in the passage."""
+    """{"kind": "roles", "claim": "A比B", "source": "B比A"}: the sentence's two sides swapped in the passage."""
     for pattern in ROLE_PATTERNS:
         claim = pattern.search(sentence_text)
-        if not claim:
+        if not claim or claim.group(1) == claim.group(2):
             continue
-        a, b = claim.group(1)[-2:], claim.group(2)[:2]
         for source in pattern.finditer(passage):
-            if source.group(1).endswith(b) and source.group(2).startswith(a) and a != b:
+            if (source.group(1), source.group(2)) == (claim.group(2), claim.group(1)):
                 return {"kind": "roles", "claim": claim.group(), "source": source.group()}
     return None
 
@@ -840,7 +865,7 @@ def judge(text, units, view, others=None, parts=()):
         for rule in ("negation", "antonym", "roles"):
             if rule == "negation" and not (said or view.negated()):
                 continue
-            if (rule == "antonym" and not candidates) or (rule == "roles" and not roles):
+            if (rule == "antonym" and (not candidates or said)) or (rule == "roles" and not roles):
                 continue
             if passage is None:
                 passage, share = view.passage(units)
