@@ -312,11 +312,12 @@ def number_unit(number):
     return "#" + (whole.lstrip("0") or "0") + ("." + fraction if fraction else "")
 
 
-def content_units(text, question=None, weights=True):
+def content_units(text, question=None, weights=True, normalized=False):
     """{unit: weight} of a text: the characters and character bigrams of Chinese runs, word stems, numbers and
     codes (`#…`; number words and Chinese numerals before a measure word count as numbers). With weights=False,
-    just the set of units (a chunk's side)."""
-    text = unicodedata.normalize("NFKC", text)
+    just the set of units (a chunk's side). `normalized`: the text is NFKC already."""
+    if not normalized:
+        text = unicodedata.normalize("NFKC", text)
     if "," in text:
         text = THOUSANDS.sub("", text)
     text = ZH_NUMBER.sub(lambda m: str(zh_number(m.group())), text)
@@ -590,8 +591,9 @@ class ChunkView:
     and, on first use, its sentences (where a cue looks for the passage that matches the cited sentence)."""
 
     def __init__(self, content):
-        self.text = folded(content)
-        self.units = expand_chunk(self.text, content_units(content, weights=False))
+        normal = unicodedata.normalize("NFKC", content)
+        self.text = normal.casefold()
+        self.units = expand_chunk(self.text, content_units(normal, weights=False, normalized=True))
         self._found = None
         self._converted = None
         self._sentences = None
@@ -752,7 +754,7 @@ def negation_cue(sentence_text, view, passage, said=None):
     return None
 
 
-ANTONYM_WORDS_ZH = re.compile("|".join(sorted({w for pair in ANTONYMS_ZH for w in pair}, key=len, reverse=True)))
+LATIN = re.compile("[a-z]")
 OPPOSITES_ZH = {}  # word -> its opposites
 for _a, _b in ANTONYMS_ZH:
     OPPOSITES_ZH.setdefault(_a, []).append(_b)
@@ -763,21 +765,20 @@ for _a, _b, _word_a, _word_b in ANTONYM_STEMS_EN:
     OPPOSITES_EN.setdefault(_b, []).append((_a, _word_b, _word_a))
 
 
-def antonym_candidates(sentence_text, chunk_text):
-    """[(word, opposite, shown, shown opposite)]: antonym-table words of the sentence whose opposite the chunk
-    holds somewhere and the sentence does not (the cheap first step of the antonym rule)."""
+def antonym_candidates(sentence_text, units, view):
+    """[(word, opposite, shown, shown opposite)]: antonym-table words of the sentence (its `folded` text and units)
+    whose opposite the chunk holds somewhere and the sentence does not (the cheap first step of the antonym rule)."""
     found = []
-    if CJK_RUNS.search(sentence_text):
-        said = set(ANTONYM_WORDS_ZH.findall(sentence_text))
-        for word in said:
-            for other in OPPOSITES_ZH[word]:
-                if other not in sentence_text and other in chunk_text:
-                    found.append((word, other, word, other))
-    words = words_of(sentence_text)
-    for stem in OPPOSITES_EN.keys() & words:
-        for other, shown, shown_other in OPPOSITES_EN[stem]:
-            if other not in words:
-                found.append((stem, other, shown, shown_other))
+    for word in OPPOSITES_ZH.keys() & units.keys():  # the Chinese table's words are one or two characters: units
+        for other in OPPOSITES_ZH[word]:
+            if other not in sentence_text and other in view.text:
+                found.append((word, other, word, other))
+    if LATIN.search(sentence_text):
+        words = words_of(sentence_text)
+        for stem in OPPOSITES_EN.keys() & words:
+            for other, shown, shown_other in OPPOSITES_EN[stem]:
+                if other not in words and other in view.words():
+                    found.append((stem, other, shown, shown_other))
     return found
 
 
@@ -859,7 +860,7 @@ def judge(text, units, view, others=None, parts=()):
         reasons.append(cue)
     if found:
         passage = None
-        candidates = antonym_candidates(text, view.text)
+        candidates = antonym_candidates(text, units, view)
         roles = ROLE_HINT.search(text)
         said = negated(text)
         for rule in ("negation", "antonym", "roles"):
@@ -1056,9 +1057,10 @@ def check_support(pieces, chunks, threshold=SUPPORT_THRESHOLD, question="", phra
     uncited = []
     for (start, end, kind), ids in zip(spans, cited):
         sentence = text[start:end].strip()
-        units = content_units(sentence, question_units)
+        normal = unicodedata.normalize("NFKC", sentence)
+        units = content_units(normal, question_units, normalized=True)
         if ids:
-            said = folded(sentence)
+            said = normal.casefold()
             parts = sentence_parts(said)
             known = [i for i in ids if units_of(i) is not None]
             if not known:
@@ -1126,21 +1128,22 @@ class Backing:
         if self._index is None:
             self._index = {}
             chunks = [chunk for chunk in self._chunk_units() if chunk is not None]
+            self._count = len(chunks)
             for position, chunk in enumerate(chunks):
                 for unit in chunk:
                     self._index.setdefault(unit, []).append(position)
         if not self._index:  # no chunk text to compare with
             return False
         needed = sum(units.values())
-        found = {}
+        found = [0.0] * self._count
         for unit, weight in units.items():
             holders = self._index.get(unit, ())
             self._work -= len(holders)
             if self._work < 0:
                 return False
             for position in holders:
-                found[position] = found.get(position, 0.0) + weight
-        return bool(found) and max(found.values()) / needed >= threshold
+                found[position] += weight
+        return needed > 0 and max(found) / needed >= threshold
 
 
 # --- Joining the text around removed markers ------------------------------------------------------------

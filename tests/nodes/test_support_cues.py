@@ -117,9 +117,10 @@ def test_antonym_cue_english():
 
 def test_no_antonym_cue_when_the_passage_says_both_or_the_sentence_says_both():
     text = folded("访问量有增加也有减少")
-    assert antonym_cue(antonym_candidates(text, "访问量增加"), "访问量增加") is None
-    both = folded("访问量增加")
-    assert antonym_cue(antonym_candidates(both, "访问量先增加后减少"), "访问量先增加后减少") is None
+    assert antonym_candidates(text, content_units(text), ChunkView("访问量增加")) == []
+    one = folded("访问量增加")
+    candidates = antonym_candidates(one, content_units(one), ChunkView("访问量先增加后减少"))
+    assert candidates and antonym_cue(candidates, "访问量先增加后减少") is None
 
 
 def test_number_cue_a_different_number_for_the_same_thing():
