@@ -402,7 +402,7 @@ NEGATED_EN = re.compile(r"\b(?:not|no|never|none|nobody|nothing|neither|nor|with
 NEGATION_SKIP = frozenset("need needs want wants to be any only just even".split())  # after a negation: skip these
 NEGATED_AROUND_EN = re.compile(r"\b([a-z]+) (not|never|no) ([a-z]{3,})\b")
 NOT_NEGATIONS = re.compile("不仅|不但|不断|不少|不久|不过|不管|不论|不错|不同|无论|非常|除非|未来|别人|特别|区别|分别|级别|"
-                           "类别|告别|无数|莫名|没错|并非常|无比|无限|不止|未免")
+                           "类别|告别|无数|莫名|没错|并非常|无比|无限|不止|未免|不收费|不收钱|不要钱")
 
 # Antonyms (rule: `antonym_cue`): a word in the sentence whose opposite stands in the chunk's matching passage.
 ANTONYMS_ZH = (
@@ -417,6 +417,12 @@ ANTONYMS_ZH = (
     ("简单", "复杂"), ("喜欢", "讨厌"), ("安全", "危险"), ("进口", "出口"), ("买", "卖"), ("出生", "去世"),
     ("最多", "最少"), ("最大", "最小"), ("最高", "最低"), ("必须", "无需"), ("必须", "不必"), ("好", "坏"),
     ("富", "穷"), ("东", "西"), ("南", "北"), ("上", "下"), ("多", "少"), ("大", "小"), ("增", "减"), ("升", "降"),
+    ("年初", "年末"), ("年初", "年底"), ("月初", "月底"), ("弱化", "加强"), ("削弱", "增强"), ("阻碍", "促进"),
+    ("阻碍", "推进"), ("失衡", "平衡"), ("违反", "遵守"), ("落后", "先进"), ("古代", "现代"), ("增多", "减少"),
+    ("扩大", "缩减"), ("远", "近"), ("胖", "瘦"), ("深", "浅"), ("贵", "便宜"), ("宽", "窄"), ("强", "弱"),
+    ("早", "晚"), ("内", "外"), ("进口", "出口"), ("入", "出"), ("死", "活"), ("紧张", "放松"), ("积极", "消极"),
+    ("乐观", "悲观"), ("主动", "被动"), ("合法", "非法"), ("公开", "秘密"), ("正确", "错误"), ("优点", "缺点"),
+    ("提高", "打击"), ("保持", "改变"), ("独立", "依赖"), ("盈利", "亏损"), ("顺利", "困难"), ("热闹", "冷清"),
 )
 ANTONYMS_EN = (
     ("before", "after"), ("more", "less"), ("more", "fewer"), ("increase", "decrease"), ("increase", "reduce"),
@@ -438,7 +444,7 @@ SYNONYMS_ZH = (
     ("结束", "完成", "终了"), ("购买", "买", "采购"), ("出售", "卖", "销售"), ("帮助", "协助", "帮忙"),
     ("立即", "马上", "立刻"), ("需要", "须", "必须", "应", "应当", "要"), ("可以", "能", "能够", "可"),
     ("提前", "预先", "事先"), ("通知", "告知", "告诉"), ("时间", "时候", "时段"), ("每天", "每日", "天天"),
-    ("电话", "致电", "拨打"), ("费用", "收费", "价格", "花费", "钱"), ("免费", "不收费", "不要钱"),
+    ("电话", "致电", "拨打"), ("费用", "收费", "价格", "花费", "钱"), ("免费", "不收费", "不要钱", "不收钱"),
     ("公司", "企业", "单位"), ("孩子", "小孩", "儿童", "子女"), ("父亲", "爸爸"), ("母亲", "妈妈"),
     ("丈夫", "老公"), ("妻子", "老婆", "太太"), ("房子", "住房", "房屋"), ("工作", "上班", "职业"),
     ("高兴", "开心", "快乐", "愉快"), ("难过", "伤心", "悲伤", "痛苦"), ("生气", "愤怒", "发火"),
@@ -718,6 +724,36 @@ def missing_words(units, chunk, others=None):
     return words
 
 
+NEGATION_BRIDGE = "是会能要可有被再也都还就"  # between a Chinese negation and what it negates (不会学习, 没有被…抓到)
+
+
+def negated_thing_cue(sentence_text, passage):
+    """When both negate: the sentence negates X (不X, 没有X) and the passage states X without a negation just
+    before it (没有握…手 against 也握了她的手): {"kind": "negation", "claim": "没有握"}; else None."""
+    cleared = NOT_NEGATIONS.sub(lambda m: " " * len(m.group()), sentence_text)
+    passage_cleared = NOT_NEGATIONS.sub(lambda m: " " * len(m.group()), passage)
+    for match in NEGATED_ZH.finditer(cleared):
+        at = match.end()
+        while at < len(cleared) and cleared[at] in NEGATION_BRIDGE:
+            at += 1
+        thing = cleared[at:at + 2]
+        if len(thing) < 2 or not CJK_RUNS.fullmatch(thing):
+            continue
+        if thing in passage_cleared and not negated_somewhere(passage_cleared, thing):
+            return {"kind": "negation", "claim": sentence_text[match.start():at + 2]}
+    return None
+
+
+def negated_somewhere(text, word):
+    """Does a negation stand just before some place `word` occurs in `text`?"""
+    start = text.find(word)
+    while start >= 0:
+        if NEGATION_CHARS.search(text, max(0, start - 3), start):
+            return True
+        start = text.find(word, start + 1)
+    return False
+
+
 def negation_cue(sentence_text, view, passage, said=None):
     """{"kind": "negation", "claim": w} when the sentence negates (w) and the chunk's matching passage does not;
     {"kind": "negation", "source": "不X"} when the passage negates X (`不X`, `没有X`, `not X`), the sentence
@@ -726,7 +762,7 @@ def negation_cue(sentence_text, view, passage, said=None):
     said = negated(sentence_text) if said is None else said
     if said:
         if negated(passage):
-            return None
+            return negated_thing_cue(sentence_text, passage)
         if NEGATION_CHARS.search(NOT_NEGATIONS.sub("", sentence_text)):
             return {"kind": "negation", "claim": negation_word(sentence_text)}
         # English: the negated word itself must stand in the passage ("do not need" against "need"); a negation
@@ -745,7 +781,8 @@ def negation_cue(sentence_text, view, passage, said=None):
     cleared = NOT_NEGATIONS.sub(lambda m: " " * len(m.group()), passage)
     for match in NEGATED_ZH.finditer(cleared):
         thing = cleared[match.end():match.end() + 2]
-        if len(thing) == 2 and CJK_RUNS.fullmatch(thing) and thing in sentence_text:
+        if (len(thing) == 2 and CJK_RUNS.fullmatch(thing) and thing in sentence_text
+                and negated_before(cleared, thing)):
             return {"kind": "negation", "source": match.group() + thing}
     for match in NEGATED_AROUND_EN.finditer(passage):  # "pets are not allowed" against "pets are allowed"
         before, negation, after = match.groups()
@@ -755,6 +792,9 @@ def negation_cue(sentence_text, view, passage, said=None):
 
 
 LATIN = re.compile("[a-z]")
+# words holding a one-character antonym without its meaning (小时 is no 小): removed before that check
+COMPOUNDS_ZH = re.compile("小时|大家|大约|大概|大多|多少|东西|上午|下午|以上|以下|上班|下班|不少|至少|出现|出来|入口|"
+                          "出口|高兴|好像|新闻|早上|晚上|内容|以内|以外|另外|此外|长期|强调")
 OPPOSITES_ZH = {}  # word -> its opposites
 for _a, _b in ANTONYMS_ZH:
     OPPOSITES_ZH.setdefault(_a, []).append(_b)
@@ -791,9 +831,23 @@ def antonym_cue(candidates, passage):
             passage_words = passage_words if passage_words is not None else words_of(passage)
             if other in passage_words and said not in passage_words:
                 return {"kind": "antonym", "claim": shown, "source": shown_other}
-        elif other in passage and said not in passage:
-            return {"kind": "antonym", "claim": shown, "source": shown_other}
+        else:
+            plain = COMPOUNDS_ZH.sub(" ", passage) if len(other) == 1 else passage
+            if other in plain and said not in plain and not negated_somewhere(plain, other):
+                return {"kind": "antonym", "claim": shown, "source": shown_other}
     return None
+
+
+def negated_before(text, word):
+    """Does a negation stand just before every place `word` occurs in `text` (不收费 is 免费)?"""
+    start = text.find(word)
+    if start < 0:
+        return False
+    while start >= 0:
+        if not NEGATION_CHARS.search(text, max(0, start - 3), start):
+            return False
+        start = text.find(word, start + 1)
+    return True
 
 
 def number_cue(sentence_text, units, view):
