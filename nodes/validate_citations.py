@@ -237,6 +237,10 @@ GENERIC_WORDS = ("during again later year years since time times same while thro
                  "called between early new once due prior based several many known well often first last "
                  "began become became following later currently current number part way made make another "
                  "both per around").split()
+# Chinese words as general (a person, a thing, now, already, some): their bigram weighs WEIGHT_GENERIC
+GENERIC_ZH = frozenset("有人 某人 人们 一些 一个 这个 那个 东西 事情 什么 可能 已经 现在 曾经 目前 非常 一定 其中 之一 "
+                       "方面 时候 地方 情况 问题 进行 表示 认为 觉得 说话 话人 自己 一种 一下 很多 比较".split())
+WEIGHT_SHORT = 0.6  # an English word of four letters or fewer (not a name)
 WEIGHT_QUESTION = 0.3  # factor for what the question itself says (repeating it proves nothing)
 MISSING_EXACT = 0.35  # factor per number or code of the sentence that the chunk does not contain
 MIN_FACTUAL_WEIGHT = 3.0  # less content than this is never judged "factual" (greetings, "如下：")
@@ -349,10 +353,14 @@ def content_units(text, question=None, weights=True, normalized=False):
                 del units[gram]
             else:
                 units[gram] = 0.5
+    if runs:
+        for gram in GENERIC_ZH.intersection(grams):
+            units[gram] = WEIGHT_GENERIC
     for position, word in enumerate(words):
         unit = WORD_UNITS.get(word.casefold()) or word_unit(word.casefold())
         if unit:
-            weight = WEIGHT_GENERIC if unit in GENERIC_UNITS else WEIGHT_NAME if position and word[0].isupper() else 1.0
+            weight = (WEIGHT_GENERIC if unit in GENERIC_UNITS else WEIGHT_NAME if position and word[0].isupper()
+                      else 1.0 if len(word) > 4 else WEIGHT_SHORT)
             if units.get(unit, 0.0) < weight:
                 units[unit] = weight
     units.update(dict.fromkeys(exact, WEIGHT_EXACT))
@@ -736,11 +744,14 @@ def negated_thing_cue(sentence_text, passage):
         at = match.end()
         while at < len(cleared) and cleared[at] in NEGATION_BRIDGE:
             at += 1
-        thing = cleared[at:at + 2]
-        if len(thing) < 2 or not CJK_RUNS.fullmatch(thing):
-            continue
-        if thing in passage_cleared and not negated_somewhere(passage_cleared, thing):
-            return {"kind": "negation", "claim": sentence_text[match.start():at + 2]}
+        for size in (2, 1):  # what it negates: two characters, else one that is no stop character (没有握…)
+            thing = cleared[at:at + size]
+            if len(thing) < size or not CJK_RUNS.fullmatch(thing) or (size == 1 and thing in STOP_CHARS):
+                continue
+            if thing in passage_cleared and not negated_somewhere(passage_cleared, thing):
+                return {"kind": "negation", "claim": sentence_text[match.start():at + size]}
+            if thing in passage_cleared:
+                break
     return None
 
 
@@ -935,31 +946,54 @@ def judge(text, units, view, others=None, parts=()):
     return score, reasons
 
 
+# a number as a reason shows it: with its unit (460 mm, 5%, 40人) when one follows, never a digit inside a code (B2)
+NUMBER_SHOWN = re.compile(rf"(?<![A-Za-z\d.])(\d+(?:\.\d+)?)(?![A-Za-z]*\d)(?:\s?(%|[A-Za-z]+|[{CJK}]{{1,2}}))?")
+MEASURE_WORDS = frozenset("个天次楼层人元分年月日点号周岁倍位条台辆张件")
+
+
 def missing_items(sentence, view, others=None, limit=MAX_MISSING_SHOWN):
     """The sentence's numbers (with their unit), names, words and Chinese phrases the chunk lacks, as written."""
-    text = unicodedata.normalize("NFKC", sentence)
+    text = THOUSANDS.sub("", unicodedata.normalize("NFKC", sentence))
     items = []
 
     def held(unit):
-        return unit in view.units or bool(others and others.get(unit))
+        return unit in view.units or bool(others and others.get(unit)) or (unit[0] == "#" and unit in view.converted())
 
-    for match in NUMBER_AFTER.finditer(text):
-        if not held(number_unit(match.group(1))):
-            shown = match.group().strip() if match.group(2) and not CJK_RUNS.fullmatch(match.group(2)) else match.group(1)
-            items.append((0, match.start(), shown))
+    shown_units = {}  # where a shown number's unit starts -> its length
+    for match in NUMBER_SHOWN.finditer(text):
+        if held(number_unit(match.group(1))):
+            continue
+        after = match.group(2) or ""
+        if after == "%" or after.casefold() in UNIT_SCALE:
+            unit = after
+        elif after and not after.isascii() and (after[0] in UNIT_SCALE or after[0] in MEASURE_WORDS):
+            unit = after[0]
+        else:
+            unit = ""
+        if unit:
+            shown_units[match.start(2)] = len(unit)
+            items.append((0, match.start(), text[match.start():match.start(2) + len(unit)]))
+        else:
+            items.append((0, match.start(), match.group(1)))
     for position, match in enumerate(WORD_TOKENS.finditer(text)):
         word = match.group()
         unit = word_unit(word.casefold())
+        if match.start() and text[match.start() - 1].isdigit() or match.start() in shown_units:
+            continue  # 9th, 80s, B2's letters, 460 mm's unit: part of a number, a code or a shown quantity
         if unit and not held(unit) and word.casefold() not in EN_NUMBERS:
             items.append((1 if position and word[0].isupper() else 2, match.start(), word))
     for run in CJK_RUNS.finditer(text):
         chars = run.group()
         covered = [False] * len(chars)
+        for i in range(shown_units.get(run.start(), 0)):
+            covered[i] = True  # 40人's 人, 2公里's 公里
         for i in range(len(chars) - 1):
             if held(chars[i:i + 2]):
                 covered[i] = covered[i + 1] = True
-        for i, char in enumerate(chars):
-            covered[i] = covered[i] or char in STOP_CHARS or (len(chars) == 1 and held(char))
+        for i in range(len(chars) - 1, -1, -1):  # a stop character joins the missing phrase it starts (到达)
+            char = chars[i]
+            stop = char in STOP_CHARS and (i + 1 == len(chars) or covered[i + 1])
+            covered[i] = covered[i] or stop or (len(chars) == 1 and held(char))
         i = 0
         while i < len(chars):
             if covered[i]:

@@ -2,10 +2,11 @@
 
 import pytest
 
-from nodes.validate_citations import (ABBREVIATIONS, ANTONYMS_EN, ANTONYMS_ZH, NOT_NEGATIONS, SUPPORT_THRESHOLD,
-                                      SYNONYMS_EN, SYNONYMS_ZH, UNIT_SCALE, ChunkView, antonym_candidates,
-                                      antonym_cue, check_support, content_units, converted_numbers, folded, judge,
-                                      main, missing_items, negated, negation_cue, number_cue, reason_text, roles_cue,
+from nodes.validate_citations import (ABBREVIATIONS, ANTONYMS_EN, ANTONYMS_ZH, COMPOUNDS_ZH, GENERIC_WORDS, GENERIC_ZH,
+                                      NOT_NEGATIONS, SUPPORT_THRESHOLD, SYNONYMS_EN, SYNONYMS_ZH, UNIT_SCALE,
+                                      WEIGHT_GENERIC, ChunkView, antonym_candidates, antonym_cue, check_support,
+                                      content_units, converted_numbers, folded, judge, main, missing_items, negated,
+                                      negated_thing_cue, negation_cue, number_cue, reason_text, roles_cue,
                                       sentence_parts, sentence_spans, weakest_part)
 
 
@@ -51,6 +52,16 @@ def test_a_multi_part_sentence_is_pulled_toward_its_weakest_part():
     assert with_parts < whole
 
 
+def test_generic_words_weigh_less():
+    assert "during" in GENERIC_WORDS and "有人" in GENERIC_ZH
+    assert content_units("It grew during the war")["durin"] == WEIGHT_GENERIC
+    assert content_units("有人来过")["有人"] == WEIGHT_GENERIC
+
+
+def test_clauses_do_not_split_inside_numbers():
+    assert sentence_parts(folded("巡更从22:00开始，费用1,000元")) == ["巡更从22:00开始", "费用1,000元"]
+
+
 def test_a_part_with_too_little_content_is_not_judged_alone():
     units = content_units("Rooms seat 40 people, yes")
     parts = sentence_parts(folded("Rooms seat 40 people, yes"))
@@ -88,6 +99,20 @@ def test_negation_cue_the_source_negating_what_the_sentence_states():
     assert "negation" in kinds(cite("大楼内允许携带宠物。", "大楼内不允许携带宠物，导盲犬除外。"))
 
 
+def test_negation_cue_when_both_negate_but_not_the_same_thing():
+    passage = folded("王琦瑶不由心生感激，于是也握了她的手")
+    assert negated_thing_cue(folded("王琦瑶没有握蒋丽莉的手"), passage) == {"kind": "negation", "claim": "没有握"}
+    assert negated_thing_cue(folded("访客不能进入机房"), folded("访客不得进入机房")) is None
+    citation = cite("王琦瑶没有握蒋丽莉的手。", "王琦瑶不由心生感激，于是也握了她的手。")
+    assert "negation" in kinds(citation)
+
+
+def test_no_negation_cue_when_the_source_also_states_the_word_plainly():
+    chunk = "维修完成后业主须在App上确认并评价，未评价的工单7天后自动关闭。"
+    assert "negation" not in kinds(cite("业主须在App上确认并评价。", chunk))
+    assert "negation" not in kinds(cite("业主不评价的话，工单会在7天后自动关闭。", chunk))
+
+
 def test_no_negation_cue_when_both_negate_or_neither_does():
     view = ChunkView("访客不得进入机房。")
     text = folded("访客不能进入机房")
@@ -121,6 +146,12 @@ def test_no_antonym_cue_when_the_passage_says_both_or_the_sentence_says_both():
     one = folded("访问量增加")
     candidates = antonym_candidates(one, content_units(one), ChunkView("访问量先增加后减少"))
     assert candidates and antonym_cue(candidates, "访问量先增加后减少") is None
+
+
+def test_no_antonym_cue_for_a_negated_opposite_or_a_compound():
+    assert "antonym" not in kinds(cite("公共区域的设施维修是免费的。", "维修收费：公共区域设施维修不收费。"))
+    assert COMPOUNDS_ZH.search("单次不超过4小时")
+    assert "antonym" not in kinds(cite("想用大会议室，需要提前一天申请。", "大会议室预订须提前1天申请，单次不超过4小时。"))
 
 
 def test_number_cue_a_different_number_for_the_same_thing():
@@ -193,6 +224,15 @@ def test_reason_missing_names_what_the_source_lacks_as_written():
     missing = next(r for r in citation["reasons"] if r["kind"] == "missing")["items"]
     assert missing[0] == "460 mm" and "Oak" in missing
     assert citation["reason"].startswith('missing: ["460 mm"')
+
+
+@pytest.mark.parametrize("sentence,expected", [
+    ("Up 5% on 1,000 fans in the B2 league.", ["5%", "1000", "fans", "league"]),
+    ("步行2公里到达", ["2公里", "步行", "到达"]),
+    ("In 2015 he finished 9th.", ["2015", "9", "finished"]),
+])
+def test_reason_missing_shows_a_number_with_its_unit_only(sentence, expected):
+    assert missing_items(sentence, ChunkView("B2 上 nothing")) == expected
 
 
 def test_reason_missing_chinese_phrases():
