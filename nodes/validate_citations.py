@@ -395,7 +395,7 @@ MISSING_DECAY = 0.85  # factor per unit of weight of the sentence that the chunk
 WEIGHT_ZH_WORD = 6.0  # the weight a two-character Chinese word's units add up to (see `missing_words`)
 PART_WEIGHT = 0.5  # how much the weakest part of a multi-part sentence counts against the whole sentence's score
 MIN_PART_WEIGHT = 3.0  # a part with less content than this is not judged on its own
-CUE_FACTOR = {"negation": 0.2, "antonym": 0.2, "number": 0.2, "roles": 0.2}  # a contradiction cue's factor
+CUE_FACTOR = {"negation": 0.2, "antonym": 0.2, "number": 0.2, "roles": 0.2, "scope": 0.6}  # a cue's factor
 MAX_MISSING_SHOWN = 5
 PASSAGE_MATCH = 0.25  # a cue counts only where the chunk's matching passage holds this share of the sentence
 
@@ -411,6 +411,10 @@ NEGATION_SKIP = frozenset("need needs want wants to be any only just even".split
 NEGATED_AROUND_EN = re.compile(r"\b([a-z]+) (not|never|no) ([a-z]{3,})\b")
 NOT_NEGATIONS = re.compile("不仅|不但|不断|不少|不久|不过|不管|不论|不错|不同|无论|非常|除非|未来|别人|特别|区别|分别|级别|"
                            "类别|告别|无数|莫名|没错|并非常|无比|无限|不止|未免|不收费|不收钱|不要钱")
+
+# Scope (rule: `scope_cue`): a word widening or narrowing a claim (all, only, never) that the chunk does not use.
+SCOPE_ZH = ("所有", "全部", "任何", "从来", "从不", "一直", "只有", "只能", "永远", "绝对", "完全", "一切", "每", "只", "都")
+SCOPE_EN = frozenset("all every only always entire whole solely exclusively everyone everything".split())
 
 # Antonyms (rule: `antonym_cue`): a word in the sentence whose opposite stands in the chunk's matching passage.
 ANTONYMS_ZH = (
@@ -560,7 +564,7 @@ def converted_numbers(found):
         kind, scale = UNIT_SCALE[name]
         value = float(number) * scale
         for other, other_scale in UNIT_NAMES[kind]:
-            if other == name:
+            if other_scale == scale:  # the same unit (m, 米): the number itself
                 continue
             converted = value / other_scale
             for digits in (0, 1, 2):
@@ -833,6 +837,18 @@ def antonym_candidates(sentence_text, units, view):
     return found
 
 
+def scope_cue(sentence_text, view):
+    """{"kind": "scope", "claim": w}: the sentence says all/only/always… (SCOPE_ZH, SCOPE_EN) and the chunk does not."""
+    for word in SCOPE_ZH:
+        if word in sentence_text and word not in view.text:
+            return {"kind": "scope", "claim": word}
+    if LATIN.search(sentence_text):
+        for word in SCOPE_EN.intersection(WORD_TOKENS.findall(sentence_text)):
+            if word not in view.words():
+                return {"kind": "scope", "claim": word}
+    return None
+
+
 def antonym_cue(candidates, passage):
     """{"kind": "antonym", "claim": a, "source": b}: the sentence says a, the chunk's matching passage says its
     opposite b and not a."""
@@ -884,6 +900,51 @@ def number_cue(sentence_text, units, view):
     return None
 
 
+# A date's month or a quantity's unit that differs for the same number (rule: `measure_cue`).
+MONTH_NAMES = "jan feb mar apr may jun jul aug sep oct nov dec".split()
+MONTH_NUMBER = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (\d{1,4})\b"
+                          r"|\b(\d{1,2}) (jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b")
+
+
+def month_numbers(text):
+    """{(number, month)} of the dates in a casefolded text (`march 1`, `1 march`, `march 2017`)."""
+    found = set()
+    for month, number, day, month_after in MONTH_NUMBER.findall(text):
+        found.add((number_unit(number or day), month or month_after))
+    return found
+
+
+def measure_cue(sentence_text, view):
+    """{"kind": "number", "claim": "march 1", "source": "may 1"} when the chunk gives the sentence's number with
+    another month, or {"claim": "5 km", "source": "5 miles"} with another unit of its kind (and never as the
+    sentence writes it, nor as its conversion)."""
+    if LATIN.search(sentence_text) and DIGIT.search(sentence_text):
+        said = month_numbers(sentence_text)
+        if said:
+            chunk = month_numbers(view.text)
+            for number, month in said:
+                if (number, month) in chunk:
+                    continue
+                other = sorted(m for n, m in chunk if n == number and m != month)
+                if other:
+                    return {"kind": "number", "claim": f"{month} {number[1:]}", "source": f"{other[0]} {number[1:]}"}
+    for number, thing in NUMBER_AFTER.findall(sentence_text):
+        name = unit_name(thing)
+        if name is None:
+            continue
+        unit = number_unit(number)
+        kind = UNIT_SCALE[name][0]
+        same = [(n, t) for n, t in view.found() if number_unit(n) == unit and unit_name(t)]
+        scale = UNIT_SCALE[name][1]
+        if not same or any(UNIT_SCALE[unit_name(t)][1] == scale for _, t in same) or unit in view.converted():
+            continue
+        for n, t in same:
+            other = unit_name(t)
+            if UNIT_SCALE[other][0] == kind and UNIT_SCALE[other][1] != UNIT_SCALE[name][1]:
+                return {"kind": "number", "claim": f"{number} {name}", "source": f"{n} {other}"}
+    return None
+
+
 # Swapped roles (rule: `roles_cue`): "A 比 B", "A … -er than B", "A defeated B": the two sides, in the sentence and
 # swapped in the passage.
 ROLE_PATTERNS = (re.compile(rf"([{CJK}a-z0-9]{{2}})比([{CJK}a-z0-9]{{2}})"),
@@ -920,10 +981,13 @@ def judge(text, units, view, others=None, parts=()):
     if weakest is not None:
         score = min(score, (1 - PART_WEIGHT) * score + PART_WEIGHT * weakest)
     reasons = []
-    cue = number_cue(text, units, view) if missing else None
+    cue = number_cue(text, units, view) if missing else measure_cue(text, view) if DIGIT.search(text) else None
     if cue:
         reasons.append(cue)
     if found:
+        cue = scope_cue(text, view)
+        if cue:
+            reasons.append(cue)
         passage = None
         candidates = antonym_candidates(text, units, view)
         roles = ROLE_HINT.search(text)
@@ -1022,6 +1086,8 @@ def reason_text(reasons):
             parts.append("negation")
         elif kind == "number":
             parts.append(f"number: {reason['claim']} ≠ {reason['source']}")
+        elif kind == "scope":
+            parts.append(f"scope: {reason['claim']}")
         else:
             parts.append(f"{kind}: {reason['claim']}/{reason['source']}")
     return "; ".join(parts)

@@ -6,8 +6,8 @@ from nodes.validate_citations import (ABBREVIATIONS, ANTONYMS_EN, ANTONYMS_ZH, C
                                       NOT_NEGATIONS, SUPPORT_THRESHOLD, SYNONYMS_EN, SYNONYMS_ZH, UNIT_SCALE,
                                       WEIGHT_GENERIC, ChunkView, antonym_candidates, antonym_cue, check_support,
                                       content_units, converted_numbers, folded, judge, main, missing_items, negated,
-                                      negated_thing_cue, negation_cue, number_cue, reason_text, roles_cue,
-                                      sentence_parts, sentence_spans, weakest_part)
+                                      measure_cue, negated_thing_cue, negation_cue, number_cue, reason_text,
+                                      roles_cue, scope_cue, sentence_parts, sentence_spans, weakest_part)
 
 
 def cite(sentence, chunk, question=""):
@@ -174,6 +174,26 @@ def test_no_number_cue_for_a_number_of_another_thing():
     assert number_cue(text, content_units(text), view) is None
 
 
+def test_measure_cue_another_month_or_unit_for_the_same_number():
+    assert measure_cue(folded("It opened on March 1, 2017."), ChunkView("It opened on May 1, 2017.")) == \
+        {"kind": "number", "claim": "mar 1", "source": "may 1"}
+    assert measure_cue(folded("The race is 5 km long."), ChunkView("The race is 5 miles long.")) == \
+        {"kind": "number", "claim": "5 km", "source": "5 miles"}
+    assert "number" in kinds(cite("步行约2公里。", "步行约2米即可到达。"))
+    assert measure_cue(folded("步行约2公里"), ChunkView("步行约2千米")) is None  # the same unit
+    assert measure_cue(folded("It opened on 1 May 2017."), ChunkView("It opened on May 1, 2017.")) is None
+
+
+@pytest.mark.parametrize("sentence,chunk,word", [
+    ("所有住户可以申请车位。", "住户可以申请车位。", "所有"),
+    ("访客只能在前台登记。", "访客可以在前台登记。", "只能"),
+    ("The desk is always open on weekends.", "The desk is open on weekends.", "always"),
+])
+def test_scope_cue_a_claim_wider_or_narrower_than_the_source(sentence, chunk, word):
+    assert scope_cue(folded(sentence), ChunkView(chunk)) == {"kind": "scope", "claim": word}
+    assert scope_cue(folded(sentence), ChunkView(chunk + word)) is None
+
+
 def test_roles_cue_swapped_comparison():
     text = folded("A座比B座高")
     assert roles_cue(text, folded("B座比A座高，共32层")) == {"kind": "roles", "claim": "a座比b座", "source": "b座比a座"}
@@ -244,8 +264,8 @@ def test_reason_text_formats_every_kind():
     assert reason_text([{"kind": "missing", "items": ["460 mm"]}, {"kind": "negation", "claim": "不"},
                         {"kind": "antonym", "claim": "末", "source": "首"},
                         {"kind": "number", "claim": "7", "source": "12"},
-                        {"kind": "roles", "claim": "a比b", "source": "b比a"}]) == \
-        'missing: ["460 mm"]; negation; antonym: 末/首; number: 7 ≠ 12; roles: a比b/b比a'
+                        {"kind": "roles", "claim": "a比b", "source": "b比a"}, {"kind": "scope", "claim": "所有"}]) == \
+        'missing: ["460 mm"]; negation; antonym: 末/首; number: 7 ≠ 12; roles: a比b/b比a; scope: 所有'
     assert reason_text([]) == ""
 
 
