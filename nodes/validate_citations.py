@@ -614,6 +614,7 @@ class ChunkView:
         self.units = expand_chunk(self.text, content_units(normal, weights=False, normalized=True))
         self._found = None
         self._converted = None
+        self._quantities = None
         self._sentences = None
         self._negated = None
         self._words = None
@@ -650,6 +651,16 @@ class ChunkView:
         if self._found is None:
             self._found = NUMBER_AFTER.findall(THOUSANDS.sub("", self.text)) if DIGIT.search(self.text) else []
         return self._found
+
+    def quantities(self):
+        """{number unit: {unit names}}: the chunk's numbers followed by a unit of UNIT_SCALE."""
+        if self._quantities is None:
+            self._quantities = {}
+            for number, thing in self.found():
+                name = unit_name(thing)
+                if name is not None:
+                    self._quantities.setdefault(number_unit(number), set()).add(name)
+        return self._quantities
 
     def converted(self):
         """The number units of the chunk's quantities in the other units of their kind."""
@@ -933,15 +944,13 @@ def measure_cue(sentence_text, view):
         if name is None:
             continue
         unit = number_unit(number)
-        kind = UNIT_SCALE[name][0]
-        same = [(n, t) for n, t in view.found() if number_unit(n) == unit and unit_name(t)]
-        scale = UNIT_SCALE[name][1]
-        if not same or any(UNIT_SCALE[unit_name(t)][1] == scale for _, t in same) or unit in view.converted():
+        kind, scale = UNIT_SCALE[name]
+        same = view.quantities().get(unit)
+        if not same or any(UNIT_SCALE[other][1] == scale for other in same) or unit in view.converted():
             continue
-        for n, t in same:
-            other = unit_name(t)
-            if UNIT_SCALE[other][0] == kind and UNIT_SCALE[other][1] != UNIT_SCALE[name][1]:
-                return {"kind": "number", "claim": f"{number} {name}", "source": f"{n} {other}"}
+        for other in sorted(same):
+            if UNIT_SCALE[other][0] == kind:
+                return {"kind": "number", "claim": f"{number} {name}", "source": f"{number} {other}"}
     return None
 
 
