@@ -372,18 +372,10 @@ def content_units(text, question=None, weights=True, normalized=False):
 
 def support_score(units, chunk, others=None):
     """The weighted share of a sentence's units found in `chunk` (a set of units), leaving out the units only
-    another cited chunk contains (`others`: unit -> how many of the sentence's cited chunks contain it); times 0.5
-    for each number or code the chunk lacks. 1.0 when the sentence has no content to back."""
-    found = needed = 0.0
-    missing = 0
-    for unit, weight in units.items():
-        if unit in chunk:
-            found += weight
-        elif others and others.get(unit):
-            continue
-        elif unit[0] == "#":
-            missing += 1
-        needed += weight
+    another cited chunk contains (`others`: unit -> how many of the sentence's cited chunks contain it); times
+    MISSING_EXACT for each number or code the chunk lacks. 1.0 when the sentence has no content to back. (The plain
+    share; the check itself scores a pair with `judge`.)"""
+    found, needed, missing = coverage(units, chunk, others)
     return 1.0 if needed == 0 else found / needed * MISSING_EXACT ** missing
 
 
@@ -391,7 +383,7 @@ def support_score(units, chunk, others=None):
 # Each cue is one table and one rule below; `judge` combines them into a score and the reasons a citation is weak.
 # The tables are small and hand-made (standard library only): they catch the common cases, not meaning in general.
 
-MISSING_DECAY = 0.85  # factor per unit of weight of the sentence that the chunk lacks ("the more is missing, the lower")
+MISSING_DECAY = 0.85  # factor per word of the sentence that the chunk lacks ("the more is missing, the lower")
 WEIGHT_ZH_WORD = 6.0  # the weight a two-character Chinese word's units add up to (see `missing_words`)
 PART_WEIGHT = 0.5  # how much the weakest part of a multi-part sentence counts against the whole sentence's score
 MIN_PART_WEIGHT = 3.0  # a part with less content than this is not judged on its own
@@ -400,7 +392,8 @@ MAX_MISSING_SHOWN = 5
 PASSAGE_MATCH = 0.25  # a cue counts only where the chunk's matching passage holds this share of the sentence
 
 # Parts of a sentence (rule: `sentence_parts`): clauses split at these separators.
-PART_SPLIT = re.compile(r"[，；：]|(?<!\d)[,:](?!\d)|;|\s(?:and|but|while|whereas|although|though|which|who|whose|where)\s|但是|但|并且|而且|同时")
+PART_SPLIT = re.compile(r"[，；：]|(?<!\d)[,:](?!\d)|;|\s(?:and|but|while|whereas|although|though|which|who|whose|where)\s"
+                        r"|但是|但|并且|而且|同时")
 
 # Negation (rule: `negated`): a negation word or character, minus the words that hold one without negating.
 NEGATION_CHARS = re.compile("[不没无非未别勿莫]")
@@ -798,7 +791,8 @@ def negation_cue(sentence_text, view, passage, said=None):
             rest = [w for w in WORD_TOKENS.findall(sentence_text[match.end():match.end() + 40])
                     if w not in STOP_WORDS and w not in NEGATION_SKIP][:1]
             if rest:
-                passage_units = passage_units if passage_units is not None else set(map(word_unit, WORD_TOKENS.findall(passage)))
+                if passage_units is None:
+                    passage_units = set(map(word_unit, WORD_TOKENS.findall(passage)))
                 if word_unit(rest[0]) in passage_units:
                     return {"kind": "negation", "claim": f"{match.group()} {rest[0]}"}
         return None

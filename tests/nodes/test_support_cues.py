@@ -87,7 +87,8 @@ def test_not_negations_hold_a_negation_character_without_negating():
 def test_negation_cue_a_sentence_negating_what_the_source_states():
     citation = cite("巡更人员不需要在点位打卡。", "巡更人员须在每个点位用手持终端打卡。")
     assert citation["weak"] and {"kind": "negation", "claim": "不"} in citation["reasons"]
-    english = cite("Tenants do not receive reserved spaces on level B1.", "Each tenant receives two reserved spaces on level B1.")
+    english = cite("Tenants do not receive reserved spaces on level B1.",
+                   "Each tenant receives two reserved spaces on level B1.")
     assert "negation" in kinds(english)
 
 
@@ -197,7 +198,8 @@ def test_scope_cue_a_claim_wider_or_narrower_than_the_source(sentence, chunk, wo
 def test_roles_cue_swapped_comparison():
     text = folded("A座比B座高")
     assert roles_cue(text, folded("B座比A座高，共32层")) == {"kind": "roles", "claim": "a座比b座", "source": "b座比a座"}
-    assert roles_cue(folded("Alice defeated Bob in the final"), folded("Bob defeated Alice in the final"))["kind"] == "roles"
+    swapped = roles_cue(folded("Alice defeated Bob in the final"), folded("Bob defeated Alice in the final"))
+    assert swapped["kind"] == "roles"
     assert roles_cue(text, folded("A座比B座高")) is None
 
 
