@@ -211,7 +211,7 @@ def references_by_marker_markdown(citations):
 
 # --- The support check -----------------------------------------------------------------------------------
 # Does the cited chunk back the sentence that cites it? A lexical proxy that needs no model and no tokenizer:
-# the share of the sentence's content found in the chunk (README: "The support check").
+# the share of the sentence's content found in the chunk, and the cues below (docs/support-check.md).
 
 SUPPORT_THRESHOLD = 0.25  # chosen on the development splits (docs/support-check.md; `make bench` prints the figures)
 CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -1176,7 +1176,7 @@ def sentence_of(spans, starts, text, position):
 
 
 def check_support(pieces, chunks, threshold=SUPPORT_THRESHOLD, question="", phrases=()):
-    """The support check over the answer without markers and its citation pieces (see README)."""
+    """The support check over the answer without markers and its citation pieces (docs/support-check.md)."""
     text_parts, cites, length = [], [], 0
     for piece in pieces:
         if isinstance(piece, str):
