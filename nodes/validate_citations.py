@@ -239,7 +239,8 @@ GENERIC_WORDS = ("during again later year years since time times same while thro
                  "both per around").split()
 # Chinese words as general (a person, a thing, now, already, some): their bigram weighs WEIGHT_GENERIC
 GENERIC_ZH = frozenset("有人 某人 人们 一些 一个 这个 那个 东西 事情 什么 可能 已经 现在 曾经 目前 非常 一定 其中 之一 "
-                       "方面 时候 地方 情况 问题 进行 表示 认为 觉得 说话 话人 自己 一种 一下 很多 比较".split())
+                       "方面 时候 地方 情况 问题 进行 表示 认为 觉得 说话 话人 话者 讲话 自己 一种 一下 很多 比较 存在 需要 "
+                       "知道 件事 这件 有一 了一 之前 个人".split())
 WEIGHT_SHORT = 0.6  # an English word of four letters or fewer (not a name)
 WEIGHT_QUESTION = 0.3  # factor for what the question itself says (repeating it proves nothing)
 MISSING_EXACT = 0.35  # factor per number or code of the sentence that the chunk does not contain
@@ -387,7 +388,7 @@ MISSING_DECAY = 0.85  # factor per word of the sentence that the chunk lacks ("t
 WEIGHT_ZH_WORD = 6.0  # the weight a two-character Chinese word's units add up to (see `missing_words`)
 PART_WEIGHT = 0.5  # how much the weakest part of a multi-part sentence counts against the whole sentence's score
 MIN_PART_WEIGHT = 3.0  # a part with less content than this is not judged on its own
-CUE_FACTOR = {"negation": 0.2, "antonym": 0.2, "number": 0.2, "roles": 0.2, "scope": 0.6}  # a cue's factor
+CUE_FACTOR = {"negation": 0.1, "antonym": 0.2, "number": 0.2, "roles": 0.2, "scope": 0.6}  # a cue's factor
 MAX_MISSING_SHOWN = 5
 PASSAGE_MATCH = 0.25  # a cue counts only where the chunk's matching passage holds this share of the sentence
 
