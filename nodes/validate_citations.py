@@ -246,6 +246,7 @@ WEIGHT_QUESTION = 0.3  # factor for what the question itself says (repeating it 
 MISSING_EXACT = 0.35  # factor per number or code of the sentence that the chunk does not contain
 MIN_FACTUAL_WEIGHT = 3.0  # less content than this is never judged "factual" (greetings, "如下：")
 MAX_BACKING_WORK = 2_000_000  # chunk look-ups for "does some chunk back this uncited sentence?" in one answer
+MAX_PASSAGE_WORK = 20_000_000  # characters the cues' passage searches may read in one answer; then no more cues
 
 SENTENCE_END = re.compile(rf"(?:[。！？!?；;]+|\.(?=\s|$|[{CJK}])|…+(?=\s|$))[”’\"'）)】」』]*")
 LINE_MARK = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)、]|#{1,6}|>)[ \t]+)*")
@@ -602,13 +603,15 @@ class ChunkView:
     """What the support check needs of one chunk: its units (with synonyms and conversions), its casefolded text
     and, on first use, its sentences (where a cue looks for the passage that matches the cited sentence)."""
 
-    def __init__(self, content):
+    def __init__(self, content, budget=None):
         normal = unicodedata.normalize("NFKC", content)
         self.text = normal.casefold()
         self.units = expand_chunk(self.text, content_units(normal, weights=False, normalized=True))
         self._found = None
         self._converted = None
         self._quantities = None
+        self._held = {}
+        self._budget = budget  # [characters the passage searches of this answer may still read], shared by the chunks
         self._sentences = None
         self._negated = None
         self._words = None
@@ -640,6 +643,13 @@ class ChunkView:
                 self._numbers.setdefault("^" + thing[:5], set()).add(number_unit(number))
         return self._numbers
 
+    def holds(self, word):
+        """Does the chunk's text hold `word` (remembered per word)?"""
+        held = self._held.get(word)
+        if held is None:
+            held = self._held[word] = word in self.text
+        return held
+
     def found(self):
         """(number, the word or characters after it) pairs of the chunk."""
         if self._found is None:
@@ -663,9 +673,14 @@ class ChunkView:
         return self._converted
 
     def passage(self, units):
-        """(the chunk sentence holding the most of `units`, a sentence's weighted units; the share it holds)."""
+        """(the chunk sentence holding the most of `units`, a sentence's weighted units; the share it holds);
+        ("", 0.0) once the answer's passage budget is spent (see MAX_PASSAGE_WORK)."""
         sentences = self.sentences()
         keys = [(unit[1:] if unit[0] == "#" else unit, weight) for unit, weight in units.items()]
+        if self._budget is not None:
+            self._budget[0] -= len(keys) * len(self.text)
+            if self._budget[0] < 0:
+                return "", 0.0
         total = sum(weight for _, weight in keys) or 1.0
         if len(sentences) <= 1:
             return self.text, sum(weight for key, weight in keys if key in self.text) / total
@@ -801,10 +816,13 @@ def negation_cue(sentence_text, view, passage, said=None):
         return None
     cleared = NOT_NEGATIONS.sub(lambda m: " " * len(m.group()), passage)
     for match in NEGATED_ZH.finditer(cleared):
-        thing = cleared[match.end():match.end() + 2]
+        at = match.end()
+        while at < len(cleared) and cleared[at] in NEGATION_BRIDGE + "得准":
+            at += 1
+        thing = cleared[at:at + 2]
         if (len(thing) == 2 and CJK_RUNS.fullmatch(thing) and thing in sentence_text
                 and negated_before(cleared, thing)):
-            return {"kind": "negation", "source": match.group() + thing}
+            return {"kind": "negation", "source": cleared[match.start():at + 2]}
     for match in NEGATED_AROUND_EN.finditer(passage):  # "pets are not allowed" against "pets are allowed"
         before, negation, after = match.groups()
         if re.search(rf"\b{re.escape(before)} {re.escape(after)}\b", sentence_text):
@@ -832,7 +850,7 @@ def antonym_candidates(sentence_text, units, view):
     found = []
     for word in OPPOSITES_ZH.keys() & units.keys():  # the Chinese table's words are one or two characters: units
         for other in OPPOSITES_ZH[word]:
-            if other not in sentence_text and other in view.text:
+            if other not in sentence_text and view.holds(other):
                 found.append((word, other, word, other))
     if LATIN.search(sentence_text):
         words = words_of(sentence_text)
@@ -1195,13 +1213,14 @@ def check_support(pieces, chunks, threshold=SUPPORT_THRESHOLD, question="", phra
             cited[index].extend(i for i in ids if i not in cited[index])
     question_units = set(content_units(question, weights=False)) if question else None
     views = {}
+    budget = [MAX_PASSAGE_WORK]
 
     def view_of(chunk_id):
         if chunk_id not in views:
             chunk = (chunks or {}).get(int(chunk_id))
             content = chunk.get("content") if isinstance(chunk, dict) else None
             usable = isinstance(content, str) and content.strip()
-            views[chunk_id] = ChunkView(content) if usable else None
+            views[chunk_id] = ChunkView(content, budget) if usable else None
         return views[chunk_id]
 
     def units_of(chunk_id):

@@ -313,3 +313,13 @@ def test_sentences_do_not_break_at_abbreviations_initials_decimals_or_ordinals(t
 
 def test_abbreviation_table():
     assert {"co", "inc", "ltd", "mr", "dr", "vs", "v", "no", "jan", "eg", "ie", "c"} <= ABBREVIATIONS
+
+
+def test_the_passage_search_is_bounded_per_answer(monkeypatch):
+    from nodes import validate_citations
+    chunk = "。".join(f"第{i}条规定访客须登记" for i in range(200)) + "。访客不得进入机房。"
+    answer = "访客可以进入机房[C:1]。" * 5
+    assert "negation" in kinds(cite("访客可以进入机房。", chunk))
+    monkeypatch.setattr(validate_citations, "MAX_PASSAGE_WORK", 10)
+    result = main(answer, [{"id": "1", "content": chunk}])
+    assert result["citations"][0]["reasons"] == [] or "negation" not in kinds(result["citations"][0])
