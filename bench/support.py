@@ -248,7 +248,7 @@ def run() -> bool:
     rows += figure_rows("own (both)", "own", own_figure)
     for (name, path), key in zip(SAMPLES.items(), ("wice", "ocnli")):
         if not path.exists():  # see bench/data/README.md (licences)
-            rows.append((f"{name} sample", "absent", f"rebuild: python -m bench.data.convert", "-"))
+            rows.append((f"{name} sample", "absent", "rebuild: python -m bench.data.convert", "-"))
             continue
         scores = scored_rows(public_rows(path))
         rows += figure_rows(f"{name} sample, {len(scores)} pairs", key, figures(scores))
