@@ -925,7 +925,6 @@ def number_cue(sentence_text, units, view):
 
 
 # A date's month or a quantity's unit that differs for the same number (rule: `measure_cue`).
-MONTH_NAMES = "jan feb mar apr may jun jul aug sep oct nov dec".split()
 MONTH_NUMBER = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (\d{1,4})\b"
                           r"|\b(\d{1,2}) (jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b")
 
