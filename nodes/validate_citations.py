@@ -929,6 +929,15 @@ MONTH_NUMBER = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[
                           r"|\b(\d{1,2}) (jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b")
 
 
+# the units (see `content_units`) that let `measure_cue` find something: a unit's or a month's name
+MEASURE_HINTS = frozenset(
+    [word_unit(name) for name in UNIT_SCALE if name.isascii()]
+    + [name if len(name) < 3 else name[:2] for name in UNIT_SCALE if not name.isascii()]
+    + [word_unit(month) for month in ("january february march april may june july august september october "
+                                      "november december jan feb mar apr jun jul aug sep sept oct nov dec").split()]) - {""}
+SHORT_MEASURE = re.compile(r"\d\s?(?:m|g|t|l|h|in)\b|\bmay\b")  # what `content_units` drops (one letter, a stop word)
+
+
 def month_numbers(text):
     """{(number, month)} of the dates in a casefolded text (`march 1`, `1 march`, `march 2017`)."""
     found = set()
@@ -1002,7 +1011,9 @@ def judge(text, units, view, others=None, parts=()):
     if weakest is not None:
         score = min(score, (1 - PART_WEIGHT) * score + PART_WEIGHT * weakest)
     reasons = []
-    cue = number_cue(text, units, view) if missing else measure_cue(text, view) if DIGIT.search(text) else None
+    cue = (number_cue(text, units, view) if missing else
+           measure_cue(text, view) if (MEASURE_HINTS.intersection(units) or SHORT_MEASURE.search(text))
+           and DIGIT.search(text) else None)
     if cue:
         reasons.append(cue)
     if found:
