@@ -25,6 +25,7 @@ const TEXT = {
       antonym: (c, s) => `Opposite words: “${c}” in the sentence, “${s}” in the source`,
       number: (c, s) => `Another number: ${c} in the sentence, ${s} in the source`,
       roles: (c, s) => `Roles swapped: “${c}” in the sentence, “${s}” in the source`,
+      scope: (c) => `The source does not say “${c}”`,
     },
     noToken: "No access token: open this page with #token=… or embed it and send the token with postMessage.",
     errors: {
@@ -48,6 +49,7 @@ const TEXT = {
       antonym: (c, s) => `意思相反：句中是“${c}”，来源是“${s}”`,
       number: (c, s) => `数字不同：句中是 ${c}，来源是 ${s}`,
       roles: (c, s) => `主客颠倒：句中是“${c}”，来源是“${s}”`,
+      scope: (c) => `来源中没有“${c}”这样的说法`,
     },
     noToken: "缺少访问令牌：请用 #token=… 打开本页，或嵌入本页后通过 postMessage 发送令牌。",
     errors: {
