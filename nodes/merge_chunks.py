@@ -324,25 +324,33 @@ def cut(text, limit):
 def web_url(value):
     """The URL when it is http(s) with a host (and not absurdly long), else "". Tabs and line breaks are removed,
     as a browser (and urlsplit) reads the URL without them."""
-    return web_address(value)[0]
+    found = web_split(value)
+    return found[0] if found else ""
 
 
-def web_address(value):
-    """(web_url(value), host_of(it), url_identity(it)), the URL split once; ("", "", "") when it is no web URL."""
+def web_split(value):
+    """(web_url(value), its urlsplit parts, its hostname) when it is a web URL, else None: the URL split once."""
     if "\t" in value or "\r" in value or "\n" in value:
         value = URL_IGNORED.sub("", value)
     value = value.strip()
     if len(value) > MAX_URL_CHARS or not value.lstrip(URL_LEADING)[:5].lower().startswith(("http:", "https")):
-        return "", "", ""  # urlsplit (which strips the same leading characters) would find another scheme
+        return None  # urlsplit (which strips the same leading characters) would find another scheme
     try:
         parts = urlsplit(value)
-        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-            return "", "", ""
         host = parts.hostname
     except ValueError:
+        return None
+    return (value, parts, host) if host and parts.scheme.lower() in ("http", "https") else None
+
+
+def web_address(value):
+    """(web_url(value), host_of(it), url_identity(it)); ("", "", "") when it is no web URL."""
+    found = web_split(value)
+    if found is None:
         return "", "", ""
+    url, parts, host = found
     identity = urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, ""))
-    return value, host[4:] if host.startswith("www.") else host, identity
+    return url, host[4:] if host.startswith("www.") else host, identity
 
 
 def host_of(url):
@@ -392,7 +400,8 @@ def neutralise_markers(text):
             form = fold_char(char)
             if form != char:
                 table[ord(char)] = form
-    if "[" not in text and "【" not in text and not any("[" in form or "【" in form for form in table.values()):
+    forms = "".join(table.values())
+    if "[" not in text and "【" not in text and "[" not in forms and "【" not in forms:
         return text  # no opening bracket, as written or folded: no marker opens (the usual case, made quick)
     folded = text.translate(table) if table else text
     targets = []

@@ -60,7 +60,8 @@ def neutralise_markers(text):
             form = fold_char(char)
             if form != char:
                 table[ord(char)] = form
-    if "[" not in text and "【" not in text and not any("[" in form or "【" in form for form in table.values()):
+    forms = "".join(table.values())
+    if "[" not in text and "【" not in text and "[" not in forms and "【" not in forms:
         return text  # no opening bracket, as written or folded: no marker opens (the usual case, made quick)
     folded = text.translate(table) if table else text
     targets = []
