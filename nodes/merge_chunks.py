@@ -88,6 +88,9 @@ HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
 ISO_DATE = re.compile(r"^(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?:$|[T ]\d)")
 WHITESPACE_RUN = re.compile(r"\s+")
 URL_IGNORED = re.compile(r"[\t\r\n]")
+# http(s)://, a host of ASCII letters, digits, dots and hyphens, an optional port, then anything: urlsplit gives
+# each such URL the scheme http(s) and a host, without an error (web_url needs no split for it).
+PLAIN_WEB_URL = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9.-]+(?::[0-9]*)?(?:[/?#].*)?", re.DOTALL)
 URL_LEADING = "".join(map(chr, range(33)))  # what urlsplit strips from the start of a URL (C0 controls, space)
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # cannot be encoded as UTF-8 (nor stored by Dify): becomes U+FFFD
 
@@ -324,6 +327,11 @@ def cut(text, limit):
 def web_url(value):
     """The URL when it is http(s) with a host (and not absurdly long), else "". Tabs and line breaks are removed,
     as a browser (and urlsplit) reads the URL without them."""
+    if "\t" in value or "\r" in value or "\n" in value:
+        value = URL_IGNORED.sub("", value)
+    value = value.strip()
+    if len(value) <= MAX_URL_CHARS and PLAIN_WEB_URL.fullmatch(value):
+        return value  # what urlsplit reads at once as http(s) with a host
     found = web_split(value)
     return found[0] if found else ""
 

@@ -55,10 +55,11 @@ def reference_web_address(value):
 
 URL_PARTS = st.sampled_from(["http", "https", "HTTP", "Https", "ftp", "oss", "javascript", ":", "://", "//", "/", "www.",
                              "a.b", "例子.中国", "[::1]", "[", "]", "@", "?q=1", "#f", ":80", " ", "\t", "\n", "\x01",
-                             "\x00", "\u3000", "x", "/p/", "%20"])
+                             "\x00", "\u3000", "x", "/p/", "%20", "ex-1.COM", ".", "-", ":8080", ":", "?", "#", "Ａ",
+                             "é", "\\"])
 
 
-@settings(max_examples=400)
+@settings(max_examples=600)
 @given(st.lists(URL_PARTS, max_size=10).map("".join))
 def test_a_url_split_once_reads_as_it_did_split_three_times(value):
     assert merge_chunks.web_address(value) == reference_web_address(value)
