@@ -72,6 +72,7 @@ WEB_RESULT_PATHS = (
 )
 RAG_RESULT_KEYS = ("result", "results", "chunks")
 TOOL_ENVELOPE_KEY = "json"  # a Dify tool node's outputs {text, files, json}
+ENVELOPE_KEYS = frozenset([TOOL_ENVELOPE_KEY] + [path[0] for path in WEB_RESULT_PATHS])  # an envelope has one
 
 DEFAULT_MAX_WEB_RESULTS = 5
 DEFAULT_MAX_CHUNKS = 30  # the most objects a Dify Code node may output in one array
@@ -199,6 +200,8 @@ def dig(obj, path):
 
 def envelope_results(obj):
     """The result list inside a provider's response object, or None when `obj` is not an envelope."""
+    if ENVELOPE_KEYS.isdisjoint(obj):  # a result (no key an envelope starts with): the usual case, made quick
+        return None
     if isinstance(obj.get(TOOL_ENVELOPE_KEY), list):
         return obj[TOOL_ENVELOPE_KEY]
     for path in WEB_RESULT_PATHS:

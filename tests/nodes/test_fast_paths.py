@@ -136,3 +136,44 @@ def test_the_shared_json_decoder_reads_as_json_loads():
         except ValueError as error:
             got = (type(error), str(error))
         assert got == expected or (got != got and expected != expected), text
+
+
+def envelope_read_in_full(obj):
+    """envelope_results without its quick check: the tool envelope, then every provider path."""
+    if isinstance(obj.get(merge_chunks.TOOL_ENVELOPE_KEY), list):
+        return obj[merge_chunks.TOOL_ENVELOPE_KEY]
+    for path in merge_chunks.WEB_RESULT_PATHS:
+        found = merge_chunks.dig(obj, path)
+        if isinstance(found, list):
+            return found
+    return None
+
+
+def dicts_in(value):
+    if isinstance(value, dict):
+        yield value
+        value = list(value.values())
+    if isinstance(value, list):
+        for element in value:
+            yield from dicts_in(element)
+
+
+KEYS = st.sampled_from(["title", "url", "content", "data", "value", "items", "web", "results", "webPages", "json",
+                        "references", "organic", "search_results", "organic_results", "x", 1])
+NESTED = st.recursive(st.one_of(st.none(), st.text(max_size=3), st.integers()),
+                      lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(KEYS, inner, max_size=4)),
+                      max_leaves=10)
+
+
+@settings(max_examples=300)
+@given(st.dictionaries(KEYS, NESTED, max_size=5))
+def test_the_quick_envelope_check_misses_no_envelope(obj):
+    assert merge_chunks.envelope_results(obj) is envelope_read_in_full(obj)
+
+
+def test_every_provider_shape_is_found_past_the_quick_envelope_check():
+    from tests.support.web_shapes import WEB_SHAPES
+
+    for name, (response, _) in WEB_SHAPES.items():
+        for obj in dicts_in(response):
+            assert merge_chunks.envelope_results(obj) is envelope_read_in_full(obj), name
