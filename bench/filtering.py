@@ -31,6 +31,18 @@ def sample_chunks(count: int, seed: int = 7) -> list[dict]:
     return items
 
 
+def distinct_chunks(count: int) -> list[dict]:
+    """sample_chunks where no two chunks share an ACL text, a date or tags: nothing judged once serves twice."""
+    items = sample_chunks(count)
+    for n, item in enumerate(items):
+        doc = item["metadata"]["doc_metadata"]
+        if isinstance(doc["access_roles"], str):
+            doc["access_roles"] += f",r{n}"
+        doc["updated"] = f"{doc['updated']}T{n % 24:02d}:{n % 60:02d}:{n // 60 % 60:02d}"
+        doc["tags"] = json.dumps(json.loads(doc["tags"]) + [f"t{n}"], ensure_ascii=False)
+    return items
+
+
 def run() -> bool:
     items = sample_chunks(CHUNKS)
     old = baseline_module("nodes/filter_chunks.py")
@@ -38,11 +50,17 @@ def run() -> bool:
     if not isinstance(old, str):
         works["acl old"] = lambda: old.main(items, "物业经理,前台")
         works["nested old"] = lambda: old.main(items, "物业经理,前台", condition=CONDITION)
+    distinct = distinct_chunks(CHUNKS)
+    works["distinct"] = lambda: main(distinct, "物业经理,前台", condition=CONDITION)
+    if not isinstance(old, str):
+        works["distinct old"] = lambda: old.main(distinct, "物业经理,前台", condition=CONDITION)
     best = paired_times(works, rounds=9)
     kept = {"acl": main(items, "物业经理,前台")["kept_count"],
             "nested": main(items, "物业经理,前台", condition=CONDITION)["kept_count"]}
     rows, verdicts = [], []
-    for name, label in (("acl", "roles only"), ("nested", "roles + nested condition (all/any/not, 4 leaves)")):
+    kept["distinct"] = main(distinct, "物业经理,前台", condition=CONDITION)["kept_count"]
+    for name, label in (("acl", "roles only"), ("nested", "roles + nested condition (all/any/not, 4 leaves)"),
+                        ("distinct", "the same, no value shared by two chunks (report)")):
         row = [label, kept[name], f"{best[name] * 1e3:.1f}", f"{best[name] / CHUNKS * 1e6:.1f}"]
         if isinstance(old, str):
             row += ["-", "-"]
