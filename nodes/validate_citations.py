@@ -1436,7 +1436,6 @@ class CitationStream:
         self._citations = []
         self._invalid = []
         self._fresh = []
-        self._raw = []
         self._shown = []
         self._plain = []  # the answer with every marker removed (text) and citation pieces where markers stood
         self._answer_joiner = Joiner()
@@ -1467,8 +1466,30 @@ class CitationStream:
             raise ValueError("answer: the stream is finished; start a new CitationStream")
         if not isinstance(delta, str):
             raise ValueError(f"answer: each delta must be text, got {type(delta).__name__}")
-        self._fresh = []
-        self._raw.append(delta)
+        if self._fresh:
+            self._fresh = []
+        answer, plain = self._answer_joiner, self._plain_joiner
+        if (not self._candidate and not answer.gap and not plain.gap and not answer.head and not plain.head
+                and answer.held == plain.held and TEXT_STOPS.search(delta) is None):
+            # The usual delta: plain text (no bracket, backtick or line break) and both joiners with nothing pending
+            # but the same trailing whitespace. The scanner would pass it on whole and both joiners would do the
+            # same with it (Joiner.text), so that is done here once.
+            if not delta:
+                return [], []
+            self._line_ticks = -1
+            body, held = delta.rstrip(HSPACE), answer.held
+            if body:
+                trailing = delta[len(body):]
+                if len(trailing) <= MAX_HELD_SPACE:
+                    text = held + body if held else body
+                    answer.held = plain.held = trailing
+                    answer.ticks_only = plain.ticks_only = False
+                    self._shown.append(text)
+                    self._plain.append(text)
+                    return [text], [text]
+            elif len(held) + len(delta) <= MAX_HELD_SPACE:
+                answer.held = plain.held = held + delta
+                return [], []
         out = []
         self._scan(delta, out)
         return self._show(out)
