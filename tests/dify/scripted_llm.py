@@ -1,0 +1,48 @@
+"""The scripted LLM behind the stand-in daemon: NOT a model. It answers from the `[C:N]` headers it finds in the
+prompt with the same extractive script as the runner's built-in stand-in (`ExtractiveModel`: first sentence of
+the chunks that share most with the question, each cited `[C:N]`, or the refusal), so Dify and the runner get the
+same answer for the same prompt. Dify's title-generation call (one per new conversation) gets the JSON object
+that prompt asks for.
+"""
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from graphon.model_runtime.entities.message_entities import (AssistantPromptMessage, PromptMessage,
+                                                             SystemPromptMessage, UserPromptMessage)
+
+from gcite.llm import DELTA_SIZE, extractive_answer
+
+TITLE_PROMPT_START = "You are asked to generate a concise chat title"  # api/core/llm_generator/prompts.py
+
+
+def text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("data") or part.get("text") or "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def prompt_messages(messages: Sequence[Mapping[str, Any]]) -> list[PromptMessage]:
+    kinds = {"system": SystemPromptMessage, "user": UserPromptMessage, "assistant": AssistantPromptMessage}
+    return [kinds.get(str(m.get("role")), UserPromptMessage)(content=text_of(m.get("content"))) for m in messages]
+
+
+def is_title_request(messages: Sequence[Mapping[str, Any]]) -> bool:
+    return len(messages) == 1 and text_of(messages[0].get("content")).startswith(TITLE_PROMPT_START)
+
+
+def answer(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The whole answer for a prompt given as JSON messages ({role, content}), as Dify or an OpenAI client sends."""
+    if is_title_request(messages):
+        query = text_of(messages[0].get("content")).rsplit("User Input:", 1)[-1].strip()
+        return json.dumps({"Language Type": "scripted", "Your Reasoning": "scripted title",
+                           "Your Output": query[:20] or "G-Cite"}, ensure_ascii=False)
+    return extractive_answer(prompt_messages(messages))
+
+
+def pieces(text: str) -> list[str]:
+    """The answer in streamed pieces of DELTA_SIZE characters, like an LLM's tokens (as the runner's stand-in)."""
+    return [text[i:i + DELTA_SIZE] for i in range(0, len(text), DELTA_SIZE)]
