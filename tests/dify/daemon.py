@@ -136,6 +136,7 @@ class Daemon:
         self.tool_requests: list[dict[str, Any]] = []
         self.app_requests: list[dict[str, Any]] = []  # every backwards app invocation of the endpoint
         self.unknown: list[str] = []
+        self.script: Any = None  # a test's own answer for the chatflow LLM calls: messages -> text (None: scripted)
         self.endpoint_settings: dict[str, dict[str, Any]] = {}  # hook id -> the endpoint's settings
         self._lock = threading.Lock()
         daemon = self
@@ -242,7 +243,9 @@ class Daemon:
         with self._lock:
             self.llm_requests.append(data)
         request = data.get("data") or {}
-        text = scripted_llm.answer(request.get("prompt_messages") or [])
+        messages = request.get("prompt_messages") or []
+        script = self.script if self.script and not scripted_llm.is_title_request(messages) else scripted_llm.answer
+        text = script(messages)
         model = request.get("model") or MODEL
 
         def chunks() -> Iterator[dict[str, Any]]:

@@ -207,12 +207,13 @@ def build_knowledge_base(run: DifyRun) -> None:
 
 
 def stored_metadata(run: DifyRun) -> dict[str, dict[str, Any]]:
-    """Every document's doc_metadata as the Knowledge API returns it, by sample document id."""
+    """Every document's own metadata fields as the Knowledge API returns them, by sample document id."""
     out = {}
     for sample_id, dify_id in run.documents.items():
         document = run.knowledge.get(f"/datasets/{run.dataset_id}/documents/{dify_id}", "document detail",
                                      params={"metadata": "only"})
-        out[sample_id] = {m["name"]: m.get("value") for m in document.get("doc_metadata") or []}
+        out[sample_id] = {m["name"]: m.get("value") for m in document.get("doc_metadata") or []
+                          if m.get("id") != "built-in"}  # Dify's own fields (upload date, …) are not ours
     return out
 
 
