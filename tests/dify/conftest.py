@@ -29,3 +29,10 @@ def dify() -> DifyRun:
         yield run
     finally:
         run.close()
+
+
+@pytest.fixture(autouse=True)
+def timed(request, dify):
+    """Each test is a phase of its own: its time is printed and in the summary."""
+    with dify.phases.phase(f"test {request.node.name}"):
+        yield

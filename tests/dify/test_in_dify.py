@@ -15,6 +15,7 @@ from typing import Any
 import jwt
 import pytest
 import requests
+import yaml
 
 from gcite.protocol import EVENTS, parse_sse
 from nodes.filter_chunks import parse_roles
@@ -232,3 +233,69 @@ def test_dify_made_only_the_daemon_calls_the_stand_in_serves_and_ran_code_in_the
     paths = {path for _, path in dify.daemon.calls}
     assert {"dispatch/llm/invoke", "dispatch/tool/invoke", "management/tool"} <= paths, paths
     assert dify.sandbox.runs and all(r["answer"]["code"] == 0 for r in dify.sandbox.runs)
+
+
+# --- a broken chatflow fails here: the checks above can fail in real Dify -------------------------------------------
+
+def shipped(dify, dsl: str) -> dict[str, Any]:
+    return yaml.safe_load(dify.apps[dsl].dsl_text)
+
+
+def non_uuid_variable_id(dify) -> tuple[str, Any]:
+    dsl = shipped(dify, "gcite_chatflow.yml")
+    dsl["workflow"]["conversation_variables"][0]["id"] = "history"
+    return yaml.safe_dump(dsl, allow_unicode=True, sort_keys=False), None
+
+
+def code_node_returning_31_items(dify) -> tuple[str, Any]:
+    dsl = shipped(dify, "gcite_chatflow_code.yml")
+    validate = next(n for n in dsl["workflow"]["graph"]["nodes"] if n["id"] == "validate")
+    assert "max_list_items=30," in validate["data"]["code"]
+    validate["data"]["code"] = validate["data"]["code"].replace("max_list_items=30,", "max_list_items=31,")
+    unknown = "".join(f"[C:{900 + n}]" for n in range(40))
+    return yaml.safe_dump(dsl, allow_unicode=True, sort_keys=False), lambda messages: f"访客须在前台出示证件登记{unknown}。"
+
+
+def wrong_variable_selector(dify) -> tuple[str, Any]:
+    dsl = shipped(dify, "gcite_chatflow.yml")
+    merge = next(n for n in dsl["workflow"]["graph"]["nodes"] if n["id"] == "merge")
+    assert merge["data"]["tool_parameters"]["rag_chunks"]["value"] == ["acl_filter", "chunks"]
+    merge["data"]["tool_parameters"]["rag_chunks"]["value"] = ["acl_filter", "chunk"]
+    return yaml.safe_dump(dsl, allow_unicode=True, sort_keys=False), None
+
+
+def problem_in_dify(dify, dsl_text: str, script: Any) -> str | None:
+    """What the checks of the shipped chatflows find wrong with this one in Dify (None: nothing)."""
+    try:
+        app_id, _ = dify.console.import_app(dsl_text)
+        dify.console.publish(app_id)
+        key = dify.console.app_api_key(app_id)
+        dify.daemon.script = script
+        try:
+            status, events = chat(dify.base_url, key, VISITOR_QUERY, {"user_roles": "前台"}, user="breaker")
+        finally:
+            dify.daemon.script = None
+        assert status == 200, events
+        for event in events:
+            if event.get("event") == "node_finished":
+                assert event["data"]["status"] == "succeeded", (event["data"]["node_id"], event["data"].get("error"))
+        chunks, _ = assert_cited_turn(events)
+        assert any(c["document_title"] == "访客管理制度" for c in chunks), "the knowledge chunk is missing"
+    except AssertionError as error:
+        return str(error)[:500]
+    return None
+
+
+BREAKAGES = {  # how each breakage shows in Dify
+    non_uuid_variable_id: '"status": "failed"',  # the run fails before its first node
+    code_node_returning_31_items: "must be less than 30 elements",  # Dify's Code-node output limit
+    wrong_variable_selector: "the knowledge chunk is missing",  # Dify reads the missing variable as nothing
+}
+
+
+@pytest.mark.parametrize("breakage", list(BREAKAGES), ids=lambda f: f.__name__)
+def test_a_broken_chatflow_fails_the_checks_in_real_dify(dify, breakage):
+    text, script = breakage(dify)
+    problem = problem_in_dify(dify, text, script)
+    assert problem, f"{breakage.__name__}: Dify ran the broken chatflow and every check passed"
+    assert BREAKAGES[breakage] in problem, problem
