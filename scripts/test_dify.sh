@@ -14,6 +14,7 @@ took() { echo "==> test-dify: $1: $(( $(date +%s) - $2 )) s"; }
 # --- Dify's pinned source ------------------------------------------------------------------------------------
 # ../shared/dify next to the checkout; from a git worktree, next to the main checkout.
 SHARED="${GCITE_DIFY_SHARED:-}"
+looked="${SHARED:-$ROOT/../shared/dify}"
 if [ -z "$SHARED" ]; then
   for candidate in "$ROOT/../shared/dify" "$(git rev-parse --path-format=absolute --git-common-dir 2>/dev/null || echo /nonexistent)/../../shared/dify"; do
     if [ -d "$candidate" ]; then SHARED=$(cd "$candidate" && pwd); break; fi
@@ -23,7 +24,7 @@ TARBALL=$(ls "${SHARED:-/nonexistent}"/dify-api-*.tar.gz 2>/dev/null | head -1 |
 REQS="${SHARED:-/nonexistent}/requirements-dify-api.txt"
 if [ -z "$SHARED" ] || [ -z "$TARBALL" ] || [ ! -f "$REQS" ]; then
   echo "error: test-dify needs Dify's api source and package list in ../shared/dify/ (dify-api-*.tar.gz and" >&2
-  echo "       requirements-dify-api.txt, next to this checkout); not found (looked at $ROOT/../shared/dify)." >&2
+  echo "       requirements-dify-api.txt, next to this checkout); not found (looked at $looked)." >&2
   echo "       Set GCITE_DIFY_SHARED=/path/to/shared/dify to use another place. Nothing was run." >&2
   exit 1
 fi
@@ -80,10 +81,16 @@ cleanup() {
   if [ "${GCITE_DIFY_KEEP:-}" = 1 ]; then echo "==> test-dify: work folder kept: $WORK"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+tests_pid=""
+stop_tests() { [ -n "$tests_pid" ] && kill -TERM "$tests_pid" 2>/dev/null; exit 130; }
+trap stop_tests INT TERM
 
 export GCITE_TEST_DIFY=1 GCITE_DIFY_TARBALL="$TARBALL" GCITE_DIFY_PYTHON="$VENV/bin/python" GCITE_DIFY_WORK="$WORK"
 status=0
-.venv/bin/python -m pytest -q -s -p no:cacheprovider tests/dify "$@" || status=$?
+# in the background so that a signal to this script is handled at once (bash defers traps during a foreground job)
+.venv/bin/python -m pytest -q -s -p no:cacheprovider tests/dify "$@" &
+tests_pid=$!
+wait "$tests_pid" || status=$?
+tests_pid=""
 echo "==> test-dify: total $(( $(date +%s) - started )) s"
 exit $status

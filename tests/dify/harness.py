@@ -112,6 +112,7 @@ def _boot(run: DifyRun, tarball: Path, python: Path, work: Path) -> None:
         run.sandbox = Sandbox(sandbox_key)
         run.search = SearchServer().start()
         run.plugin = PluginProcess(ROOT, sys.executable)
+        stack.adopt("plugin", run.plugin._process.pid)  # PluginProcess has no public pid
         identifier = plugin_identifier()
         run.daemon = Daemon(run.plugin, ROOT, api_key=daemon_key, inner_api_key=inner_key,
                             plugin_identifier=identifier)

@@ -91,6 +91,12 @@ class Stack:
             f.write(f"{proc.pid} {name}\n")
         return proc
 
+    def adopt(self, name: str, pid: int) -> None:
+        """A process another object starts and stops (OUR plugin process): only recorded in the pid file, so the
+        script stops it too if this Python process dies before it could."""
+        with self._pid_file.open("a") as f:
+            f.write(f"{pid} {name}\n")
+
     def log(self, name: str) -> Path:
         return self.logs / f"{name}.log"
 
@@ -245,12 +251,15 @@ def dify_env(*, api_port: int, pg_port: int, redis_port: int, storage: Path, san
 
 
 def run_migrations(stack: Stack, python: Path, api: Path, env: Mapping[str, str]) -> None:
-    log = stack.log("migrations")
-    with log.open("ab") as out:
-        done = subprocess.run([str(python), str(BOOT), "flask", "db", "upgrade"], cwd=api, env=dict(env),
-                              stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=600)
-    if done.returncode:
-        raise StackError(f"Dify's migrations failed ({done.returncode}); log ({log}):\n{tail(log)}")
+    proc = stack.start("migrations", [str(python), str(BOOT), "flask", "db", "upgrade"], env=env, cwd=api)
+    try:
+        code = proc.wait(timeout=600)
+    except subprocess.TimeoutExpired:
+        raise StackError(f"Dify's migrations did not finish in 600 s; log ({stack.log('migrations')}):\n"
+                         f"{tail(stack.log('migrations'))}") from None
+    if code:
+        raise StackError(f"Dify's migrations failed ({code}); log ({stack.log('migrations')}):\n"
+                         f"{tail(stack.log('migrations'))}")
 
 
 def start_api(stack: Stack, python: Path, api: Path, env: Mapping[str, str], port: int) -> subprocess.Popen:
