@@ -46,3 +46,46 @@ def answer(messages: Sequence[Mapping[str, Any]]) -> str:
 def pieces(text: str) -> list[str]:
     """The answer in streamed pieces of DELTA_SIZE characters, like an LLM's tokens (as the runner's stand-in)."""
     return [text[i:i + DELTA_SIZE] for i in range(0, len(text), DELTA_SIZE)]
+
+
+class OpenAICompatibleServer:
+    """The same scripted answer behind `POST /v1/chat/completions` (streamed), for the runner's `--llm-base-url`
+    (`OpenAICompatibleModel`): the differential check gives the runner and Dify the same LLM."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.requests: list[dict[str, Any]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    self.send_error(404)
+                    return
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                server.requests.append(body)
+                text = answer(body.get("messages") or [])
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for piece in pieces(text):
+                    event = {"object": "chat.completion.chunk", "model": body.get("model"),
+                             "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+                    self.wfile.write(f"data: {json.dumps(event, ensure_ascii=False)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
