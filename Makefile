@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 REQS   := requirements.txt requirements-dev.txt requirements-engine.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 
-.PHONY: venv test demo bench fuzz package dsl clean browser test-dify
+.PHONY: venv test test-fast demo bench fuzz package dsl clean browser test-dify
 DEMO ?= all
 
 venv: $(STAMP)
@@ -29,6 +29,10 @@ $(STAMP): $(REQS) scripts/find_python.sh
 
 test: $(STAMP) browser
 	$(PY) -m pytest -q tests
+
+# the loop while working: everything but the browser tests and the fuzz corpus replay
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -n 2 tests -m "not browser and not fuzz_replay"
 
 # every shipped chatflow in Dify's OWN api server (../shared/dify): PostgreSQL, Redis, gunicorn, Celery, on 127.0.0.1
 test-dify: $(STAMP)

@@ -288,7 +288,7 @@ class Daemon:
     # --- the plugin's endpoint --------------------------------------------------------------------------------
 
     def endpoint(self, h: BaseHTTPRequestHandler, method: str, hook_id: str, target: str, body: bytes) -> None:
-        from gcite.plugin_process import daemon_http_request
+        from gcite.local.plugin_process import daemon_http_request
 
         settings = self.endpoint_settings.get(hook_id)
         if settings is None:

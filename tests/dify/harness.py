@@ -18,9 +18,9 @@ import pytest
 import requests
 import yaml
 
-from gcite.knowledge import load_json
-from gcite.plugin_process import PluginProcess
-from gcite.search_server import SearchServer
+from gcite.local.knowledge import load_json
+from gcite.local.plugin_process import PluginProcess
+from gcite.local.search_server import SearchServer
 from tests.dify import stack as st
 from tests.dify.console import Console, Knowledge
 from tests.dify.daemon import Daemon

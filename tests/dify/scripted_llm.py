@@ -9,10 +9,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from graphon.model_runtime.entities.message_entities import (AssistantPromptMessage, PromptMessage,
-                                                             SystemPromptMessage, UserPromptMessage)
-
-from gcite.llm import DELTA_SIZE, extractive_answer
+from gcite.local.engine import AssistantPromptMessage, PromptMessage, SystemPromptMessage, UserPromptMessage
+from gcite.local.llm import DELTA_SIZE, extractive_answer
 
 TITLE_PROMPT_START = "You are asked to generate a concise chat title"  # api/core/llm_generator/prompts.py
 

@@ -17,7 +17,7 @@ import pytest
 import requests
 import yaml
 
-from gcite.protocol import EVENTS, parse_sse
+from gcite.protocol import EVENTS, parse_gcite_sse
 from nodes.filter_chunks import parse_roles
 from tests.dify.console import chat
 from tests.dify.harness import DSL_FILES, ENDPOINT_SECRET, HOOK_ID, METADATA_FIELDS, ROOT, dump, stored_metadata
@@ -206,7 +206,7 @@ def endpoint_chat(dify, query: str, roles: list[str], sub: str) -> tuple[int, li
                        algorithm="HS256")
     response = requests.post(f"{dify.daemon.url}/e/{HOOK_ID}/gcite/chat", json={"query": query}, timeout=240,
                              headers={"Authorization": f"Bearer {token}"})
-    return response.status_code, list(parse_sse(response.text)), response.text
+    return response.status_code, list(parse_gcite_sse(response.text)), response.text
 
 
 def test_endpoint_streams_the_gcite_protocol_from_dify_and_hides_restricted_text(dify):

@@ -12,8 +12,8 @@ import re
 
 import pytest
 
-from gcite.llm import OpenAICompatibleModel
-from gcite.runner import Conversation, Services, run_chatflow
+from gcite.local.llm import OpenAICompatibleModel
+from gcite.local.runner import Conversation, Services, run_chatflow
 from tests.dify.console import chat
 from tests.dify.differential import Difference, Known, stream_differences, unexplained
 from tests.dify.harness import DSL_FILES, ROOT, stored_metadata
