@@ -48,8 +48,9 @@ from gcite.local.engine import (ArrayObjectSegment, BaseNodeData, build_http_req
                                WorkflowNodeExecutionStatus)
 from gcite import ROOT
 from gcite.local.dify_metadata import admits
-from gcite.local.dify_rules import (check_variable_ids, code_settings, decimal_encoded,
-                              pydantic_json, start_variables, validate_query, validate_start_inputs)
+from gcite.local.dify_rules import (FormInputRejected, check_nested_text, check_variable_ids, code_settings,
+                                    decimal_encoded, pydantic_json, start_variables, validate_query,
+                                    validate_start_inputs)
 from gcite.local.knowledge import load_json, result_items
 from gcite.local.llm import ExtractiveModel
 from gcite.local.plugin_process import PluginProcess
@@ -87,8 +88,12 @@ class LocalCodeExecutor:
                                   text=True, encoding="utf-8", errors="replace", timeout=self.timeout)
         except subprocess.TimeoutExpired:
             raise SandboxCodeExecutionError(f"the code ran longer than {self.timeout:g} s") from None
+        # dify-sandbox answers the program's whole stderr as `error`, and Dify's Code node fails with it whenever it
+        # is not empty (code_executor.py), whatever the exit status
+        if done.stderr:
+            raise SandboxCodeExecutionError(done.stderr)
         if done.returncode != 0:
-            raise SandboxCodeExecutionError(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed")
+            raise SandboxCodeExecutionError(f"the code exited with status {done.returncode}")
         return _Python3TemplateTransformer.parse_result(done.stdout)
 
     def is_execution_error(self, error: Exception) -> bool:
@@ -408,11 +413,8 @@ class _Translator:
         if isinstance(event, GraphRunPartialSucceededEvent):
             return [self._message_end(), self._finished("partial-succeeded", None, event.exceptions_count)]
         if isinstance(event, GraphRunFailedEvent):
-            # Dify: workflow_finished(failed), then the error (a ValueError: code invalid_param, status 400)
-            return [self._finished("failed", event.error, event.exceptions_count),
-                    {"event": "error", "conversation_id": self.conversation.conversation_id,
-                     "message_id": self.message_id, "created_at": self.created_at, "code": "invalid_param",
-                     "status": 400, "message": f"Run failed: {event.error}"}]
+            # Dify's stream of a failed run ends here: no message_end and no `error` event
+            return [self._finished("failed", event.error, event.exceptions_count)]
         return []
 
     def _message_end(self) -> dict[str, Any]:
@@ -445,6 +447,23 @@ def load_chatflow(dsl_text: str) -> tuple[dict[str, Any], dict[str, Any], str]:
     return document, graph_config, _select_root_node_id(graph_config)
 
 
+def rejected_inputs_stream(message: str, inputs: Mapping[str, Any], workflow_id: str,
+                           run_id: str) -> Iterator[dict[str, Any]]:
+    """Dify's answer (HTTP 200) when `_prepare_user_inputs` rejects a Start-form value: a ping, `workflow_started`
+    with the inputs as sent, `workflow_finished` failed with Dify's message; no conversation or message yet (no
+    conversation_id, message_id or created_at on the events; the task id is the run id)."""
+    now = int(time.time())
+    head = {"task_id": run_id, "workflow_run_id": run_id}
+    yield dict(PING)
+    yield {"event": "workflow_started", **head, "data": {
+        "id": run_id, "workflow_id": workflow_id, "inputs": pydantic_json(dict(inputs)), "created_at": now,
+        "reason": "initial"}}
+    yield {"event": "workflow_finished", **head, "data": {
+        "id": run_id, "workflow_id": workflow_id, "status": "failed", "outputs": None, "error": message,
+        "elapsed_time": 0.0, "total_tokens": 0, "total_steps": 0, "created_by": {}, "created_at": now,
+        "finished_at": now, "exceptions_count": 1, "files": []}}
+
+
 def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = None,
                  services: Services | None = None, conversation: Conversation | None = None, *,
                  ping_interval: float = PING_INTERVAL) -> Iterator[dict[str, Any]]:
@@ -452,17 +471,23 @@ def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = N
     `dify_sse` renders as `event: ping`) first and then every `ping_interval` seconds of the run.
 
     Before anything is yielded, what Dify refuses is refused with Dify's message (`DifyRefusal`, a ValueError):
-    non-UUID variable ids, Start-form inputs that fail Dify's validation, an invalid query or CODE_MAX_* setting."""
+    non-UUID variable ids, an invalid query or CODE_MAX_* setting, text that is not Unicode. A Start-form input
+    that fails Dify's validation is streamed as Dify streams it (`rejected_inputs_stream`)."""
     services = services or Services()
     conversation = conversation or Conversation()
     document, graph_config, root = load_chatflow(dsl_text)
-    prepared = validate_start_inputs(start_variables(graph_config, root), dict(inputs or {}))
     query = validate_query(query)
     limits = code_settings(services.code_environ)
     app_name = str((document.get("app") or {}).get("name") or "gcite")
     app_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"gcite-local-app:{app_name}"))
     workflow_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"gcite-local-workflow:{app_name}"))
     run_id = str(uuid.uuid4())
+    try:
+        prepared = validate_start_inputs(start_variables(graph_config, root), dict(inputs or {}))
+    except FormInputRejected as rejected:
+        check_nested_text(dict(inputs or {}), "inputs")  # what is streamed back must be text
+        yield from rejected_inputs_stream(str(rejected), dict(inputs or {}), workflow_id, run_id)
+        return
     conversation.dialogue_count += 1
 
     pool = VariablePool()

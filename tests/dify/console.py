@@ -119,7 +119,8 @@ class Knowledge:
 
 
 def sse_events(response: requests.Response) -> Iterator[dict[str, Any]]:
-    """The `data:` JSON of a Service API stream, split at LF only (as the project's client reads it)."""
+    """The events of a Service API stream, split at LF only (as the project's client reads it): each `data:` JSON,
+    and `{"event": "ping"}` for Dify's `event: ping` blocks (which carry no data)."""
     buffer = b""
     for chunk in response.iter_content(chunk_size=None):
         buffer += chunk
@@ -128,6 +129,8 @@ def sse_events(response: requests.Response) -> Iterator[dict[str, Any]]:
             line = line.rstrip(b"\r")
             if line.startswith(b"data:"):
                 yield json.loads(line[5:].strip())
+            elif line.strip() == b"event: ping":
+                yield {"event": "ping"}
     if buffer.strip().startswith(b"data:"):
         yield json.loads(buffer.strip()[5:].strip())
 

@@ -65,7 +65,8 @@ class Sandbox:
     def run(self, body: dict[str, Any]) -> dict[str, Any]:
         if body.get("language") != "python3":
             return {"code": -400, "message": f"unsupported language {body.get('language')!r}", "data": None}
-        program = (body.get("preload") or "") + "\n" + (body.get("code") or "")
+        preload = body.get("preload") or ""
+        program = (preload + "\n" if preload else "") + (body.get("code") or "")
         with tempfile.NamedTemporaryFile("w", suffix=".py", encoding="utf-8", delete=True) as f:
             f.write(program)
             f.flush()

@@ -124,3 +124,73 @@ def test_the_runner_streams_what_dify_streams(dify, dsl, scripted_openai):
     for number, (a, b) in enumerate(zip(theirs, ours), start=1):
         new += [f"turn {number}: {d}" for d in unexplained(stream_differences(a, b), KNOWN)]
     assert not new, "differences between Dify and the runner not in KNOWN:\n" + "\n".join(new[:40])
+
+
+# --- the runner fails where Dify fails, in Dify's way ------------------------------------------------------------
+
+FRAME = re.compile(r"^  .*$\n?", re.MULTILINE)
+
+
+def without_frames(events: list[dict]) -> list[dict]:
+    """A traceback's frames must differ: the stand-in sandbox runs the program from a file (frames with its path and
+    source lines), dify-sandbox exec()s it in its own prescript, the runner reads it from stdin. What the code
+    raised (the last lines) is compared; the frames become one marker."""
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        if isinstance(value, str) and value.startswith("Traceback (most recent call last):\n"):
+            head, _, rest = value.partition("\n")
+            return f"{head}\n<frames>\n{FRAME.sub('', rest)}"
+        return value
+    return strip(events)
+
+
+def one_turn_both(dify, dsl: str, roles: str, scripted_openai) -> tuple[int, list[dict], list[dict]]:
+    status, theirs = chat(dify.base_url, dify.apps[dsl].key, TURNS[0][0], {"user_roles": roles}, user="differential")
+    services = Services(llm=OpenAICompatibleModel(scripted_openai.base_url, "gpt-4o-mini"),
+                        knowledge_base=knowledge_as_in_dify(dify),
+                        tool_credentials={"gcite/gcite:": dify.search.credentials(("bocha",))})
+    try:
+        ours = list(run_chatflow((ROOT / "dsl" / dsl).read_text(encoding="utf-8"), TURNS[0][0],
+                                 {"user_roles": roles}, services, Conversation(user="differential")))
+    finally:
+        services.close()
+    return status, theirs, ours
+
+
+def test_a_start_input_over_its_max_length_streams_as_dify_streams_it(dify, scripted_openai):
+    status, theirs, ours = one_turn_both(dify, "gcite_chatflow.yml", "x" * 300, scripted_openai)
+    assert status == 200
+    for events in (theirs, ours):
+        assert [e["event"] for e in events] == ["ping", "workflow_started", "workflow_finished"], events
+        assert events[-1]["data"]["error"] == "user_roles in input form must be less than 256 characters"
+    new = unexplained(stream_differences(theirs, ours), KNOWN)
+    assert not new, "\n".join(map(str, new))
+
+
+FAILED_RUN_STEPS = Known("steps of a failed run", at(r"\.data\.total_steps", event="workflow_finished"),
+                         "when a node fails, a parallel branch already running finishes (and counts) or not "
+                         "depending on its timing, in Dify as in the runner")
+
+
+@pytest.mark.parametrize("dsl", ["gcite_chatflow.yml", "gcite_chatflow_code.yml"])
+def test_a_code_node_error_fails_the_run_as_in_dify(dify, dsl, scripted_openai):
+    status, theirs, ours = one_turn_both(dify, dsl, 'a"b', scripted_openai)  # a role the pre-filter refuses
+    assert status == 200
+    for events in (theirs, ours):
+        names = [e["event"] for e in events]
+        assert names[-1] == "workflow_finished" and events[-1]["data"]["status"] == "failed", names
+        assert "error" not in names and "message_end" not in names, names
+        failed = next(e["data"] for e in events if e["event"] == "node_finished" and e["data"]["status"] == "failed")
+        assert failed["node_id"] == "acl_roles" and failed["error"].startswith("Traceback (most recent call last)")
+        assert events[-1]["data"]["error"] == failed["error"]  # the sandbox's whole stderr, in both places
+
+    def settled(events: list[dict]) -> list[dict]:  # the nodes whose events do not depend on branch timing
+        return [e for e in events if e["event"] not in ("node_started", "node_finished")
+                or e["data"]["node_id"] in ("start", "acl_roles")]
+
+    found = stream_differences(without_frames(settled(theirs)), without_frames(settled(ours)))
+    new = unexplained(found, [*KNOWN, FAILED_RUN_STEPS])
+    assert not new, "\n".join(map(str, new))
