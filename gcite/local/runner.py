@@ -39,7 +39,7 @@ from gcite.local.engine import (ArrayObjectSegment, BaseNodeData, build_http_req
                                GraphRuntimeState, HttpRequestNode, HttpRequestNodeData, HttpRequestNodeDependencies,
                                InMemoryChannel, LLMNode, LLMNodeData, LLMUsage, Node, NodeRunExceptionEvent,
                                NodeRunFailedEvent, NodeRunResult, NodeRunStartedEvent, NodeRunStreamChunkEvent,
-                               NodeRunSucceededEvent, _normalize_graph_config, _PassthroughPromptMessageSerializer,
+                               NodeRunSucceededEvent, _normalize_graph_config,
                                _Python3TemplateTransformer, ResponseStreamFilter, SandboxCodeExecutionError,
                                _select_root_node_id, SlimDslNodeFactory, SlimToolNodeRuntime, _TextOnlyFileSaver,
                                _TextOnlyHttpResponseFileManager, ToolNode, ToolNodeData, ToolNodeError,
@@ -49,8 +49,7 @@ from gcite.local.engine import (ArrayObjectSegment, BaseNodeData, build_http_req
 from gcite import ROOT
 from gcite.local.dify_metadata import admits
 from gcite.local.dify_rules import (FormInputRejected, check_nested_text, check_variable_ids, code_settings,
-                                    decimal_encoded, pydantic_json, start_variables, validate_query,
-                                    validate_start_inputs)
+                                    pydantic_json, start_variables, validate_query, validate_start_inputs)
 from gcite.local.knowledge import load_json, result_items
 from gcite.local.llm import ExtractiveModel
 from gcite.local.plugin_process import PluginProcess
@@ -100,6 +99,27 @@ class LocalCodeExecutor:
         return isinstance(error, SandboxCodeExecutionError)
 
 
+class SavedPromptSerializer:
+    """The LLM node's `process_data.prompts` as Dify saves them (`PromptMessageUtil.
+    prompt_messages_to_prompt_for_saving`), for text prompts: chat mode, one {role, text, files} per message;
+    completion mode, one {role: "user", text}."""
+
+    ROLES = ("system", "user", "assistant", "tool")
+
+    @staticmethod
+    def _text(message: Any) -> str:
+        content = message.content
+        if isinstance(content, list):
+            return "".join(getattr(part, "data", "") for part in content if str(getattr(part, "type", "")) == "text")
+        return str(content or "")
+
+    def serialize(self, *, model_mode: Any, prompt_messages: Any) -> list[dict[str, Any]]:
+        if str(getattr(model_mode, "value", model_mode)) != "chat":
+            return [{"role": "user", "text": self._text(prompt_messages[0])}] if prompt_messages else []
+        return [{"role": role, "text": self._text(m), "files": []} for m in prompt_messages
+                if (role := str(getattr(m.role, "value", m.role))) in self.ROLES]
+
+
 class KnowledgeRetrievalData(BaseNodeData):
     type: str = BuiltinNodeTypes.KNOWLEDGE_RETRIEVAL
     query_variable_selector: list[str] | None = None
@@ -142,7 +162,7 @@ class LocalKnowledgeRetrievalNode(Node[KnowledgeRetrievalData]):
         # execution_metadata its tokens, price and currency.
         usage = LLMUsage.empty_usage()
         return NodeRunResult(status=WorkflowNodeExecutionStatus.SUCCEEDED, inputs={"query": query.value},
-                             process_data={"usage": decimal_encoded(usage.model_dump())},
+                             process_data={"usage": usage.model_dump()},  # prices: Decimal → "0.0", as Dify
                              outputs={"result": ArrayObjectSegment(value=result)},
                              metadata={WorkflowNodeExecutionMetadataKey.TOTAL_TOKENS: usage.total_tokens,
                                        WorkflowNodeExecutionMetadataKey.TOTAL_PRICE: usage.total_price,
@@ -253,7 +273,7 @@ class LocalNodeFactory(SlimDslNodeFactory):
         if node_type == BuiltinNodeTypes.LLM:
             return LLMNode(data=LLMNodeData.model_validate(payload), model_instance=self.services.llm,
                            llm_file_saver=_TextOnlyFileSaver(),
-                           prompt_message_serializer=_PassthroughPromptMessageSerializer(),
+                           prompt_message_serializer=SavedPromptSerializer(),
                            default_query_selector=("sys", "query"), **common)
         if node_type == BuiltinNodeTypes.TOOL:
             data = ToolNodeData.model_validate(payload)
@@ -373,7 +393,7 @@ class _Translator:
                 "id": self.run_id, "workflow_id": self.workflow_id, "inputs": pydantic_json(self.inputs),
                 "created_at": _stamp(self.started), "reason": str(getattr(event, "reason", "initial"))})]
         if isinstance(event, NodeRunStartedEvent):
-            self.index += 1
+            self.index = 1  # Dify's QueueNodeStartedEvent.node_run_index keeps its default: 1 on every node
             self.node_started[event.id] = (self.index, time.time())
             extras: dict[str, Any] = {}
             if event.node_id in self.icons:
@@ -391,19 +411,19 @@ class _Translator:
             index, started = self.node_started.pop(event.id, (0, time.time()))
             now = time.time()
             metadata = {k: v for k, v in result.metadata.items()}
+            # Dify's api shows the Start node's outputs as the app's inputs (no sys.* or conversation.*)
+            outputs = result.inputs if str(event.node_type) == BuiltinNodeTypes.START else result.outputs
             return [self.workflow("node_finished", {
                 "id": event.id, "node_id": event.node_id, "node_type": str(event.node_type),
                 "title": self.titles.get(event.node_id, ""), "index": index, "predecessor_node_id": None,
                 "inputs": pydantic_json(result.inputs), "inputs_truncated": False,
                 "process_data": pydantic_json(result.process_data), "process_data_truncated": False,
-                "outputs": pydantic_json(result.outputs), "outputs_truncated": False, "status": status,
+                "outputs": pydantic_json(outputs), "outputs_truncated": False, "status": status,
                 "error": (getattr(event, "error", None) or result.error or None) if status != "succeeded" else None,
                 "elapsed_time": now - started, "execution_metadata": pydantic_json(metadata) if metadata else None,
                 "created_at": _stamp(started), "finished_at": _stamp(now), "files": [],
                 "iteration_id": event.in_iteration_id, "loop_id": event.in_loop_id})]
-        if isinstance(event, NodeRunStreamChunkEvent):
-            if not event.chunk:
-                return []
+        if isinstance(event, NodeRunStreamChunkEvent):  # an empty chunk too: Dify sends `message` with answer ""
             self.first_token = self.first_token or time.time()
             self.last_token = time.time()
             return [self.envelope("message", id=self.message_id, answer=event.chunk,
@@ -492,7 +512,7 @@ def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = N
 
     pool = VariablePool()
     system = {"query": query, "files": [], "conversation_id": conversation.conversation_id,
-              "user_id": conversation.end_user_id, "dialogue_count": conversation.dialogue_count, "app_id": app_id,
+              "user_id": conversation.user, "dialogue_count": conversation.dialogue_count, "app_id": app_id,
               "workflow_id": workflow_id, "workflow_run_id": run_id}
     for key, value in system.items():
         pool.add(("sys", key), value)

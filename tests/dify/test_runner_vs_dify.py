@@ -32,10 +32,6 @@ def at(path: str, *, nodes: tuple[str, ...] | None = None, event: str | None = N
     return matches
 
 
-def only_dify_empty_messages(d: Difference) -> bool:
-    return d.path == "messages" and [m for m in d.dify if m[0] != ""] == d.runner
-
-
 KNOWN = [
     # --- cannot vanish: the two runs do not share these facts ---
     Known("retrieval score", at(rf"({KB_ITEM}\.metadata|\.data\.(inputs|outputs)\.chunk_metadata\[\d+\])\.score"),
@@ -53,29 +49,11 @@ KNOWN = [
         r"\.data\.(outputs\.(body|headers(\..*)?)|process_data\.request|inputs\.web_chunks)", nodes=("web", "merge")),
           "Code variant: Dify sends a real HTTP request to the local search server (its port, Date, log_id); the "
           "runner's HTTP Request node is answered in-process by the same server's answer()"),
-    # --- DRIFT: the runner differs from Dify here; to be fixed in the runner (issue 19, items 4/5) ---
-    Known("node index", at(r"\.data\.index"), "DRIFT (reference difference 3): Dify sends index 1 on every node"),
-    Known("Start outputs", at(r"\.data\.outputs\.(sys|conversation)\..*", nodes=("start",)),
-          "DRIFT (reference difference 1): Dify projects the Start node's outputs to the app inputs"),
-    Known("empty message events", only_dify_empty_messages,
-          "DRIFT (reference difference 2): Dify sends `message` events with an empty answer"),
-    Known("price strings", at(r"\.data\.process_data\.usage\..*price.*", nodes=("kr",)),
-          "DRIFT (reference difference 6): Dify's Knowledge Retrieval usage prices are strings"),
-    Known("Knowledge Retrieval item shape", at(
-        rf"{KB_ITEM}\.(files|summary|metadata\.(child_chunks|data_source_type|document_data_source_type|"
-        r"doc_metadata\.document_name))"),
-          "DRIFT: Dify's items carry files, summary, child_chunks and data_source_type (not "
-          "document_data_source_type) and no document_name in doc_metadata"),
+    # --- DRIFT: the runner still differs from Dify here (to fix in the runner; issue 19 item 4) ---
     Known("assigner value type", at(r"\.data\.process_data\.__updated_variables\[\d+\]\.value_type",
                                     nodes=("save_history",)),
-          "DRIFT: Dify reports the conversation variable's declared type (array[object])"),
-    Known("LLM prompts in process_data", at(r"\.data\.process_data\.prompts\[\d+\]\.(text|content|files|name)",
-                                            nodes=("llm",)),
-          "DRIFT: Dify's process_data prompts are {role, text, files}"),
-    Known("tool execution metadata", at(r"\.data\.execution_metadata(\..*)?", event="node_finished"),
-          "DRIFT: Dify's tool nodes carry execution_metadata.tool_info (provider, plugin identifier)"),
-    Known("sys.user_id", at(r"\.data\.inputs\.sys\.user_id", event="workflow_started"),
-          "DRIFT (reference difference 4): Dify sends the request's user (normalised away as an id here)"),
+          "DRIFT: Dify reports the conversation variable's declared type (array[object]); the runner's pool holds "
+          "the DSL's plain value, typed array[any]"),
 ]
 
 
