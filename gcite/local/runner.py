@@ -45,7 +45,7 @@ from gcite.local.engine import (ArrayObjectSegment, BaseNodeData, build_http_req
                                _TextOnlyHttpResponseFileManager, ToolNode, ToolNodeData, ToolNodeError,
                                _UnsupportedHttpFileReferenceFactory, _UnsupportedHttpRequestFileManager,
                                _UnsupportedToolFileManager, VariablePool, WorkflowNodeExecutionMetadataKey,
-                               WorkflowNodeExecutionStatus)
+                               WorkflowNodeExecutionStatus, SegmentType, TypeMismatchError, build_segment_with_type)
 from gcite import ROOT
 from gcite.local.dify_metadata import admits
 from gcite.local.dify_rules import (FormInputRejected, check_nested_text, check_variable_ids, code_settings,
@@ -467,6 +467,15 @@ def load_chatflow(dsl_text: str) -> tuple[dict[str, Any], dict[str, Any], str]:
     return document, graph_config, _select_root_node_id(graph_config)
 
 
+def declared(value_type: Any, value: Any) -> Any:
+    """A conversation variable's value as the segment of its declared type (Dify builds it from the DSL's
+    value_type: an empty list is array[object], not array[any]); the plain value when the type does not fit."""
+    try:
+        return build_segment_with_type(SegmentType(value_type), value)
+    except (ValueError, TypeMismatchError):
+        return value
+
+
 def rejected_inputs_stream(message: str, inputs: Mapping[str, Any], workflow_id: str,
                            run_id: str) -> Iterator[dict[str, Any]]:
     """Dify's answer (HTTP 200) when `_prepare_user_inputs` rejects a Start-form value: a ping, `workflow_started`
@@ -518,7 +527,7 @@ def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = N
         pool.add(("sys", key), value)
     for variable in document["workflow"].get("conversation_variables") or []:
         value = conversation.variables.get(variable["name"], variable.get("value"))
-        pool.add(("conversation", variable["name"]), value)
+        pool.add(("conversation", variable["name"]), declared(variable.get("value_type"), value))
     for variable in document["workflow"].get("environment_variables") or []:
         pool.add(("env", variable["name"]), variable.get("value"))
     for key, value in prepared.items():

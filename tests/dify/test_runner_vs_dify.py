@@ -4,8 +4,7 @@ Dify through the stand-in daemon; both answer with `scripted_llm.answer`).
 
 Normalised (`differential.normalise`): ids, timestamps, elapsed times and token counts; parallel branches are
 compared node by node (`differential.canonical`). Every other difference must be listed in `KNOWN` below, the ONE
-place with the reason it cannot vanish (or, marked DRIFT, why it is not fixed in the runner yet); a new one fails
-with both events printed.
+place, each with the reason it cannot vanish; a new one fails with both events printed.
 """
 
 import re
@@ -49,11 +48,6 @@ KNOWN = [
         r"\.data\.(outputs\.(body|headers(\..*)?)|process_data\.request|inputs\.web_chunks)", nodes=("web", "merge")),
           "Code variant: Dify sends a real HTTP request to the local search server (its port, Date, log_id); the "
           "runner's HTTP Request node is answered in-process by the same server's answer()"),
-    # --- DRIFT: the runner still differs from Dify here (to fix in the runner; issue 19 item 4) ---
-    Known("assigner value type", at(r"\.data\.process_data\.__updated_variables\[\d+\]\.value_type",
-                                    nodes=("save_history",)),
-          "DRIFT: Dify reports the conversation variable's declared type (array[object]); the runner's pool holds "
-          "the DSL's plain value, typed array[any]"),
 ]
 
 
