@@ -32,7 +32,7 @@ test: $(STAMP) browser
 
 # the loop while working: everything but the browser tests and the fuzz corpus replay
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -n 2 tests -m "not browser and not fuzz_replay"
+	$(PY) -m pytest -q tests -m "not browser and not fuzz_replay"
 
 # every shipped chatflow in Dify's OWN api server (../shared/dify): PostgreSQL, Redis, gunicorn, Celery, on 127.0.0.1
 test-dify: $(STAMP)
