@@ -37,6 +37,7 @@ from urllib.parse import parse_qs, urlsplit
 import requests
 import yaml
 
+from gcite.local.plugin_process import daemon_http_request
 from tests.dify import scripted_llm
 
 OPENAI_PLUGIN_ID = "langgenius/openai"
@@ -288,8 +289,6 @@ class Daemon:
     # --- the plugin's endpoint --------------------------------------------------------------------------------
 
     def endpoint(self, h: BaseHTTPRequestHandler, method: str, hook_id: str, target: str, body: bytes) -> None:
-        from gcite.local.plugin_process import daemon_http_request
-
         settings = self.endpoint_settings.get(hook_id)
         if settings is None:
             return self.send_json(h, 404, {"code": -404, "message": "endpoint not found", "data": None})

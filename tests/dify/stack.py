@@ -102,7 +102,8 @@ class Stack:
 
     def check_alive(self, name: str, proc: subprocess.Popen) -> None:
         if proc.poll() is not None:
-            raise StackError(f"{name} exited with {proc.returncode}; its log ({self.log(name)}):\n{tail(self.log(name))}")
+            raise StackError(f"{name} exited with {proc.returncode}; its log ({self.log(name)}):\n"
+                             f"{tail(self.log(name))}")
 
     def wait_until(self, name: str, proc: subprocess.Popen, ready: Callable[[], bool], timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -114,7 +115,8 @@ class Stack:
             except Exception:  # noqa: BLE001 - not ready yet
                 pass
             time.sleep(0.2)
-        raise StackError(f"{name} was not ready in {timeout:.0f} s; its log ({self.log(name)}):\n{tail(self.log(name))}")
+        raise StackError(f"{name} was not ready in {timeout:.0f} s; its log ({self.log(name)}):\n"
+                         f"{tail(self.log(name))}")
 
     def close(self) -> None:
         """SIGTERM every process group, newest first; SIGKILL what is left after 15 s."""

@@ -27,6 +27,8 @@ VISITOR_QUERY = "访客来访需要怎么登记？"  # the visitor document: rol
 FOLLOW_UP = "会议室怎么预约？"
 RESTRICTED_QUERIES = ("冷水机组供水温度设定为多少？", VISITOR_QUERY, "电梯困人时怎么处置？")
 PARKING_QUERY = "地下停车场临时车辆怎么计费？"  # the document whose access_roles is JSON null
+UNKNOWN_IDS = {str(900 + n) for n in range(40)}
+FORTY_UNKNOWN = "访客须在前台出示证件登记" + "".join(f"[C:{i}]" for i in sorted(UNKNOWN_IDS)) + "。"  # no such chunks
 
 
 # --- helpers ------------------------------------------------------------------------------------------------------
@@ -146,8 +148,7 @@ def test_a_user_without_the_role_never_receives_a_restricted_chunk(dify, dsl):
 
 @pytest.mark.parametrize("dsl", DSL_FILES)
 def test_forty_unknown_ids_leave_the_validate_node_succeeded(dify, dsl):
-    unknown = "".join(f"[C:{900 + n}]" for n in range(40))
-    dify.daemon.script = lambda messages: f"访客须在前台出示证件登记{unknown}。"
+    dify.daemon.script = lambda messages: FORTY_UNKNOWN
     try:
         events = turn(dify, dsl, VISITOR_QUERY, "前台")
     finally:
@@ -158,7 +159,7 @@ def test_forty_unknown_ids_leave_the_validate_node_succeeded(dify, dsl):
     outputs = validate["outputs"]
     listed = outputs["invalid_ids"]
     ids = [i for i in listed if not re.fullmatch(r"…and \d+ more", i)]  # a Code node's list holds 30 at most
-    assert ids and set(ids) <= {str(900 + n) for n in range(40)}, listed
+    assert ids and set(ids) <= UNKNOWN_IDS, listed
     assert not MARKER.search(outputs["answer"] or "")
 
 
@@ -226,15 +227,6 @@ def test_endpoint_streams_the_gcite_protocol_from_dify_and_hides_restricted_text
         assert not [t for t in forbidden if t in text], query
 
 
-# --- the stand-ins were used as Dify uses the real programs -----------------------------------------------------------
-
-def test_dify_made_only_the_daemon_calls_the_stand_in_serves_and_ran_code_in_the_sandbox(dify):
-    assert dify.daemon.unknown == []
-    paths = {path for _, path in dify.daemon.calls}
-    assert {"dispatch/llm/invoke", "dispatch/tool/invoke", "management/tool"} <= paths, paths
-    assert dify.sandbox.runs and all(r["answer"]["code"] == 0 for r in dify.sandbox.runs)
-
-
 # --- a broken chatflow fails here: the checks above can fail in real Dify -------------------------------------------
 
 def shipped(dify, dsl: str) -> dict[str, Any]:
@@ -252,8 +244,7 @@ def code_node_returning_31_items(dify) -> tuple[str, Any]:
     validate = next(n for n in dsl["workflow"]["graph"]["nodes"] if n["id"] == "validate")
     assert "max_list_items=30," in validate["data"]["code"]
     validate["data"]["code"] = validate["data"]["code"].replace("max_list_items=30,", "max_list_items=31,")
-    unknown = "".join(f"[C:{900 + n}]" for n in range(40))
-    return yaml.safe_dump(dsl, allow_unicode=True, sort_keys=False), lambda messages: f"访客须在前台出示证件登记{unknown}。"
+    return yaml.safe_dump(dsl, allow_unicode=True, sort_keys=False), lambda messages: FORTY_UNKNOWN
 
 
 def wrong_variable_selector(dify) -> tuple[str, Any]:
@@ -299,3 +290,12 @@ def test_a_broken_chatflow_fails_the_checks_in_real_dify(dify, breakage):
     problem = problem_in_dify(dify, text, script)
     assert problem, f"{breakage.__name__}: Dify ran the broken chatflow and every check passed"
     assert BREAKAGES[breakage] in problem, problem
+
+
+# --- the stand-ins were used as Dify uses the real programs -----------------------------------------------------------
+
+def test_dify_made_only_the_daemon_calls_the_stand_in_serves_and_ran_code_in_the_sandbox(dify):
+    assert dify.daemon.unknown == []
+    paths = {path for _, path in dify.daemon.calls}
+    assert {"dispatch/llm/invoke", "dispatch/tool/invoke", "management/tool"} <= paths, paths
+    assert dify.sandbox.runs and all(r["answer"]["code"] == 0 for r in dify.sandbox.runs)
