@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 REQS   := requirements.txt requirements-dev.txt requirements-engine.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 
-.PHONY: venv test test-fast demo bench fuzz package dsl clean browser
+.PHONY: venv test test-fast demo bench fuzz package dsl clean browser test-dify
 DEMO ?= all
 
 venv: $(STAMP)
@@ -33,6 +33,10 @@ test: $(STAMP) browser
 # the loop while working: everything but the browser tests and the fuzz corpus replay
 test-fast: $(STAMP)
 	$(PY) -m pytest -q tests -m "not browser and not fuzz_replay"
+
+# every shipped chatflow in Dify's OWN api server (../shared/dify): PostgreSQL, Redis, gunicorn, Celery, on 127.0.0.1
+test-dify: $(STAMP)
+	scripts/test_dify.sh
 
 # the page's browser tests drive Debian's chromium (never a downloaded browser); CJK fonts render the Chinese text
 browser:

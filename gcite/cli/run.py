@@ -57,7 +57,8 @@ def run_command(args: argparse.Namespace) -> int:
                         retrieval_log=show_retrieval if args.verbose else None) as services:
         try:
             for event in run_chatflow(dsl, query, inputs, services):
-                failed |= event["event"] == "error"
+                failed |= event["event"] == "error" or (  # Dify's failed run ends at workflow_finished
+                    event["event"] == "workflow_finished" and (event.get("data") or {}).get("status") == "failed")
                 if printer:
                     printer.feed(event)
                 else:

@@ -22,6 +22,11 @@ class DifyRefusal(ValueError):
     """Dify would refuse this DSL, input or setting before the workflow runs."""
 
 
+class FormInputRejected(DifyRefusal):
+    """A Start-form value Dify's `_prepare_user_inputs` rejects (Dify's message). Dify still answers HTTP 200 with a
+    stream: ping, `workflow_started`, `workflow_finished` (failed, this message); the runner streams the same."""
+
+
 # --- variable ids ---------------------------------------------------------------------------------------------
 
 # PostgreSQL's uuid input: 32 hex digits, optionally in braces, with a hyphen allowed after any group of four.
@@ -84,7 +89,7 @@ def start_variables(graph: Mapping[str, Any], root: str) -> list[VariableEntity]
         raise DifyRefusal(f"the Start node's variables are not valid: {error}") from error
 
 
-def _check_nested_text(value: Any, where: str, depth: int = 0) -> None:
+def check_nested_text(value: Any, where: str, depth: int = 0) -> None:
     if depth > 100:
         raise DifyRefusal(f"{where} is nested more than 100 levels deep")
     if isinstance(value, str):
@@ -94,17 +99,17 @@ def _check_nested_text(value: Any, where: str, depth: int = 0) -> None:
     elif isinstance(value, Mapping):
         for key, item in value.items():
             check_text(str(key), f"{where} (a key)")
-            _check_nested_text(item, f"{where}.{key}", depth + 1)
+            check_nested_text(item, f"{where}.{key}", depth + 1)
     elif isinstance(value, (list, tuple)):
         for n, item in enumerate(value):
-            _check_nested_text(item, f"{where}[{n}]", depth + 1)
+            check_nested_text(item, f"{where}[{n}]", depth + 1)
 
 
 def validate_input(variable: VariableEntity, value: Any) -> Any:
     """One Start-form value, as `BaseAppGenerator._validate_inputs` checks and converts it (Dify's messages)."""
     if value is None:
         if variable.required:
-            raise DifyRefusal(f"{variable.variable} is required in input form")
+            raise FormInputRejected(f"{variable.variable} is required in input form")
         value = variable.default
         if value is None:
             return None
@@ -115,7 +120,7 @@ def validate_input(variable: VariableEntity, value: Any) -> Any:
         raise DifyRefusal(f"{variable.variable}: the local runner has no file storage, so it takes no file inputs")
     if kind in (VariableEntityType.TEXT_INPUT, VariableEntityType.SELECT, VariableEntityType.PARAGRAPH) \
             and not isinstance(value, str):
-        raise DifyRefusal(f"(type '{kind}') {variable.variable} in input form must be a string")
+        raise FormInputRejected(f"(type '{kind}') {variable.variable} in input form must be a string")
     if kind == VariableEntityType.NUMBER:
         if isinstance(value, (int, float)):
             return value
@@ -125,14 +130,16 @@ def validate_input(variable: VariableEntity, value: Any) -> Any:
             try:
                 return float(value) if "." in value else int(value)
             except ValueError:
-                raise DifyRefusal(f"{variable.variable} in input form must be a valid number") from None
-        raise DifyRefusal(f"expected value type int, float or str, got {type(value)}, value: {value}")
+                raise FormInputRejected(f"{variable.variable} in input form must be a valid number") from None
+        raise FormInputRejected(f"expected value type int, float or str, got {type(value)}, value: {value}")
     if kind == VariableEntityType.SELECT:
         if value not in variable.options:
-            raise DifyRefusal(f"{variable.variable} in input form must be one of the following: {variable.options}")
+            raise FormInputRejected(
+                f"{variable.variable} in input form must be one of the following: {variable.options}")
     elif kind in (VariableEntityType.TEXT_INPUT, VariableEntityType.PARAGRAPH):
         if variable.max_length and len(value) > variable.max_length:
-            raise DifyRefusal(f"{variable.variable} in input form must be less than {variable.max_length} characters")
+            raise FormInputRejected(
+                f"{variable.variable} in input form must be less than {variable.max_length} characters")
     elif kind == VariableEntityType.CHECKBOX:
         if isinstance(value, str):
             value = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False,
@@ -141,7 +148,7 @@ def validate_input(variable: VariableEntity, value: Any) -> Any:
             value = bool(value)
     elif kind == VariableEntityType.JSON_OBJECT:
         if value and not isinstance(value, dict):
-            raise DifyRefusal(f"{variable.variable} in input form must be a dict")
+            raise FormInputRejected(f"{variable.variable} in input form must be a dict")
     return value
 
 
@@ -151,17 +158,17 @@ def validate_start_inputs(variables: list[VariableEntity], inputs: Mapping[str, 
     prepared: dict[str, Any] = {}
     for variable in variables:
         value = validate_input(variable, inputs.get(variable.variable))
-        _check_nested_text(value, f"inputs.{variable.variable}")
+        check_nested_text(value, f"inputs.{variable.variable}")
         prepared[variable.variable] = value.replace("\x00", "") if isinstance(value, str) else value
     kinds = {v.variable: v.type for v in variables}
     wrong = [k for k, v in prepared.items()
              if isinstance(v, dict) and kinds[k] not in (VariableEntityType.FILE, VariableEntityType.JSON_OBJECT)]
     if wrong:
-        raise DifyRefusal(f"Invalid input type for {wrong}")
+        raise FormInputRejected(f"Invalid input type for {wrong}")
     wrong = [k for k, v in prepared.items() if isinstance(v, list) and any(isinstance(i, dict) for i in v)
              and kinds[k] != VariableEntityType.FILE_LIST]
     if wrong:
-        raise DifyRefusal(f"Invalid input type for {wrong}")
+        raise FormInputRejected(f"Invalid input type for {wrong}")
     return prepared
 
 

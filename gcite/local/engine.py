@@ -44,7 +44,9 @@ from graphon.nodes.tool.exc import ToolNodeError
 from graphon.nodes.tool.tool_node import ToolNode
 from graphon.runtime.graph_runtime_state import GraphRuntimeState
 from graphon.runtime.variable_pool import VariablePool
+from graphon.variables.factory import (TypeMismatchError, build_segment_with_type)
 from graphon.variables.input_entities import (VariableEntity, VariableEntityType)
 from graphon.variables.segments import ArrayObjectSegment
+from graphon.variables.types import SegmentType
 from graphon.variables.template_resolution import convert_template
 

@@ -36,24 +36,29 @@ def result_items(knowledge_base: dict[str, Any], query: str, top_k: int = 4) -> 
 
 def _result_item(kb: dict[str, Any], rank: int, score: float, document: dict[str, Any], position: int,
                  segment: dict[str, Any]) -> dict[str, Any]:
+    """One item as Dify's Knowledge Retrieval node outputs it for an economy dataset (the keys of Dify's
+    `result`, checked in real Dify by tests/dify): no child chunks, files or summary; no index node here."""
     return {
         "metadata": {
             "_source": "knowledge",
-            "position": rank,
             "dataset_id": kb["dataset_id"],
             "dataset_name": kb["dataset_name"],
             "document_id": document["document_id"],
             "document_name": document["document_name"],
-            "document_data_source_type": "upload_file",
+            "data_source_type": "upload_file",
             "segment_id": segment["segment_id"],
             "retriever_from": "workflow",
             "score": score,
+            "child_chunks": [],
             "segment_hit_count": 1,
             "segment_word_count": len(segment["content"]),
             "segment_position": position,
             "segment_index_node_hash": None,
-            "doc_metadata": dict(document["doc_metadata"], document_name=document["document_name"]),
+            "doc_metadata": dict(document["doc_metadata"]),
+            "position": rank,
         },
         "title": document["document_name"],
+        "files": None,
         "content": segment["content"],
+        "summary": None,
     }

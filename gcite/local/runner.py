@@ -39,17 +39,17 @@ from gcite.local.engine import (ArrayObjectSegment, BaseNodeData, build_http_req
                                GraphRuntimeState, HttpRequestNode, HttpRequestNodeData, HttpRequestNodeDependencies,
                                InMemoryChannel, LLMNode, LLMNodeData, LLMUsage, Node, NodeRunExceptionEvent,
                                NodeRunFailedEvent, NodeRunResult, NodeRunStartedEvent, NodeRunStreamChunkEvent,
-                               NodeRunSucceededEvent, _normalize_graph_config, _PassthroughPromptMessageSerializer,
+                               NodeRunSucceededEvent, _normalize_graph_config,
                                _Python3TemplateTransformer, ResponseStreamFilter, SandboxCodeExecutionError,
                                _select_root_node_id, SlimDslNodeFactory, SlimToolNodeRuntime, _TextOnlyFileSaver,
                                _TextOnlyHttpResponseFileManager, ToolNode, ToolNodeData, ToolNodeError,
                                _UnsupportedHttpFileReferenceFactory, _UnsupportedHttpRequestFileManager,
                                _UnsupportedToolFileManager, VariablePool, WorkflowNodeExecutionMetadataKey,
-                               WorkflowNodeExecutionStatus)
+                               WorkflowNodeExecutionStatus, SegmentType, TypeMismatchError, build_segment_with_type)
 from gcite import ROOT
 from gcite.local.dify_metadata import admits
-from gcite.local.dify_rules import (check_variable_ids, code_settings, decimal_encoded,
-                              pydantic_json, start_variables, validate_query, validate_start_inputs)
+from gcite.local.dify_rules import (FormInputRejected, check_nested_text, check_variable_ids, code_settings,
+                                    pydantic_json, start_variables, validate_query, validate_start_inputs)
 from gcite.local.knowledge import load_json, result_items
 from gcite.local.llm import ExtractiveModel
 from gcite.local.plugin_process import PluginProcess
@@ -87,12 +87,37 @@ class LocalCodeExecutor:
                                   text=True, encoding="utf-8", errors="replace", timeout=self.timeout)
         except subprocess.TimeoutExpired:
             raise SandboxCodeExecutionError(f"the code ran longer than {self.timeout:g} s") from None
+        # dify-sandbox answers the program's whole stderr as `error`, and Dify's Code node fails with it whenever it
+        # is not empty (code_executor.py), whatever the exit status
+        if done.stderr:
+            raise SandboxCodeExecutionError(done.stderr)
         if done.returncode != 0:
-            raise SandboxCodeExecutionError(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed")
+            raise SandboxCodeExecutionError(f"the code exited with status {done.returncode}")
         return _Python3TemplateTransformer.parse_result(done.stdout)
 
     def is_execution_error(self, error: Exception) -> bool:
         return isinstance(error, SandboxCodeExecutionError)
+
+
+class SavedPromptSerializer:
+    """The LLM node's `process_data.prompts` as Dify saves them (`PromptMessageUtil.
+    prompt_messages_to_prompt_for_saving`), for text prompts: chat mode, one {role, text, files} per message;
+    completion mode, one {role: "user", text}."""
+
+    ROLES = ("system", "user", "assistant", "tool")
+
+    @staticmethod
+    def _text(message: Any) -> str:
+        content = message.content
+        if isinstance(content, list):
+            return "".join(getattr(part, "data", "") for part in content if str(getattr(part, "type", "")) == "text")
+        return str(content or "")
+
+    def serialize(self, *, model_mode: Any, prompt_messages: Any) -> list[dict[str, Any]]:
+        if str(getattr(model_mode, "value", model_mode)) != "chat":
+            return [{"role": "user", "text": self._text(prompt_messages[0])}] if prompt_messages else []
+        return [{"role": role, "text": self._text(m), "files": []} for m in prompt_messages
+                if (role := str(getattr(m.role, "value", m.role))) in self.ROLES]
 
 
 class KnowledgeRetrievalData(BaseNodeData):
@@ -137,7 +162,7 @@ class LocalKnowledgeRetrievalNode(Node[KnowledgeRetrievalData]):
         # execution_metadata its tokens, price and currency.
         usage = LLMUsage.empty_usage()
         return NodeRunResult(status=WorkflowNodeExecutionStatus.SUCCEEDED, inputs={"query": query.value},
-                             process_data={"usage": decimal_encoded(usage.model_dump())},
+                             process_data={"usage": usage.model_dump()},  # prices: Decimal → "0.0", as Dify
                              outputs={"result": ArrayObjectSegment(value=result)},
                              metadata={WorkflowNodeExecutionMetadataKey.TOTAL_TOKENS: usage.total_tokens,
                                        WorkflowNodeExecutionMetadataKey.TOTAL_PRICE: usage.total_price,
@@ -248,7 +273,7 @@ class LocalNodeFactory(SlimDslNodeFactory):
         if node_type == BuiltinNodeTypes.LLM:
             return LLMNode(data=LLMNodeData.model_validate(payload), model_instance=self.services.llm,
                            llm_file_saver=_TextOnlyFileSaver(),
-                           prompt_message_serializer=_PassthroughPromptMessageSerializer(),
+                           prompt_message_serializer=SavedPromptSerializer(),
                            default_query_selector=("sys", "query"), **common)
         if node_type == BuiltinNodeTypes.TOOL:
             data = ToolNodeData.model_validate(payload)
@@ -368,7 +393,7 @@ class _Translator:
                 "id": self.run_id, "workflow_id": self.workflow_id, "inputs": pydantic_json(self.inputs),
                 "created_at": _stamp(self.started), "reason": str(getattr(event, "reason", "initial"))})]
         if isinstance(event, NodeRunStartedEvent):
-            self.index += 1
+            self.index = 1  # Dify's QueueNodeStartedEvent.node_run_index keeps its default: 1 on every node
             self.node_started[event.id] = (self.index, time.time())
             extras: dict[str, Any] = {}
             if event.node_id in self.icons:
@@ -386,19 +411,19 @@ class _Translator:
             index, started = self.node_started.pop(event.id, (0, time.time()))
             now = time.time()
             metadata = {k: v for k, v in result.metadata.items()}
+            # Dify's api shows the Start node's outputs as the app's inputs (no sys.* or conversation.*)
+            outputs = result.inputs if str(event.node_type) == BuiltinNodeTypes.START else result.outputs
             return [self.workflow("node_finished", {
                 "id": event.id, "node_id": event.node_id, "node_type": str(event.node_type),
                 "title": self.titles.get(event.node_id, ""), "index": index, "predecessor_node_id": None,
                 "inputs": pydantic_json(result.inputs), "inputs_truncated": False,
                 "process_data": pydantic_json(result.process_data), "process_data_truncated": False,
-                "outputs": pydantic_json(result.outputs), "outputs_truncated": False, "status": status,
+                "outputs": pydantic_json(outputs), "outputs_truncated": False, "status": status,
                 "error": (getattr(event, "error", None) or result.error or None) if status != "succeeded" else None,
                 "elapsed_time": now - started, "execution_metadata": pydantic_json(metadata) if metadata else None,
                 "created_at": _stamp(started), "finished_at": _stamp(now), "files": [],
                 "iteration_id": event.in_iteration_id, "loop_id": event.in_loop_id})]
-        if isinstance(event, NodeRunStreamChunkEvent):
-            if not event.chunk:
-                return []
+        if isinstance(event, NodeRunStreamChunkEvent):  # an empty chunk too: Dify sends `message` with answer ""
             self.first_token = self.first_token or time.time()
             self.last_token = time.time()
             return [self.envelope("message", id=self.message_id, answer=event.chunk,
@@ -408,11 +433,8 @@ class _Translator:
         if isinstance(event, GraphRunPartialSucceededEvent):
             return [self._message_end(), self._finished("partial-succeeded", None, event.exceptions_count)]
         if isinstance(event, GraphRunFailedEvent):
-            # Dify: workflow_finished(failed), then the error (a ValueError: code invalid_param, status 400)
-            return [self._finished("failed", event.error, event.exceptions_count),
-                    {"event": "error", "conversation_id": self.conversation.conversation_id,
-                     "message_id": self.message_id, "created_at": self.created_at, "code": "invalid_param",
-                     "status": 400, "message": f"Run failed: {event.error}"}]
+            # Dify's stream of a failed run ends here: no message_end and no `error` event
+            return [self._finished("failed", event.error, event.exceptions_count)]
         return []
 
     def _message_end(self) -> dict[str, Any]:
@@ -445,6 +467,32 @@ def load_chatflow(dsl_text: str) -> tuple[dict[str, Any], dict[str, Any], str]:
     return document, graph_config, _select_root_node_id(graph_config)
 
 
+def declared(value_type: Any, value: Any) -> Any:
+    """A conversation variable's value as the segment of its declared type (Dify builds it from the DSL's
+    value_type: an empty list is array[object], not array[any]); the plain value when the type does not fit."""
+    try:
+        return build_segment_with_type(SegmentType(value_type), value)
+    except (ValueError, TypeMismatchError):
+        return value
+
+
+def rejected_inputs_stream(message: str, inputs: Mapping[str, Any], workflow_id: str,
+                           run_id: str) -> Iterator[dict[str, Any]]:
+    """Dify's answer (HTTP 200) when `_prepare_user_inputs` rejects a Start-form value: a ping, `workflow_started`
+    with the inputs as sent, `workflow_finished` failed with Dify's message; no conversation or message yet (no
+    conversation_id, message_id or created_at on the events; the task id is the run id)."""
+    now = int(time.time())
+    head = {"task_id": run_id, "workflow_run_id": run_id}
+    yield dict(PING)
+    yield {"event": "workflow_started", **head, "data": {
+        "id": run_id, "workflow_id": workflow_id, "inputs": pydantic_json(dict(inputs)), "created_at": now,
+        "reason": "initial"}}
+    yield {"event": "workflow_finished", **head, "data": {
+        "id": run_id, "workflow_id": workflow_id, "status": "failed", "outputs": None, "error": message,
+        "elapsed_time": 0.0, "total_tokens": 0, "total_steps": 0, "created_by": {}, "created_at": now,
+        "finished_at": now, "exceptions_count": 1, "files": []}}
+
+
 def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = None,
                  services: Services | None = None, conversation: Conversation | None = None, *,
                  ping_interval: float = PING_INTERVAL) -> Iterator[dict[str, Any]]:
@@ -452,28 +500,34 @@ def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = N
     `dify_sse` renders as `event: ping`) first and then every `ping_interval` seconds of the run.
 
     Before anything is yielded, what Dify refuses is refused with Dify's message (`DifyRefusal`, a ValueError):
-    non-UUID variable ids, Start-form inputs that fail Dify's validation, an invalid query or CODE_MAX_* setting."""
+    non-UUID variable ids, an invalid query or CODE_MAX_* setting, text that is not Unicode. A Start-form input
+    that fails Dify's validation is streamed as Dify streams it (`rejected_inputs_stream`)."""
     services = services or Services()
     conversation = conversation or Conversation()
     document, graph_config, root = load_chatflow(dsl_text)
-    prepared = validate_start_inputs(start_variables(graph_config, root), dict(inputs or {}))
     query = validate_query(query)
     limits = code_settings(services.code_environ)
     app_name = str((document.get("app") or {}).get("name") or "gcite")
     app_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"gcite-local-app:{app_name}"))
     workflow_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"gcite-local-workflow:{app_name}"))
     run_id = str(uuid.uuid4())
+    try:
+        prepared = validate_start_inputs(start_variables(graph_config, root), dict(inputs or {}))
+    except FormInputRejected as rejected:
+        check_nested_text(dict(inputs or {}), "inputs")  # what is streamed back must be text
+        yield from rejected_inputs_stream(str(rejected), dict(inputs or {}), workflow_id, run_id)
+        return
     conversation.dialogue_count += 1
 
     pool = VariablePool()
     system = {"query": query, "files": [], "conversation_id": conversation.conversation_id,
-              "user_id": conversation.end_user_id, "dialogue_count": conversation.dialogue_count, "app_id": app_id,
+              "user_id": conversation.user, "dialogue_count": conversation.dialogue_count, "app_id": app_id,
               "workflow_id": workflow_id, "workflow_run_id": run_id}
     for key, value in system.items():
         pool.add(("sys", key), value)
     for variable in document["workflow"].get("conversation_variables") or []:
         value = conversation.variables.get(variable["name"], variable.get("value"))
-        pool.add(("conversation", variable["name"]), value)
+        pool.add(("conversation", variable["name"]), declared(variable.get("value_type"), value))
     for variable in document["workflow"].get("environment_variables") or []:
         pool.add(("env", variable["name"]), variable.get("value"))
     for key, value in prepared.items():

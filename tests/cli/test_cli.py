@@ -319,7 +319,7 @@ def test_run_with_an_unreachable_llm_keeps_the_engine_log_off_stderr_unless_verb
     before = [(logging.getLogger(n).propagate, list(logging.getLogger(n).handlers)) for n in ("graphon", "dify_plugin")]
     assert main(args) == 1
     captured = capsys.readouterr()
-    assert captured.err == "" and '"event":"error"' in captured.out
+    assert captured.err == "" and '"event":"workflow_finished"' in captured.out and '"status":"failed"' in captured.out
     assert [(logging.getLogger(n).propagate, logging.getLogger(n).handlers) for n in ("graphon", "dify_plugin")] == before
     assert main([*args, "--verbose"]) == 1
     err = capsys.readouterr().err

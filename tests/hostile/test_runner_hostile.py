@@ -37,12 +37,21 @@ def cli_run(*args: str) -> tuple[int, str, str]:
     ('{"user_roles": -Infinity}', "error: --inputs is not JSON: -Infinity is not a JSON value"),
     ('{"user_roles": "\\ud800"}', "error: inputs.user_roles is not valid Unicode text: lone surrogate U+D800 at "
                                   "character 0"),
-    ('{"user_roles": ["前台"]}', "error: (type 'text-input') user_roles in input form must be a string"),
-    (json.dumps({"user_roles": "前台," * 40_000}), "error: user_roles in input form must be less than 256 characters"),
 ])
 def test_hostile_inputs_are_one_line_errors(inputs, message):
     code, out, err = cli_run(CODE_DSL, "--query", "q", "--inputs", inputs)
     assert (code, out, err) == (2, "", message + "\n")
+
+
+@pytest.mark.parametrize("inputs,message", [
+    ('{"user_roles": ["前台"]}', "(type 'text-input') user_roles in input form must be a string"),
+    (json.dumps({"user_roles": "前台," * 40_000}), "user_roles in input form must be less than 256 characters"),
+])
+def test_start_inputs_dify_rejects_are_its_failed_stream(inputs, message):
+    code, out, err = cli_run(CODE_DSL, "--query", "q", "--inputs", inputs)
+    events = [json.loads(line[5:]) for line in out.splitlines() if line.startswith("data:")]
+    assert (code, err) == (1, "") and [e["event"] for e in events] == ["workflow_started", "workflow_finished"]
+    assert events[-1]["data"]["status"] == "failed" and events[-1]["data"]["error"] == message
 
 
 def test_a_lone_surrogate_in_the_query_is_a_one_line_error():
@@ -137,7 +146,8 @@ def test_an_sse_body_without_charset_is_read_as_utf8_and_u2028_is_not_a_line_end
 def test_an_llm_that_sends_a_lone_surrogate_fails_the_run_with_a_clear_error():
     body = b'data: {"choices": [{"delta": {"content": "x\\ud800"}}]}\n\ndata: [DONE]\n\n'
     events = run_with_llm_sending([body])
-    assert events[-1]["event"] == "error" and "not valid Unicode (a lone surrogate)" in events[-1]["message"]
+    assert events[-1]["event"] == "workflow_finished" and events[-1]["data"]["status"] == "failed"
+    assert "not valid Unicode (a lone surrogate)" in events[-1]["data"]["error"]
     json.dumps(events, ensure_ascii=False).encode("utf-8")  # the stream itself stays valid UTF-8
 
 

@@ -86,9 +86,20 @@ def test_the_shipped_hidden_user_roles_field_is_validated_as_dify_validates_it(v
     start = next(n["data"] for n in yaml.safe_load(DSLS["code"].read_text(encoding="utf-8"))["workflow"]["graph"]["nodes"]
                  if n["data"]["type"] == "start")
     assert start["variables"][0]["hide"] is True and start["variables"][0]["max_length"] == 256
-    with pytest.raises(DifyRefusal) as refused:
-        run(DSLS["code"].read_text(encoding="utf-8"), inputs={"user_roles": value})
-    assert str(refused.value) == message
+    assert_rejected_as_dify_streams_it(run(DSLS["code"].read_text(encoding="utf-8"), inputs={"user_roles": value}),
+                                       {"user_roles": value}, message)
+
+
+def assert_rejected_as_dify_streams_it(events: list[dict], inputs: dict, message: str) -> None:
+    """Dify answers HTTP 200: ping, workflow_started (the inputs as sent), workflow_finished failed with its
+    message; no conversation or message yet (checked in real Dify by tests/dify)."""
+    assert [e["event"] for e in events] == ["ping", "workflow_started", "workflow_finished"]
+    started, finished = events[1], events[2]
+    assert started["data"]["inputs"] == inputs
+    assert (finished["data"]["status"], finished["data"]["error"]) == ("failed", message)
+    assert (finished["data"]["total_steps"], finished["data"]["outputs"]) == (0, None)
+    for event in events[1:]:
+        assert set(event) == {"event", "task_id", "workflow_run_id", "data"}
 
 
 FORM = [text_input("name", max_length=5, required=True),
@@ -108,12 +119,15 @@ FORM = [text_input("name", max_length=5, required=True),
     ({"name": "a", "size": 1}, "(type 'select') size in input form must be a string"),
     ({"name": "a", "count": "many"}, "count in input form must be a valid number"),
     ({"name": "a", "secret": "abcd"}, "secret in input form must be less than 3 characters"),  # hidden: still checked
-    ({"name": "a\ud800"}, "inputs.name is not valid Unicode text: lone surrogate U+D800 at character 1"),
 ])
-def test_start_form_inputs_are_refused_with_difys_messages(inputs, message):
+def test_start_form_inputs_are_rejected_with_difys_messages_in_difys_stream(inputs, message):
+    assert_rejected_as_dify_streams_it(run(minimal_dsl(FORM), inputs=inputs), inputs, message)
+
+
+def test_an_input_that_is_not_unicode_text_is_refused_before_any_stream():
     with pytest.raises(DifyRefusal) as refused:
-        run(minimal_dsl(FORM), inputs=inputs)
-    assert str(refused.value) == message
+        run(minimal_dsl(FORM), inputs={"name": "a\ud800"})
+    assert str(refused.value) == "inputs.name is not valid Unicode text: lone surrogate U+D800 at character 1"
 
 
 def test_accepted_inputs_are_converted_and_cleaned_as_dify_does():
@@ -159,8 +173,8 @@ def test_an_output_over_difys_limit_fails_the_code_node_and_the_run(expression, 
     events = code_run(expression, output_type)
     code = node(events, "code")
     assert code["status"] == "failed" and code["error"] == message
-    assert [e["event"] for e in events[-2:]] == ["workflow_finished", "error"]
-    assert events[-1]["message"] == f"Run failed: {message}"
+    assert events[-1]["event"] == "workflow_finished" and events[-1]["data"]["error"] == message
+    assert "error" not in [e["event"] for e in events]
 
 
 @pytest.mark.parametrize("setting,expression,output_type", [

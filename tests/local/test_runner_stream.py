@@ -97,9 +97,9 @@ def test_every_event_carries_exactly_difys_fields(turn):
                 (False, False, False)  # the Service API is never truncated
             assert data["predecessor_node_id"] is None and data["files"] == [] and data["status"] == "succeeded"
             assert data["error"] is None and isinstance(data["outputs"], dict) and "workflow_id" not in data
-        elif kind == "message":
+        elif kind == "message":  # an empty answer too (the LLM's last chunk, an empty variable), as Dify sends
             assert list(event) == ENVELOPE + ["id", "answer", "from_variable_selector"]
-            assert event["id"] == message_id and event["answer"]
+            assert event["id"] == message_id and isinstance(event["answer"], str)
         elif kind == "message_end":
             assert list(event) == ENVELOPE + ["id", "metadata", "files"] and event["files"] == []
             assert list(event["metadata"]) == ["annotation_reply", "retriever_resources", "usage", "reasoning"]
@@ -114,15 +114,15 @@ def test_every_event_carries_exactly_difys_fields(turn):
             assert data["total_steps"] == sum(e["event"] == "node_started" for e in events)
         else:
             raise AssertionError(f"an event Dify does not send here: {kind}")
-    indexes = [e["data"]["index"] for e in events if e["event"] == "node_started"]
-    assert indexes == list(range(1, len(indexes) + 1))
+    # Dify sends index 1 on every node (its started event keeps node_run_index's default)
+    assert {e["data"]["index"] for e in events if e["event"] in ("node_started", "node_finished")} == {1}
 
 
 def test_knowledge_retrieval_reports_what_dify_reports_and_nothing_local(turn):
     events, _ = turn
     kr = next(e["data"] for e in events if e["event"] == "node_finished" and e["data"]["node_id"] == "kr")
     assert list(kr["process_data"]) == ["usage"] and list(kr["process_data"]["usage"]) == USAGE
-    assert kr["process_data"]["usage"]["total_tokens"] == 0 and kr["process_data"]["usage"]["total_price"] == 0.0
+    assert kr["process_data"]["usage"]["total_tokens"] == 0 and kr["process_data"]["usage"]["total_price"] == "0.0"
     assert kr["execution_metadata"] == {"total_tokens": 0, "total_price": "0.0", "currency": "USD"}
     assert kr["inputs"] == {"query": "巡更时发现异常怎么上报？"}
     stream = "".join(dify_sse(e) for e in events)
@@ -155,16 +155,22 @@ def test_pings_keep_coming_while_the_stream_waits():
     assert kinds[-2:] == ["message_end", "workflow_finished"]
 
 
-def test_a_failed_run_ends_with_workflow_finished_then_difys_error():
+def test_a_failed_run_ends_at_workflow_finished_as_in_dify():
     text = minimal_dsl(code="def main():\n    return {'out': ['s'] * 31}\n", outputs={"out": "array[string]"})
     events = list(run_chatflow(text, "q", {}, Services()))
-    finished, error = events[-2:]
+    finished = events[-1]
     assert finished["event"] == "workflow_finished" and finished["data"]["status"] == "failed"
     assert finished["data"]["error"] == "The length of output variable `out` must be less than 30 elements."
-    assert list(error) == ["event", "conversation_id", "message_id", "created_at", "code", "status", "message"]
-    assert (error["code"], error["status"]) == ("invalid_param", 400)
-    assert error["message"] == f"Run failed: {finished['data']['error']}"
-    assert "message_end" not in [e["event"] for e in events]
+    # Dify's stream of a failed run (checked in real Dify by tests/dify): no message_end and no `error` event
+    assert not {"error", "message_end"} & {e["event"] for e in events}
+
+
+def test_a_code_node_error_is_the_programs_whole_stderr_as_the_sandbox_reports_it():
+    code = "def main():\n    raise ValueError('no roles here')\n"
+    events = list(run_chatflow(minimal_dsl(code=code, outputs={"out": "string"}), "q", {}, Services()))
+    error = next(e for e in events if e["event"] == "node_finished" and e["data"]["node_id"] == "code")["data"]["error"]
+    assert error.startswith("Traceback (most recent call last):\n") and error.endswith("ValueError: no roles here\n")
+    assert events[-1]["data"]["error"] == error
 
 
 # --- the official Tavily tool ---------------------------------------------------------------------------------
