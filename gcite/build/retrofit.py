@@ -313,6 +313,12 @@ def query_selector(graph: Graph, target: Target) -> list[str]:
     return selector
 
 
+def own_line_context(text: str) -> str:
+    """`{{#context#}}` on a line of its own, so the merge node's `[C:N]` header lines stay header lines."""
+    text = re.sub(r"(?<=[^\n])\{\{#context#\}\}", "\n" + CONTEXT, text)
+    return re.sub(r"\{\{#context#\}\}(?=[^\n])", CONTEXT + "\n", text)
+
+
 def template_of(selector: list[str]) -> str:
     return "{{#" + ".".join(selector) + "#}}"
 
@@ -461,6 +467,13 @@ class Retrofitter:
                 system["text"] = text.rstrip() + "\n\n" + history_section(lang)
                 self.change(f"prompt extended: LLM {g.title(llm_id)} system prompt gains the earlier conversation")
             return
+        for message in messages:
+            spaced = own_line_context(message.get("text") or "")
+            if spaced != (message.get("text") or ""):
+                message["text"] = spaced
+                self.change(f"prompt: LLM {g.title(llm_id)} {{{{#context#}}}} put on a line of its own (each "
+                            f"numbered chunk starts with its [C:N] line)")
+        text = system.get("text") or ""
         added = [citation_rules(lang)]
         if self.options.memory and "{{#conversation.history_text#}}" not in text:
             added.append(history_section(lang))
