@@ -20,13 +20,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import requests
-from graphon.enums import BuiltinNodeTypes
+from graphon.enums import BuiltinNodeTypes, WorkflowNodeExecutionStatus
+from graphon.node_events.base import NodeRunResult
 from graphon.http.response import HttpResponse
 from graphon.model_runtime.entities.llm_entities import LLMResult, LLMResultChunk, LLMResultChunkDelta, LLMUsage
 from graphon.model_runtime.entities.message_entities import AssistantPromptMessage, PromptMessage
 from graphon.nodes.base.node import Node
 from graphon.nodes.parameter_extractor.entities import ParameterExtractorNodeData
 from graphon.nodes.parameter_extractor.parameter_extractor_node import ParameterExtractorNode
+from graphon.nodes.tool.entities import ToolNodeData
 from graphon.nodes.question_classifier import (QuestionClassifierNode, QuestionClassifierNodeData,
                                                QuestionClassifierNodeDependencies)
 from graphon.nodes.variable_aggregator.entities import VariableAggregatorNodeData
@@ -187,16 +189,40 @@ class LocalOnlyHttpClient:
         return self._send("HEAD", url, kwargs)
 
 
+# --- another plugin's tool --------------------------------------------------------------------------------------
+
+class UninstalledPluginToolNode(Node[ToolNodeData]):
+    """A tool node of a plugin the runner does not have: it fails as Dify's fails when the plugin is not installed
+    (`ToolManager`: "plugin provider … not found"); the engine then applies the node's error strategy."""
+
+    node_type = BuiltinNodeTypes.TOOL
+
+    @classmethod
+    def version(cls) -> str:
+        return "1"
+
+    def _run(self) -> NodeRunResult:
+        return NodeRunResult(status=WorkflowNodeExecutionStatus.FAILED, inputs={},
+                             error=f"plugin provider {self.node_data.provider_id} not found",
+                             error_type="ToolProviderNotFoundError")
+
+
 # --- the factory's extra node types -----------------------------------------------------------------------------
 
 def create_node(factory: Any, node_type: str, payload: Mapping[str, Any], common: Mapping[str, Any],
-                model: Any) -> Node | None:
-    """A node graphon's factory cannot build locally, or None to let it build the node. `factory` is the runner's
-    node factory (for its template renderer and serializers), `model` the runner's LLM."""
+                model: Any, local_plugins: Sequence[str] = ()) -> Node | None:
+    """A node the runner's own factory does not build, or None to let it build the node. `factory` is the runner's
+    node factory, `model` the runner's LLM, `local_plugins` the plugin id prefixes the runner can run."""
     from graphon.dsl.node_factory import (_DefaultJinja2TemplateRenderer, _PassthroughPromptMessageSerializer,
                                           _TextOnlyFileSaver)
 
     pool = common["graph_runtime_state"].variable_pool
+    if node_type == BuiltinNodeTypes.TOOL:
+        data = ToolNodeData.model_validate(payload)
+        plugin = data.plugin_unique_identifier or data.provider_id
+        if any(plugin.startswith(prefix) for prefix in local_plugins):
+            return None
+        return UninstalledPluginToolNode(data=data, **common)
     standin = isinstance(model, ExtractiveModel)
     if node_type == BuiltinNodeTypes.QUESTION_CLASSIFIER:
         data = QuestionClassifierNodeData.model_validate(_vendor(payload))
