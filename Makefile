@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 REQS   := requirements.txt requirements-dev.txt requirements-engine.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 
-.PHONY: venv test demo bench fuzz package dsl clean browser
+.PHONY: venv test test-fast demo bench fuzz package dsl clean browser
 DEMO ?= all
 
 venv: $(STAMP)
@@ -29,6 +29,10 @@ $(STAMP): $(REQS) scripts/find_python.sh
 
 test: $(STAMP) browser
 	$(PY) -m pytest -q tests
+
+# the loop while working: everything but the browser tests and the fuzz corpus replay
+test-fast: $(STAMP)
+	$(PY) -m pytest -q tests -m "not browser and not fuzz_replay"
 
 # the page's browser tests drive Debian's chromium (never a downloaded browser); CJK fonts render the Chinese text
 browser:

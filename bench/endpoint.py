@@ -13,10 +13,10 @@ import sys
 import time
 
 from bench.common import ROOT, print_table
-from gcite.app_host import AppHost, sample_services
-from gcite.dsl_build import PLUGIN_DSL
-from gcite.plugin_process import EndpointCall, PluginProcess
-from gcite.protocol import parse_sse
+from gcite.local.app_host import AppHost, sample_services
+from gcite.build.chatflows import PLUGIN_DSL
+from gcite.local.plugin_process import EndpointCall, PluginProcess
+from gcite.protocol import parse_gcite_sse
 
 STREAMS = 50
 SECRET = "bench-secret-" + "x" * 40
@@ -62,7 +62,7 @@ def token(n: int) -> str:
 def timings(call: EndpointCall) -> dict[str, float]:
     out: dict[str, float] = {}
     for at, piece in call.timeline:
-        for name, _ in parse_sse(piece.decode("utf-8")):
+        for name, _ in parse_gcite_sse(piece.decode("utf-8")):
             out.setdefault(name, at)
     out["end"] = call.timeline[-1][0]
     return out
@@ -96,11 +96,11 @@ def run() -> bool:
             calls, _ = load(plugin, paced_stream, lambda n: f"question {n}", streams=1)
             single += calls
         rows.append(row("paced upstream, 1 stream at a time (3 runs)", single, sum(c.timeline[-1][0] for c in single),
-                        sum(list(parse_sse(c.text))[-1][0] == "done" for c in single)))
+                        sum(list(parse_gcite_sse(c.text))[-1][0] == "done" for c in single)))
         calls, wall = load(plugin, paced_stream, lambda n: f"question {n}")
         ok = 0
         for n, call in enumerate(calls):
-            events = list(parse_sse(call.text))
+            events = list(parse_gcite_sse(call.text))
             text = "".join(d["text"] for name, d in events if name == "text")
             ok += (events[-1][0] == "done" and text == expected_paced_text(n)
                    and events[-1][1]["conversation"].startswith(f"conv-{n}."))
@@ -116,7 +116,7 @@ def run() -> bool:
             services.close()
         ok = 0
         for n, call in enumerate(calls):
-            events = list(parse_sse(call.text))
+            events = list(parse_gcite_sse(call.text))
             ok += events[-1][0] == "done" and call.app_requests[0]["query"] == QUERIES[n % len(QUERIES)]
         good &= ok == STREAMS
         rows.append(row(f"shipped chatflow on graphon, {STREAMS} at once", calls, wall, ok))

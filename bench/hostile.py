@@ -1,9 +1,9 @@
 """Hostile input: every case is a clear error or a correct result, bounded in time and memory.
 
-The cases are defined here once: `make test` runs each (tests/test_hostile_nodes.py, with a memory bound) and
+The cases are defined here once: `make test` runs each (tests/hostile/test_hostile_nodes.py, with a memory bound) and
 `make bench` times them and prints the worst time and peak memory. Each case is a function that raises
 AssertionError when the node misbehaves and returns the size of its input in bytes (for the memory bound).
-The plugin-process cases (a 10 MB request line, …) are in tests/test_hostile_plugin.py; `make bench` times them
+The plugin-process cases (a 10 MB request line, …) are in tests/hostile/test_hostile_plugin.py; `make bench` times them
 too (`plugin_cases`).
 """
 

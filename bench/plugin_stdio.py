@@ -8,8 +8,8 @@ import zipfile
 from pathlib import Path
 
 from bench.common import ROOT, print_table
-from gcite.package import build
-from gcite.plugin_process import PluginProcess
+from gcite.build.package import build
+from gcite.local.plugin_process import PluginProcess
 
 IN_FLIGHT = 200
 SEQUENTIAL = 200

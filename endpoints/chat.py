@@ -15,16 +15,14 @@ import json
 import logging
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
 
 import jwt
 from dify_plugin import Endpoint
 from dify_plugin.config.logger_format import plugin_logger_handler
 from werkzeug import Request, Response
 
-from endpoints.chat_protocol import (DEFAULT_SNIPPET_LENGTH, INTERNAL_ERROR, MAX_SNIPPET_LENGTH, OPEN_COMMENT,
-                                     Translator, error_event, sse, translate)
+from endpoints.chat_protocol import INTERNAL_ERROR, OPEN_COMMENT, Translator, error_event, gcite_sse, translate
+from endpoints.settings import Config, SettingError, read_settings
 
 logger = logging.getLogger("gcite.endpoint")
 logger.setLevel(logging.INFO)
@@ -32,7 +30,6 @@ logger.propagate = False
 if plugin_logger_handler not in logger.handlers:  # the module is loaded once per endpoint YAML naming it
     logger.addHandler(plugin_logger_handler)
 
-MIN_SECRET_BYTES = 32  # RFC 7518 §3.2: an HS256 key at least as long as the hash
 MAX_BODY_BYTES = 64 * 1024
 MAX_QUERY_CHARS = 4000
 MAX_TOKEN_CHARS = 8192
@@ -67,59 +64,6 @@ class HttpError(Exception):
     def __init__(self, status: int, code: str, detail: str = "") -> None:
         super().__init__(detail or code)
         self.status, self.code, self.detail = status, code, detail
-
-
-@dataclass(frozen=True)
-class Config:
-    app_id: str
-    secret: bytes
-    origins: frozenset[str]  # normalised origins; "*" admits every origin
-    source_node: str | None
-    snippet_length: int
-    audience: str | None
-
-    def origin_allowed(self, origin: str) -> bool:
-        return "*" in self.origins or normal_origin(origin) in self.origins
-
-
-def normal_origin(origin: str) -> str:
-    return origin.strip().rstrip("/").lower()
-
-
-def read_settings(settings: Mapping[str, Any]) -> Config:
-    """The endpoint's settings, checked; a problem raises HttpError(500, not_configured) naming the setting."""
-    def problem(name: str, what: str) -> HttpError:
-        return HttpError(500, "not_configured", f"setting {name}: {what}")
-
-    app = settings.get("app")
-    app_id = app.get("app_id") if isinstance(app, Mapping) else app
-    if not isinstance(app_id, str) or not app_id.strip():
-        raise problem("app", "choose the chatflow app")
-    secret = settings.get("token_secret")
-    if not isinstance(secret, str) or len(secret.encode("utf-8")) < MIN_SECRET_BYTES:
-        raise problem("token_secret", f"must be at least {MIN_SECRET_BYTES} bytes")
-    origins = settings.get("allowed_origins") or ""
-    if not isinstance(origins, str):
-        raise problem("allowed_origins", "expected text")
-    allowed = frozenset(normal_origin(o) for o in re.split(r"[\s,]+", origins) if o.strip())
-    source_node = settings.get("source_node_id") or None
-    if source_node is not None and (not isinstance(source_node, str) or len(source_node.strip()) > 128):
-        raise problem("source_node_id", "expected a node id")
-    length = settings.get("snippet_length")
-    if length in (None, ""):
-        length = DEFAULT_SNIPPET_LENGTH
-    try:
-        length = int(str(length).strip())
-    except ValueError:
-        raise problem("snippet_length", "expected a whole number") from None
-    if not 0 <= length <= MAX_SNIPPET_LENGTH:
-        raise problem("snippet_length", f"expected 0..{MAX_SNIPPET_LENGTH}")
-    audience = settings.get("jwt_audience") or None
-    if audience is not None and not isinstance(audience, str):
-        raise problem("jwt_audience", "expected text")
-    return Config(app_id=app_id.strip(), secret=secret.encode("utf-8"), origins=allowed,
-                  source_node=source_node.strip() if source_node else None, snippet_length=length,
-                  audience=audience.strip() if audience else None)
 
 
 # --- who is calling -------------------------------------------------------------------------------------------
@@ -219,7 +163,10 @@ class GCiteChatEndpoint(Endpoint):
     def _invoke(self, r: Request, values: Mapping, settings: Mapping) -> Response:
         config = None
         try:
-            config = read_settings(settings)
+            try:
+                config = read_settings(settings)
+            except SettingError as error:
+                raise HttpError(500, "not_configured", str(error)) from None
             origin = r.headers.get("Origin")
             if origin and not config.origin_allowed(origin):
                 raise HttpError(403, "origin_not_allowed", "origin not in allowed_origins")
@@ -263,9 +210,9 @@ class GCiteChatEndpoint(Endpoint):
         ended = False  # a done or error event was sent
         try:
             for name, data in translate(app_events(), translator, on_problem=log_problem):
-                yield sse(name, data).encode("utf-8", "replace")
+                yield gcite_sse(name, data).encode("utf-8", "replace")
                 ended = name in ("done", "error")
         except Exception as error:  # noqa: BLE001 - an exception after the body started would reach the caller raw
             log_problem(INTERNAL_ERROR, error)
             if not ended:
-                yield sse(*error_event(INTERNAL_ERROR)).encode("utf-8")
+                yield gcite_sse(*error_event(INTERNAL_ERROR)).encode("utf-8")

@@ -70,7 +70,7 @@ class ProtocolError(Exception):
 
 # --- wire format ----------------------------------------------------------------------------------------------
 
-def sse(event: str, data: Mapping[str, Any]) -> str:
+def gcite_sse(event: str, data: Mapping[str, Any]) -> str:
     """One event on the wire: `event: <name>\\ndata: <JSON on one line>\\n\\n`."""
     if event not in EVENTS:
         raise ValueError(f"event: {event!r} is not a G-Cite protocol event")
@@ -96,7 +96,7 @@ def sse_blocks(text: str | Iterable[str]) -> Iterator[tuple[str | None, str]]:
         yield name, "\n".join(data)
 
 
-def parse_sse(text: str | Iterable[str]) -> Iterator[Event]:
+def parse_gcite_sse(text: str | Iterable[str]) -> Iterator[Event]:
     """(name, data) of each named event in SSE text (or its lines), data decoded as JSON; nameless events skipped."""
     for name, data in sse_blocks(text):
         if name is not None:
@@ -164,8 +164,13 @@ def chunk_items(value: Any) -> list[dict[str, Any]]:
 
 def sources_of(value: Any, snippet_length: int = DEFAULT_SNIPPET_LENGTH) -> list[dict[str, str]]:
     """The chunk list as sources, in its order; a malformed list raises ProtocolError(app_error)."""
+    return sources_of_items(chunk_items(value), snippet_length)
+
+
+def sources_of_items(items: list[dict[str, Any]], snippet_length: int = DEFAULT_SNIPPET_LENGTH) -> list[dict[str, str]]:
+    """`sources_of` over a list `chunk_items` already read (the chunk list is parsed once per answer)."""
     sources, seen = [], set()
-    for position, chunk in enumerate(chunk_items(value)):
+    for position, chunk in enumerate(items):
         source = source_of(chunk, snippet_length)
         if re.fullmatch("[0-9]{1,9}", source["id"]):
             source["id"] = str(int(source["id"]))  # as the validator numbers it: "01" is chunk 1
@@ -330,8 +335,8 @@ class Translator:
             return []
         if self.source_node is None and not isinstance(outputs["chunk_metadata"], list):
             return []
-        self.sources = sources_of(outputs["chunk_metadata"], self.snippet_length)
         self.chunks = chunk_items(outputs["chunk_metadata"])
+        self.sources = sources_of_items(self.chunks, self.snippet_length)
         return [("sources", {"sources": [dict(s) for s in self.sources]})]
 
     def _sources_first(self) -> list[Event]:

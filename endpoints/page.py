@@ -13,19 +13,22 @@ from werkzeug import Request, Response
 
 from dify_plugin import Endpoint
 
+from endpoints.settings import SettingError, allowed_origins
+
 PAGE_DIR = Path(__file__).resolve().parent / "page"
 FILES = {
     "index.html": "text/html; charset=utf-8",
     "gcite.css": "text/css; charset=utf-8",
     "gcite.js": "text/javascript; charset=utf-8",
 }
-ORIGIN_SETTINGS = ("allowed_origins", "allowed_origin")  # the endpoint group's setting: sites that may embed the page
 
 
 def frame_ancestors(settings: Mapping) -> str:
     """`'self'` plus each allowed origin that is a plain http(s) origin; `*` in the setting is not honoured."""
-    value = next((settings.get(k) for k in ORIGIN_SETTINGS if settings.get(k)), "") or ""
-    origins = [o.strip().rstrip("/") for o in str(value).replace(",", " ").split()]
+    try:
+        origins = allowed_origins(settings)  # the chat endpoint's rule: the same setting read the same way
+    except SettingError:
+        origins = []
     safe = [o for o in origins if o.startswith(("https://", "http://")) and not any(c in o[8:] for c in "/;'\"*")]
     return " ".join(["'self'", *dict.fromkeys(safe)])
 

@@ -14,7 +14,7 @@ CORPUS_ROOT = ROOT / "tests" / "fuzz_corpus"
 
 
 def rag():
-    base = json.loads((ROOT / "gcite" / "samples" / "knowledge_base.json").read_text(encoding="utf-8"))
+    base = json.loads((ROOT / "gcite" / "local" / "samples" / "knowledge_base.json").read_text(encoding="utf-8"))
     segments = [segment for document in base["documents"] for segment in document["segments"]]
     out = []
     for n, segment in enumerate(segments[:4]):

@@ -79,6 +79,7 @@ def shown(value, limit=60):
     return LONE_SURROGATE.sub("\ufffd", text)
 
 
+# Repeated from nodes/merge_chunks.py (python_data): a Code node stands alone; change them together.
 def python_data(text):
     """Dify's Python-repr text of a list (what str() makes of an array[object]); only JSON data is accepted (a
     set, bytes or a complex number raise TypeError)."""

@@ -106,6 +106,8 @@ def load_json(text):
         raise TooDeep("nested too deeply") from None
 
 
+# Repeated in nodes/filter_chunks.py (python_data): both nodes read Dify's Python-repr text of an array, and a
+# Code node stands alone.
 def python_data(text):
     """Dify's Python-repr text of a list (what str() makes of an array[object]); only JSON data is accepted (a
     set, bytes or a complex number raise TypeError)."""
@@ -346,6 +348,8 @@ def normalise_date(value):
     return text
 
 
+# Repeated in nodes/remember_turn.py (fold_char … original_positions): each Code node stands alone, so the
+# look-alike rule is written in both; change them together (tests/nodes/test_small_nodes.py compares them).
 @lru_cache(maxsize=65536)
 def fold_char(char):
     """One character as a model might normalise it: NFKD, without format characters and combining marks, NFKC,

@@ -37,6 +37,8 @@ MAX_TEXT = 2000  # characters kept of each query or answer
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # cannot be encoded as UTF-8 (nor stored by Dify): becomes U+FFFD
 
 
+# Repeated from nodes/merge_chunks.py (fold_char … original_positions): a Code node stands alone, so the
+# look-alike rule is written here too; change them together.
 @lru_cache(maxsize=65536)
 def fold_char(char):
     """One character as a model might normalise it: NFKD, without format characters and combining marks, NFKC,

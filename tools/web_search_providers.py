@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import datetime
 import email.utils
-import html
-import json
 import math
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import requests
+
+from nodes import merge_chunks
 
 # --- Parameters -------------------------------------------------------------------------------------------
 
@@ -206,21 +206,26 @@ class Budget:
         return self._deadline - self._clock()
 
 
-def retry_after(response: requests.Response) -> float | None:
-    """Seconds the provider asks us to wait (`Retry-After` as seconds or an HTTP date), else None."""
-    value = response.headers.get("Retry-After")
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds a `Retry-After` header asks us to wait: whole or decimal seconds, or an HTTP date (one without a zone,
+    or with `-0000`, is UTC, as RFC 9110 says); None when it is neither. The one parser: `gcite.acl` uses it too."""
     if not value:
         return None
     value = value.strip()
-    if re.fullmatch(r"\d+(\.\d+)?", value):
+    if re.fullmatch(r"\d{1,12}(\.\d{1,9})?", value):
         return float(value)
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=datetime.timezone.utc)
     return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
+
+
+def retry_after(response: requests.Response) -> float | None:
+    """Seconds the provider asks us to wait (`Retry-After` as seconds or an HTTP date), else None."""
+    return parse_retry_after(response.headers.get("Retry-After"))
 
 
 class Client:
@@ -359,7 +364,6 @@ def refusal_error(client: "Client", kind: str, how: str, detail: str) -> SearchE
 
 # --- Result mapping ----------------------------------------------------------------------------------------------
 
-HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
 ISO_DATE = re.compile(r"^(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?:$|[T ]\d)")
 
 
@@ -370,8 +374,8 @@ def text(value: Any) -> str:
 
 
 def plain(value: Any) -> str:
-    """Provider text without HTML tags and entities (Brave marks matches with <strong>)."""
-    return html.unescape(HTML_TAG.sub("", text(value))).strip()
+    """Provider text without HTML tags and entities (Brave marks matches with <strong>): the merge node's rule."""
+    return merge_chunks.plain_text(text(value))
 
 
 def one_line(value: Any) -> str:
@@ -416,13 +420,9 @@ def score_of(value: Any) -> float | None:
 
 
 def web_url(value: Any) -> str:
-    """The URL when it is http(s) with a host, else "" (a `javascript:` link from a provider is never passed on)."""
-    url = text(value)
-    try:
-        parts = urlsplit(url)
-        return url if parts.scheme.lower() in ("http", "https") and parts.hostname else ""
-    except ValueError:
-        return ""
+    """The URL when it is http(s) with a host, else "" (a `javascript:` link from a provider is never passed on):
+    the merge node's rule (tabs and line breaks removed, an absurdly long URL refused)."""
+    return merge_chunks.web_url(text(value))
 
 
 def flat(provider: Provider, title: Any, url: Any, content: Any, site: Any, date: Any, score: Any) -> dict[str, Any]:
@@ -467,11 +467,11 @@ MAPPERS: dict[str, Callable[[Provider, dict[str, Any]], dict[str, Any]]] = {
 
 
 def url_key(url: str) -> str:
+    """The same page under one key, as the merge node tells duplicates apart."""
     try:
-        parts = urlsplit(url)
+        return merge_chunks.url_identity(url)
     except ValueError:
         return url
-    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, ""))
 
 
 # --- Searching ---------------------------------------------------------------------------------------------------

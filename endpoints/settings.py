@@ -1,0 +1,77 @@
+"""The endpoint group's settings (group/gcite_endpoint.yaml), read in one place for the chat endpoint and the page.
+
+`read_settings` checks all of them for `POST /gcite/chat`; the page needs only `allowed_origins`
+(`allowed_origins`), read by the same rule. A problem raises SettingError naming the setting; the endpoints answer
+it as `not_configured` and log the message (it never names a secret's value).
+"""
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from endpoints.chat_protocol import DEFAULT_SNIPPET_LENGTH, MAX_SNIPPET_LENGTH
+
+MIN_SECRET_BYTES = 32  # RFC 7518 §3.2: an HS256 key at least as long as the hash
+
+
+class SettingError(ValueError):
+    """A setting is missing or malformed: the message names it."""
+
+
+def normal_origin(origin: str) -> str:
+    return origin.strip().rstrip("/").lower()
+
+
+def allowed_origins(settings: Mapping[str, Any]) -> list[str]:
+    """The `allowed_origins` setting as normalised origins, in order, without repeats ("*" kept as written)."""
+    origins = settings.get("allowed_origins") or ""
+    if not isinstance(origins, str):
+        raise SettingError("setting allowed_origins: expected text")
+    return list(dict.fromkeys(normal_origin(o) for o in re.split(r"[\s,]+", origins) if o.strip()))
+
+
+@dataclass(frozen=True)
+class Config:
+    app_id: str
+    secret: bytes
+    origins: frozenset[str]  # normalised origins; "*" admits every origin
+    source_node: str | None
+    snippet_length: int
+    audience: str | None
+
+    def origin_allowed(self, origin: str) -> bool:
+        return "*" in self.origins or normal_origin(origin) in self.origins
+
+
+def read_settings(settings: Mapping[str, Any]) -> Config:
+    """The endpoint group's settings, checked; a problem raises SettingError naming the setting."""
+    def problem(name: str, what: str) -> SettingError:
+        return SettingError(f"setting {name}: {what}")
+
+    app = settings.get("app")
+    app_id = app.get("app_id") if isinstance(app, Mapping) else app
+    if not isinstance(app_id, str) or not app_id.strip():
+        raise problem("app", "choose the chatflow app")
+    secret = settings.get("token_secret")
+    if not isinstance(secret, str) or len(secret.encode("utf-8")) < MIN_SECRET_BYTES:
+        raise problem("token_secret", f"must be at least {MIN_SECRET_BYTES} bytes")
+    allowed = frozenset(allowed_origins(settings))
+    source_node = settings.get("source_node_id") or None
+    if source_node is not None and (not isinstance(source_node, str) or len(source_node.strip()) > 128):
+        raise problem("source_node_id", "expected a node id")
+    length = settings.get("snippet_length")
+    if length in (None, ""):
+        length = DEFAULT_SNIPPET_LENGTH
+    try:
+        length = int(str(length).strip())
+    except ValueError:
+        raise problem("snippet_length", "expected a whole number") from None
+    if not 0 <= length <= MAX_SNIPPET_LENGTH:
+        raise problem("snippet_length", f"expected 0..{MAX_SNIPPET_LENGTH}")
+    audience = settings.get("jwt_audience") or None
+    if audience is not None and not isinstance(audience, str):
+        raise problem("jwt_audience", "expected text")
+    return Config(app_id=app_id.strip(), secret=secret.encode("utf-8"), origins=allowed,
+                  source_node=source_node.strip() if source_node else None, snippet_length=length,
+                  audience=audience.strip() if audience else None)

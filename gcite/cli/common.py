@@ -1,0 +1,72 @@
+"""What every command shares: the one-line usage error, the chatflow file reader, the engine's log switch."""
+
+import contextlib
+import sys
+from collections.abc import Iterator
+
+
+class CliError(Exception):
+    """A bad option or input: printed as one `error:` line, exit status 2."""
+
+
+ENGINE_LOGGERS = ("graphon", "dify_plugin")
+
+
+@contextlib.contextmanager
+def engine_logs(verbose: bool) -> Iterator[None]:
+    """While a command runs, the workflow engine's log records (a failed node logs its traceback) go to stderr with
+    --verbose, and nowhere without it: the CLI reports a failure as one `error:` line. Only these loggers, restored
+    afterwards."""
+    import logging
+
+    if verbose:
+        handler: logging.Handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("[%(name)s] %(levelname)s: %(message)s"))
+    else:
+        handler = logging.NullHandler()  # a handler, so that logging's last resort (stderr) is not used
+    saved = []
+    for name in ENGINE_LOGGERS:
+        logger = logging.getLogger(name)
+        saved.append((logger, logger.propagate, list(logger.handlers)))
+        logger.propagate = False
+        logger.handlers = [handler]
+    try:
+        yield
+    finally:
+        for logger, propagate, handlers in saved:
+            logger.propagate, logger.handlers = propagate, handlers
+
+
+def os_error_text(error: OSError) -> str:
+    """An OSError in one line: what failed and why, without a traceback."""
+    reason = error.strerror or str(error) or type(error).__name__
+    return f"{error.filename}: {reason}" if error.filename else reason
+
+
+def load_chatflow(path) -> str:
+    """The text of a chatflow DSL file, or a CliError saying in one line why it is not one."""
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise CliError(f"{path}: not a YAML file (not UTF-8 text)") from None
+    except OSError as error:
+        raise CliError(f"{path}: cannot read it ({type(error).__name__}: {error.strerror or error})") from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or type(error).__name__
+        raise CliError(f"{path}: not a YAML file ({problem}{where})") from None
+    if not isinstance(document, dict):
+        raise CliError(f"{path}: not a chatflow DSL (expected a mapping at the top, found "
+                       f"{type(document).__name__ if document is not None else 'an empty file'})")
+    mode = (document.get("app") or {}).get("mode") if isinstance(document.get("app"), dict) else None
+    if mode is not None and mode != "advanced-chat":
+        raise CliError(f"{path}: not a chatflow DSL (app.mode is {mode!r}; a chatflow has 'advanced-chat')")
+    workflow = document.get("workflow")
+    if not isinstance(workflow, dict) or not isinstance(workflow.get("graph"), dict):
+        raise CliError(f"{path}: not a chatflow DSL (it has no workflow.graph)")
+    return text

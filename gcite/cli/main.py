@@ -1,0 +1,179 @@
+"""python -m gcite COMMAND …
+
+One subparser per command in `build_parser()`, one `*_command(args) -> int` per command below it. A bad option or
+input is a one-line `error: …` on stderr and exit status 2; a failed run is status 1; never a traceback.
+"""
+
+import argparse
+
+from gcite.cli.build import build_dsl_command, package_command, prefilter_command
+from gcite.cli.common import CliError, engine_logs
+from gcite.cli.run import demo_command, run_command
+
+import sys
+
+
+
+def version_text() -> str:
+    import yaml
+
+    from gcite import ROOT
+
+    try:
+        manifest = yaml.safe_load((ROOT / "manifest.yaml").read_text(encoding="utf-8"))
+        return f"gcite {manifest['version']} (plugin {manifest['author']}/{manifest['name']})"
+    except (OSError, yaml.YAMLError, KeyError, TypeError):
+        return "gcite (version unknown: manifest.yaml unreadable)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m gcite", description="G-Cite command line")
+    parser.add_argument("--version", action="version", version=version_text(), help="print the version and exit")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = commands.add_parser("demo", help="run the G-Cite chatflow on the built-in building-assistant data")
+    demo.add_argument("--query", action="append", metavar="TEXT",
+                      help="a question (repeat for more turns of one conversation; default: two sample questions)")
+    demo.add_argument("--roles", metavar="ROLES",
+                      help="the user's roles, comma-separated (default: 物业经理; '' for a user with no role)")
+    demo.add_argument("--dsl", default="plugin", metavar="plugin|code|PATH",
+                      help="the chatflow: plugin (dsl/gcite_chatflow.yml, default), code "
+                           "(dsl/gcite_chatflow_code.yml) or a DSL file")
+    demo.add_argument("--verbose", action="store_true",
+                      help="also print the workflow engine's log records (graphon, dify_plugin) on stderr")
+
+    run = commands.add_parser("run", help="run a chatflow DSL on graphon and print the Service API stream")
+    run.add_argument("dsl", help="path of the chatflow DSL file (YAML)")
+    run.add_argument("--query", required=True, help="the user's question (sys.query)")
+    run.add_argument("--inputs", default="{}",
+                     help="Start node inputs as a JSON object, e.g. '{\"user_roles\": \"物业经理\"}'")
+    run.add_argument("--pretty", action="store_true",
+                     help="show the chunk list, the answer as it streams and the cited sources instead of the raw "
+                          "stream")
+    run.add_argument("--llm-base-url", metavar="URL",
+                     help="an OpenAI-compatible endpoint (key in GCITE_LLM_API_KEY); needs --llm-model; "
+                          "default: the built-in extractive stand-in")
+    run.add_argument("--llm-model", metavar="NAME", help="model name at --llm-base-url (needs --llm-base-url)")
+    run.add_argument("--web-search-fails", action="store_true",
+                     help="the local search server refuses the key (the web search node fails and the answer falls "
+                          "back to the knowledge base)")
+    run.add_argument("--verbose", action="store_true",
+                     help="print on stderr what the local Knowledge Retrieval admitted (conditions, documents), and the "
+                          "workflow engine's log records (graphon, dify_plugin)")
+
+    from gcite.cli.chat import add_chat_arguments
+    from gcite.cli.serve import add_serve_arguments
+
+    add_chat_arguments(commands.add_parser("chat", help="ask a question and show the cited answer as it streams"))
+    add_serve_arguments(commands.add_parser("serve", help="serve the chat page and endpoint on 127.0.0.1 "
+                                                             "through the real plugin process"))
+    commands.add_parser("sync-schema", help="write the models' item schemas into the tools' output_schema")
+
+    pack = commands.add_parser("package", help="validate the plugin and write dist/<name>-<version>.difypkg")
+    pack.add_argument("--out", default="dist", help="output directory (default: dist)")
+    pack.add_argument("--no-dsl-update", action="store_true", help="do not rewrite the dependency in dsl/*.yml")
+
+    from gcite.build.chatflows import LANGS, MAX_ROLE_SLOTS, ROLE_SLOTS, SEARCHES
+
+    dsl = commands.add_parser("build-dsl", help="generate the chatflow DSL files from gcite/build/chatflows.py and nodes/*.py")
+    dsl.add_argument("--lang", choices=LANGS, action="append",
+                     help="the language of the prompt, labels and refusal phrase (repeatable; default: all)")
+    dsl.add_argument("--slots", type=int, default=ROLE_SLOTS, metavar="N",
+                     help=f"role slots of the pre-filter, 1-{MAX_ROLE_SLOTS}: the most roles one user may have "
+                          f"(default: {ROLE_SLOTS})")
+    dsl.add_argument("--persona", metavar="TEXT",
+                     help="the assistant's persona, the first line of the system prompt (default: a neutral one)")
+    dsl.add_argument("--search", choices=SEARCHES, default=SEARCHES[0],
+                     help="the plugin chatflow's web search: gcite (the plugin's web_search tool, default) or tavily "
+                          "(the official Tavily plugin)")
+    dsl.add_argument("--out", metavar="DIR",
+                     help="output directory (default: dsl/; required with non-default --slots, --persona or --search)")
+
+    pre = commands.add_parser("prefilter", help="print Knowledge Retrieval metadata_filtering_conditions for roles")
+    pre.add_argument("--acl-field", default="access_roles", help="document metadata field holding the roles "
+                                                                 "(default: access_roles)")
+    pre.add_argument("--roles", help="literal conditions for these roles (comma-separated)")
+    pre.add_argument("--slots", type=int, help="templated conditions with this many role slots (default: 3)")
+    pre.add_argument("--slot-node", help="id of the Code node running nodes/acl_prefilter.py (default: acl_roles)")
+    pre.add_argument("--missing-acl", choices=("visible", "hidden"), default="visible",
+                     help="whether a document without the field is visible to everyone (default) or hidden")
+
+    from gcite.cli import acl as acl_cli
+
+    acl_cli.add_parser(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):
+        parser.print_help(sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
+    if args.command not in ("demo", "run", "chat"):
+        return dispatch(args)
+    with engine_logs(args.verbose):
+        return dispatch(args)
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    try:
+        if args.command == "demo":
+            return demo_command(args)
+        if args.command == "run":
+            return run_command(args)
+        if args.command == "build-dsl":
+            return build_dsl_command(args)
+        if args.command == "package":
+            return package_command(args)
+        if args.command == "prefilter":
+            return prefilter_command(args)
+        if args.command == "chat":
+            from gcite.cli.chat import chat_command
+
+            return chat_command(args, sys.stdin, sys.stdout, sys.stderr)
+        if args.command == "serve":
+            from gcite.cli.serve import serve_command
+
+            return serve_command(args)
+        if args.command == "acl":
+            from gcite.cli import acl as acl_cli
+
+            return acl_cli.command(args)
+        if args.command == "sync-schema":
+            from gcite.build import schema as schema_sync
+
+            changed = schema_sync.sync()
+            print("updated: " + ", ".join(changed) if changed else "schemas already in step")
+    except CliError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # the reader went away (`… | head`): stop quietly, as other command-line tools do
+        import os
+
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+# --- demo ------------------------------------------------------------------------------------------------
+
+
+# --- run -------------------------------------------------------------------------------------------------
+
+
+# --- build-dsl -------------------------------------------------------------------------------------------
+
+
+# --- prefilter -------------------------------------------------------------------------------------------
+
+
+# --- package ---------------------------------------------------------------------------------------------
+
+

@@ -1,0 +1,73 @@
+"""`python -m gcite demo` and `python -m gcite run`: a chatflow on the local runner, in the terminal."""
+
+import argparse
+import sys
+
+from gcite.cli.common import CliError, load_chatflow
+
+
+def demo_command(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from gcite.cli import demo
+
+    path = demo.DSL_CHOICES.get(args.dsl) or Path(args.dsl)
+    load_chatflow(path)
+    queries = tuple(q for q in args.query or () if q.strip())
+    if args.query and not queries:
+        raise CliError("--query: the question is empty")
+    roles = demo.DEMO_ROLES if args.roles is None else args.roles
+    return 0 if demo.run(sys.stdout, queries or demo.DEMO_TURNS, roles, path) else 1
+
+
+def run_command(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from gcite.local.dify_rules import check_text
+    from gcite.local.runner import parse_inputs
+
+    try:
+        inputs = parse_inputs(args.inputs)
+        query = check_text(args.query, "--query")
+    except ValueError as error:
+        raise CliError(str(error)) from None
+    if args.llm_base_url and not args.llm_model:
+        raise CliError("--llm-base-url needs --llm-model")
+    if args.llm_model and not args.llm_base_url:
+        raise CliError("--llm-model needs --llm-base-url (the built-in stand-in has no models to choose)")
+    if not query.strip():
+        raise CliError("--query: the question is empty")
+    dsl = load_chatflow(Path(args.dsl))
+
+    from gcite.local.dify_rules import DifyRefusal
+    from gcite.cli.pretty import PrettyPrinter
+    from gcite.local.runner import run_chatflow, dify_sse
+    from gcite.local.services import local_services
+
+    def show_retrieval(record: dict) -> None:
+        print(f"[verbose] {record['node_id']}: admitted {len(record['admitted'])} of {record['documents']} documents "
+              f"{record['admitted']}; retrieved segments {record['result']}; metadata_filtering_conditions "
+              f"{json.dumps(record['metadata_filtering_conditions'], ensure_ascii=False)}", file=sys.stderr)
+
+    printer = PrettyPrinter(sys.stdout) if args.pretty else None
+    failed = False
+    with local_services(llm_base_url=args.llm_base_url, llm_model=args.llm_model,
+                        web_search_fails=args.web_search_fails,
+                        retrieval_log=show_retrieval if args.verbose else None) as services:
+        try:
+            for event in run_chatflow(dsl, query, inputs, services):
+                failed |= event["event"] == "error"
+                if printer:
+                    printer.feed(event)
+                else:
+                    sys.stdout.write(dify_sse(event))
+                    sys.stdout.flush()
+        except DifyRefusal as error:
+            raise CliError(str(error)) from None
+        except Exception as error:  # noqa: BLE001 - a DSL the engine cannot run: one line, never a traceback
+            message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            raise CliError(f"{args.dsl}: {type(error).__name__}: {message}") from None
+    if printer:
+        failed |= bool(printer.finish()["errors"])
+    return 1 if failed else 0

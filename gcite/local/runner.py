@@ -1,0 +1,547 @@
+"""Run a chatflow DSL on graphon (Dify's workflow engine) and emit the stream as Dify's Service API sends it.
+
+What Dify would provide is injected through graphon's protocols:
+- Code nodes run graphon's own sandbox program in a local Python subprocess (no sandbox server);
+- Knowledge Retrieval is a local node over the built-in knowledge base, returning items in Dify's `result` shape and
+  applying the node's manual metadata conditions with Dify's operator semantics (`gcite.local.dify_metadata`);
+- G-Cite's plugin tools run in the real plugin process (`python -m main`, the daemon's stdio protocol);
+- web search (the official Tavily plugin, or an HTTP Request node to Bocha) is answered from built-in samples;
+- the LLM is any `LLMProtocol`: by default the built-in extractive stand-in (`gcite.local.llm`).
+
+The Answer stream goes through graphon's `ResponseStreamFilter` inside the engine's event dispatch, one event at a
+time, so the order is the order Dify shows with a real (slow) LLM, whatever the speed of the model here.
+
+Around graphon, the runner also enforces what Dify's `api/` enforces, with Dify's messages (`gcite.local.dify_rules`):
+variable ids that are UUIDs, the Start form's input validation, the Code-node output limits (settable with Dify's
+`CODE_MAX_*` environment variables), and the Service API stream's order, pings and fields.
+"""
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gcite.local.engine import (ArrayObjectSegment, BaseNodeData, build_http_request_config, BuiltinNodeTypes,
+                               _code_limits, CodeLanguage, CodeNode, CodeNodeData, convert_template, DslCredentials,
+                               DslKind, Graph, GraphEngine, GraphEngineConfig, GraphEngineLayer,
+                               GraphEventFilterContext, GraphInitParams, GraphRunFailedEvent,
+                               GraphRunPartialSucceededEvent, GraphRunStartedEvent, GraphRunSucceededEvent,
+                               GraphRuntimeState, HttpRequestNode, HttpRequestNodeData, HttpRequestNodeDependencies,
+                               InMemoryChannel, LLMNode, LLMNodeData, LLMUsage, Node, NodeRunExceptionEvent,
+                               NodeRunFailedEvent, NodeRunResult, NodeRunStartedEvent, NodeRunStreamChunkEvent,
+                               NodeRunSucceededEvent, _normalize_graph_config, _PassthroughPromptMessageSerializer,
+                               _Python3TemplateTransformer, ResponseStreamFilter, SandboxCodeExecutionError,
+                               _select_root_node_id, SlimDslNodeFactory, SlimToolNodeRuntime, _TextOnlyFileSaver,
+                               _TextOnlyHttpResponseFileManager, ToolNode, ToolNodeData, ToolNodeError,
+                               _UnsupportedHttpFileReferenceFactory, _UnsupportedHttpRequestFileManager,
+                               _UnsupportedToolFileManager, VariablePool, WorkflowNodeExecutionMetadataKey,
+                               WorkflowNodeExecutionStatus)
+from gcite import ROOT
+from gcite.local.dify_metadata import admits
+from gcite.local.dify_rules import (check_variable_ids, code_settings, decimal_encoded,
+                              pydantic_json, start_variables, validate_query, validate_start_inputs)
+from gcite.local.knowledge import load_json, result_items
+from gcite.local.llm import ExtractiveModel
+from gcite.local.plugin_process import PluginProcess
+from gcite.local.web_search import SampleSearchHttpClient, tavily_messages
+
+GCITE_PLUGIN = "gcite/gcite:"
+TAVILY_PLUGIN = "langgenius/tavily:"
+TAVILY_PARAMETERS = [
+    {"name": "query", "type": "string", "form": "llm", "required": True},
+    {"name": "max_results", "type": "number", "form": "form"},
+    {"name": "search_depth", "type": "string", "form": "form"},
+    {"name": "topic", "type": "string", "form": "form"},
+    {"name": "include_answer", "type": "boolean", "form": "form"},
+    {"name": "include_images", "type": "boolean", "form": "form"},
+    {"name": "include_raw_content", "type": "boolean", "form": "form"},
+]
+
+
+# --- what Dify would provide --------------------------------------------------------------------------------
+
+class LocalCodeExecutor:
+    """graphon's sandbox program (byte for byte what dify-sandbox receives), run by a local Python.
+
+    Like dify-sandbox, which writes the program to a file, the program never goes through the command line: it is
+    read from stdin, so a Code node's inputs (base64 inside the program) may be megabytes long."""
+
+    timeout: float = 60  # Dify's CODE_EXECUTION_READ_TIMEOUT default
+
+    def execute(self, *, language: CodeLanguage, code: str, inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+        if language != CodeLanguage.PYTHON3:
+            raise SandboxCodeExecutionError(f"the local runner executes python3 Code nodes only, not {language}")
+        program = _Python3TemplateTransformer.build_program(code=code, inputs=inputs)
+        try:
+            done = subprocess.run([sys.executable, "-I", "-X", "utf8", "-"], input=program.code, capture_output=True,
+                                  text=True, encoding="utf-8", errors="replace", timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            raise SandboxCodeExecutionError(f"the code ran longer than {self.timeout:g} s") from None
+        if done.returncode != 0:
+            raise SandboxCodeExecutionError(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed")
+        return _Python3TemplateTransformer.parse_result(done.stdout)
+
+    def is_execution_error(self, error: Exception) -> bool:
+        return isinstance(error, SandboxCodeExecutionError)
+
+
+class KnowledgeRetrievalData(BaseNodeData):
+    type: str = BuiltinNodeTypes.KNOWLEDGE_RETRIEVAL
+    query_variable_selector: list[str] | None = None
+    dataset_ids: list[str] = []
+    retrieval_mode: str = "multiple"
+    multiple_retrieval_config: dict[str, Any] | None = None
+    single_retrieval_config: dict[str, Any] | None = None
+    metadata_filtering_mode: str | None = "disabled"
+    metadata_model_config: dict[str, Any] | None = None
+    metadata_filtering_conditions: dict[str, Any] | None = None
+
+
+class LocalKnowledgeRetrievalNode(Node[KnowledgeRetrievalData]):
+    """Dify's Knowledge Retrieval over the built-in knowledge base (graphon ships no such node)."""
+
+    node_type = BuiltinNodeTypes.KNOWLEDGE_RETRIEVAL
+    knowledge_base: dict[str, Any] = {}
+    log: Callable[[dict[str, Any]], None] | None = None  # what the local retrieval admitted (`run --verbose`)
+
+    @classmethod
+    def version(cls) -> str:
+        return "1"
+
+    def _run(self) -> NodeRunResult:
+        pool = self.graph_runtime_state.variable_pool
+        selector = self.node_data.query_variable_selector or ["sys", "query"]
+        query = pool.get(selector)
+        if query is None or not isinstance(query.value, str):
+            return NodeRunResult(status=WorkflowNodeExecutionStatus.FAILED, error="Query variable is not a string")
+        filtering = self._resolved_conditions(pool)
+        documents = self.knowledge_base.get("documents", [])
+        admitted = [d for d in documents if filtering is None or admits(filtering, d["doc_metadata"])]
+        top_k = int((self.node_data.multiple_retrieval_config or {}).get("top_k") or 4)
+        result = result_items({**self.knowledge_base, "documents": admitted}, query.value, top_k)
+        if self.log is not None:
+            self.log({"node_id": self.id, "query": query.value, "metadata_filtering_conditions": filtering,
+                      "documents": len(documents), "admitted": [d["document_id"] for d in admitted],
+                      "result": [item["metadata"]["segment_id"] for item in result]})
+        # Dify's node: process_data carries the retrieval's model usage (none without a metadata or rerank model),
+        # execution_metadata its tokens, price and currency.
+        usage = LLMUsage.empty_usage()
+        return NodeRunResult(status=WorkflowNodeExecutionStatus.SUCCEEDED, inputs={"query": query.value},
+                             process_data={"usage": decimal_encoded(usage.model_dump())},
+                             outputs={"result": ArrayObjectSegment(value=result)},
+                             metadata={WorkflowNodeExecutionMetadataKey.TOTAL_TOKENS: usage.total_tokens,
+                                       WorkflowNodeExecutionMetadataKey.TOTAL_PRICE: usage.total_price,
+                                       WorkflowNodeExecutionMetadataKey.CURRENCY: usage.currency},
+                             llm_usage=usage)
+
+    def _resolved_conditions(self, pool: VariablePool) -> dict[str, Any] | None:
+        """The manual conditions with `{{#node.var#}}` resolved as Dify resolves them (None: no filtering)."""
+        data = self.node_data
+        if data.metadata_filtering_mode != "manual" or not data.metadata_filtering_conditions:
+            return None
+        conditions = []
+        for condition in data.metadata_filtering_conditions.get("conditions") or []:
+            value = condition.get("value")
+            if isinstance(value, str):
+                group = convert_template(pool, value)
+                value = group.value[0].to_object() if len(group.value) == 1 else group.text
+            conditions.append({**condition, "value": value})
+        return {"logical_operator": data.metadata_filtering_conditions.get("logical_operator", "and"),
+                "conditions": conditions}
+
+
+@dataclass
+class Services:
+    """Everything the runner injects; build one per conversation and `close()` it."""
+
+    llm: Any = field(default_factory=ExtractiveModel)
+    knowledge_base: dict[str, Any] = field(default_factory=lambda: load_json("knowledge_base.json"))
+    search_http: SampleSearchHttpClient = field(default_factory=SampleSearchHttpClient)
+    tavily_fail: bool = False
+    tool_credentials: dict[str, dict[str, Any]] = field(default_factory=dict)  # by plugin id prefix
+    plugin_dir: Path = ROOT
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    retrieval_log: Callable[[dict[str, Any]], None] | None = None  # sees what the local retrieval admitted
+    code_environ: Mapping[str, str] | None = None  # where CODE_MAX_* are read (default: os.environ)
+    _plugin: PluginProcess | None = None
+    # tool nodes run in parallel (the plugin chatflow's acl_filter and web): one plugin process, started once.
+    # Looked up when Services is built: after a dify_plugin import it must be gevent's lock, not the original
+    _plugin_lock: Any = field(default_factory=lambda: threading.Lock(), repr=False, compare=False)
+
+    def plugin(self) -> PluginProcess:
+        with self._plugin_lock:
+            if self._plugin is None or not self._plugin.alive:
+                self._plugin = PluginProcess(self.plugin_dir, sys.executable)
+            return self._plugin
+
+    def close(self) -> None:
+        with self._plugin_lock:
+            plugin, self._plugin = self._plugin, None
+        if plugin is not None:
+            plugin.close()
+
+    def credentials_for(self, plugin_id: str) -> dict[str, Any]:
+        return next((v for k, v in self.tool_credentials.items() if plugin_id.startswith(k)), {})
+
+    def invoke(self, plugin_id: str, action: str, data: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+        """graphon's tool `action_invoker`: the plugin daemon's side of a tool call."""
+        tool = str(data.get("tool"))
+        if action == "get_tool_runtime_parameters":
+            yield {"parameters": self._declared_parameters(plugin_id, tool)}
+            return
+        parameters = dict(data.get("tool_parameters") or {})
+        self.tool_calls.append({"plugin_id": plugin_id, "tool": tool, "parameters": parameters,
+                                "credentials": dict(data.get("credentials") or {})})
+        if plugin_id.startswith(TAVILY_PLUGIN):
+            # the official plugin reports every failure as a text message: the node succeeds
+            yield from tavily_messages(parameters, fail=self.tavily_fail,
+                                       api_key=(data.get("credentials") or {}).get("tavily_api_key"))
+            return
+        if not plugin_id.startswith(GCITE_PLUGIN):
+            raise ToolNodeError(f"the local runner cannot run plugin {plugin_id}")
+        session = self.plugin().call_tool(str(data.get("provider")), tool, parameters,
+                                          credentials=self.credentials_for(plugin_id))
+        if session.error is not None:
+            raise ToolNodeError(session.error.get("message") or "the plugin failed")
+        yield from session.messages
+
+    @staticmethod
+    def _declared_parameters(plugin_id: str, tool: str) -> list[dict[str, Any]]:
+        if plugin_id.startswith(TAVILY_PLUGIN):
+            return TAVILY_PARAMETERS
+        declaration = yaml.safe_load((ROOT / "tools" / f"{tool}.yaml").read_text(encoding="utf-8"))
+        return [{k: p.get(k) for k in ("name", "type", "form", "required", "default")}
+                for p in declaration.get("parameters", [])]
+
+
+# --- graphon wiring -----------------------------------------------------------------------------------------
+
+class LocalNodeFactory(SlimDslNodeFactory):
+    """graphon's DSL node factory with Dify's services replaced by local ones."""
+
+    services: Services
+    code_settings: Any = None
+
+    def create_node(self, node_config: Any) -> Node:
+        request = self._node_request(node_config)
+        payload, node_type = request.data_payload, request.node_type
+        common = {"node_id": request.node_id, "graph_init_params": self.graph_init_params,
+                  "graph_runtime_state": self.graph_runtime_state}
+        if node_type == BuiltinNodeTypes.KNOWLEDGE_RETRIEVAL:
+            node = LocalKnowledgeRetrievalNode(data=KnowledgeRetrievalData.model_validate(payload), **common)
+            node.knowledge_base = self.services.knowledge_base
+            node.log = self.services.retrieval_log
+            return node
+        if node_type == BuiltinNodeTypes.CODE:
+            return CodeNode(data=CodeNodeData.model_validate(payload), code_executor=LocalCodeExecutor(),
+                            code_limits=_code_limits(self.code_settings), **common)
+        if node_type == BuiltinNodeTypes.LLM:
+            return LLMNode(data=LLMNodeData.model_validate(payload), model_instance=self.services.llm,
+                           llm_file_saver=_TextOnlyFileSaver(),
+                           prompt_message_serializer=_PassthroughPromptMessageSerializer(),
+                           default_query_selector=("sys", "query"), **common)
+        if node_type == BuiltinNodeTypes.TOOL:
+            data = ToolNodeData.model_validate(payload)
+            plugin_id = data.plugin_unique_identifier or ""
+            runtime = SlimToolNodeRuntime(config=self.slim_client_config, plugin_id=plugin_id,
+                                          provider=data.provider_id.split("/")[-1], provider_id=data.provider_id,
+                                          tool_name=data.tool_name, credentials=self.services.credentials_for(plugin_id),
+                                          action_invoker=self.services.invoke)
+            return ToolNode(data=data, tool_file_manager=_UnsupportedToolFileManager(), runtime=runtime, **common)
+        if node_type == BuiltinNodeTypes.HTTP_REQUEST:
+            return HttpRequestNode(data=HttpRequestNodeData.model_validate(payload),
+                                   http_request_config=build_http_request_config(),
+                                   dependencies=HttpRequestNodeDependencies(
+                                       tool_file_manager_factory=_TextOnlyHttpResponseFileManager,
+                                       file_manager=_UnsupportedHttpRequestFileManager(),
+                                       file_reference_factory=_UnsupportedHttpFileReferenceFactory(),
+                                       http_client=self.services.search_http), **common)
+        return super().create_node(node_config)
+
+
+class _StreamLayer(GraphEngineLayer):
+    """Applies Dify's response stream filter inside the engine's dispatch, one event at a time."""
+
+    def __init__(self, sink: Callable[[Any], None]) -> None:
+        super().__init__()
+        self._sink = sink
+        self._filter = ResponseStreamFilter()
+        self.engine: GraphEngine | None = None
+
+    def on_graph_start(self) -> None:
+        self._filter.initialize(GraphEventFilterContext.from_engine(self.engine))
+
+    def on_event(self, event: Any) -> None:
+        for out in self._filter.on_event(event):
+            self._sink(out)
+
+    def on_graph_end(self, error: Exception | None) -> None:
+        for out in self._filter.flush():
+            self._sink(out)
+
+
+# --- the Service API stream ---------------------------------------------------------------------------------
+
+PING_INTERVAL = 10.0  # seconds: Dify's queue manager publishes a ping every 10 s of a run
+PING = {"event": "ping"}  # rendered by `dify_sse` as Dify sends it: `event: ping` with no data line
+LOCAL_TENANT_ID = str(uuid.uuid5(uuid.NAMESPACE_URL, "gcite-local-tenant"))
+
+
+def dify_sse(payload: Mapping[str, Any]) -> str:
+    """One event as Dify's Service API writes it (`BaseAppGenerator.convert_to_event_stream`, orjson: compact,
+    UTF-8)."""
+    if payload.get("event") == "ping" and len(payload) == 1:
+        return "event: ping\n\n"
+    return f"data: {json.dumps(payload, ensure_ascii=False, separators=(',', ':'))}\n\n"
+
+
+def _stamp(moment: datetime | float) -> int:
+    if isinstance(moment, datetime):
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)  # graphon's times are naive UTC
+        return int(moment.timestamp())
+    return int(moment)
+
+
+def _tool_icon(data: Mapping[str, Any]) -> str:
+    """`extras.icon` of a tool node: the console URL Dify serves a plugin's icon from (`ToolManager.get_tool_icon`)."""
+    provider = str(data.get("provider_id") or "")
+    filename = "icon.png"
+    if provider.startswith("gcite/"):
+        declared = yaml.safe_load((ROOT / "provider" / "gcite.yaml").read_text(encoding="utf-8"))
+        filename = str(declared.get("identity", {}).get("icon") or filename)
+    return f"/console/api/workspaces/current/plugin/icon?tenant_id={LOCAL_TENANT_ID}&filename={filename}"
+
+
+@dataclass
+class Conversation:
+    """Per-conversation state Dify keeps between turns: its id, the dialogue count, conversation variables, and the
+    Service API end user (`user` is the `user` field of the request, `end_user_id` Dify's row for it)."""
+
+    conversation_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    dialogue_count: int = 0
+    variables: dict[str, Any] = field(default_factory=dict)
+    user: str = "gcite-local"
+    end_user_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+
+class _Translator:
+    """graphon events → Dify Service API events for `POST /v1/chat-messages`, `response_mode=streaming`: the fields
+    of Dify's `task_entities` stream responses, filled as `WorkflowResponseConverter` and the advanced-chat task
+    pipeline fill them for `InvokeFrom.SERVICE_API` (no truncation)."""
+
+    def __init__(self, graph_config: Mapping[str, Any], conversation: Conversation, inputs: Mapping[str, Any],
+                 workflow_id: str, run_id: str, state: GraphRuntimeState) -> None:
+        nodes = {n["id"]: n["data"] for n in graph_config["nodes"]}
+        self.titles = {node_id: data.get("title", node_id) for node_id, data in nodes.items()}
+        self.icons = {node_id: _tool_icon(data) for node_id, data in nodes.items() if data.get("type") == "tool"}
+        self.inputs, self.workflow_id, self.run_id, self.state = inputs, workflow_id, run_id, state
+        self.conversation = conversation
+        self.task_id, self.message_id = str(uuid.uuid4()), str(uuid.uuid4())
+        self.started = time.time()
+        self.created_at = int(self.started)  # the message's creation time, on every event
+        self.index = 0
+        self.node_started: dict[str, tuple[int, float]] = {}
+        self.first_token: float | None = None
+        self.last_token: float | None = None
+
+    def envelope(self, event: str, **body: Any) -> dict[str, Any]:
+        return {"event": event, "conversation_id": self.conversation.conversation_id, "message_id": self.message_id,
+                "created_at": self.created_at, "task_id": self.task_id, **body}
+
+    def workflow(self, event: str, data: dict[str, Any]) -> dict[str, Any]:
+        return self.envelope(event, workflow_run_id=self.run_id, data=data)
+
+    def translate(self, event: Any) -> list[dict[str, Any]]:
+        if isinstance(event, GraphRunStartedEvent):
+            return [self.workflow("workflow_started", {
+                "id": self.run_id, "workflow_id": self.workflow_id, "inputs": pydantic_json(self.inputs),
+                "created_at": _stamp(self.started), "reason": str(getattr(event, "reason", "initial"))})]
+        if isinstance(event, NodeRunStartedEvent):
+            self.index += 1
+            self.node_started[event.id] = (self.index, time.time())
+            extras: dict[str, Any] = {}
+            if event.node_id in self.icons:
+                extras["icon"] = self.icons[event.node_id]
+            return [self.workflow("node_started", {
+                "id": event.id, "node_id": event.node_id, "node_type": str(event.node_type),
+                "title": event.node_title or self.titles.get(event.node_id, ""), "index": self.index,
+                "predecessor_node_id": None, "inputs": None, "inputs_truncated": False,
+                "created_at": _stamp(event.start_at), "extras": extras, "iteration_id": event.in_iteration_id,
+                "loop_id": event.in_loop_id, "agent_strategy": None})]
+        if isinstance(event, (NodeRunSucceededEvent, NodeRunFailedEvent, NodeRunExceptionEvent)):
+            result = event.node_run_result
+            status = {NodeRunSucceededEvent: "succeeded", NodeRunFailedEvent: "failed",
+                      NodeRunExceptionEvent: "exception"}[type(event)]
+            index, started = self.node_started.pop(event.id, (0, time.time()))
+            now = time.time()
+            metadata = {k: v for k, v in result.metadata.items()}
+            return [self.workflow("node_finished", {
+                "id": event.id, "node_id": event.node_id, "node_type": str(event.node_type),
+                "title": self.titles.get(event.node_id, ""), "index": index, "predecessor_node_id": None,
+                "inputs": pydantic_json(result.inputs), "inputs_truncated": False,
+                "process_data": pydantic_json(result.process_data), "process_data_truncated": False,
+                "outputs": pydantic_json(result.outputs), "outputs_truncated": False, "status": status,
+                "error": (getattr(event, "error", None) or result.error or None) if status != "succeeded" else None,
+                "elapsed_time": now - started, "execution_metadata": pydantic_json(metadata) if metadata else None,
+                "created_at": _stamp(started), "finished_at": _stamp(now), "files": [],
+                "iteration_id": event.in_iteration_id, "loop_id": event.in_loop_id})]
+        if isinstance(event, NodeRunStreamChunkEvent):
+            if not event.chunk:
+                return []
+            self.first_token = self.first_token or time.time()
+            self.last_token = time.time()
+            return [self.envelope("message", id=self.message_id, answer=event.chunk,
+                                  from_variable_selector=list(event.selector))]
+        if isinstance(event, GraphRunSucceededEvent):
+            return [self._message_end(), self._finished("succeeded", None, 0)]
+        if isinstance(event, GraphRunPartialSucceededEvent):
+            return [self._message_end(), self._finished("partial-succeeded", None, event.exceptions_count)]
+        if isinstance(event, GraphRunFailedEvent):
+            # Dify: workflow_finished(failed), then the error (a ValueError: code invalid_param, status 400)
+            return [self._finished("failed", event.error, event.exceptions_count),
+                    {"event": "error", "conversation_id": self.conversation.conversation_id,
+                     "message_id": self.message_id, "created_at": self.created_at, "code": "invalid_param",
+                     "status": 400, "message": f"Run failed: {event.error}"}]
+        return []
+
+    def _message_end(self) -> dict[str, Any]:
+        usage = self.state.llm_usage.model_copy()
+        if self.first_token is not None:
+            usage.time_to_first_token = round(self.first_token - self.started, 3)
+            usage.time_to_generate = round((self.last_token or self.first_token) - self.first_token, 3)
+        metadata = {"annotation_reply": None, "retriever_resources": [], "usage": pydantic_json(usage.model_dump()),
+                    "reasoning": {}}
+        return self.envelope("message_end", id=self.message_id, metadata=metadata, files=[])
+
+    def _finished(self, status: str, error: str | None, exceptions: int) -> dict[str, Any]:
+        now = time.time()
+        return self.workflow("workflow_finished", {
+            "id": self.run_id, "workflow_id": self.workflow_id, "status": status,
+            "outputs": pydantic_json(self.state.outputs or {}), "error": error, "elapsed_time": now - self.started,
+            "total_tokens": self.state.total_tokens, "total_steps": self.state.node_run_steps,
+            "created_by": {"id": self.conversation.end_user_id, "user": self.conversation.user},
+            "created_at": _stamp(self.started), "finished_at": _stamp(now), "exceptions_count": exceptions,
+            "files": []})
+
+
+def load_chatflow(dsl_text: str) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """The DSL document, its normalized graph and root node id; refused as Dify would refuse it to run."""
+    document = yaml.safe_load(dsl_text)
+    if not isinstance(document, dict) or not isinstance((document.get("workflow") or {}).get("graph"), dict):
+        raise ValueError("not a chatflow DSL: it has no workflow.graph")
+    check_variable_ids(document["workflow"])
+    graph_config = _normalize_graph_config(document["workflow"]["graph"], kind=DslKind.APP)
+    return document, graph_config, _select_root_node_id(graph_config)
+
+
+def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = None,
+                 services: Services | None = None, conversation: Conversation | None = None, *,
+                 ping_interval: float = PING_INTERVAL) -> Iterator[dict[str, Any]]:
+    """Execute one turn of a chatflow; yields the Service API events (dicts) as they happen, a ping (`PING`, which
+    `dify_sse` renders as `event: ping`) first and then every `ping_interval` seconds of the run.
+
+    Before anything is yielded, what Dify refuses is refused with Dify's message (`DifyRefusal`, a ValueError):
+    non-UUID variable ids, Start-form inputs that fail Dify's validation, an invalid query or CODE_MAX_* setting."""
+    services = services or Services()
+    conversation = conversation or Conversation()
+    document, graph_config, root = load_chatflow(dsl_text)
+    prepared = validate_start_inputs(start_variables(graph_config, root), dict(inputs or {}))
+    query = validate_query(query)
+    limits = code_settings(services.code_environ)
+    app_name = str((document.get("app") or {}).get("name") or "gcite")
+    app_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"gcite-local-app:{app_name}"))
+    workflow_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"gcite-local-workflow:{app_name}"))
+    run_id = str(uuid.uuid4())
+    conversation.dialogue_count += 1
+
+    pool = VariablePool()
+    system = {"query": query, "files": [], "conversation_id": conversation.conversation_id,
+              "user_id": conversation.end_user_id, "dialogue_count": conversation.dialogue_count, "app_id": app_id,
+              "workflow_id": workflow_id, "workflow_run_id": run_id}
+    for key, value in system.items():
+        pool.add(("sys", key), value)
+    for variable in document["workflow"].get("conversation_variables") or []:
+        value = conversation.variables.get(variable["name"], variable.get("value"))
+        pool.add(("conversation", variable["name"]), value)
+    for variable in document["workflow"].get("environment_variables") or []:
+        pool.add(("env", variable["name"]), variable.get("value"))
+    for key, value in prepared.items():
+        pool.add((root, key), value)
+
+    init = GraphInitParams(workflow_id=workflow_id, graph_config=graph_config, run_context={}, call_depth=0)
+    state = GraphRuntimeState(variable_pool=pool, start_at=time.time())
+    factory = LocalNodeFactory(graph_config=graph_config, graph_init_params=init, graph_runtime_state=state,
+                               credentials=DslCredentials(), dependencies=[])
+    factory.services = services
+    factory.code_settings = limits
+    graph = Graph.init(graph_config=graph_config, node_factory=factory, root_node_id=root)
+    engine = GraphEngine(workflow_id=workflow_id, graph=graph, graph_runtime_state=state,
+                         command_channel=InMemoryChannel(), config=GraphEngineConfig())
+
+    app_inputs = {**prepared, **{f"sys.{k}": v for k, v in system.items() if k != "conversation_id"}}
+    translator = _Translator(graph_config, conversation, app_inputs, workflow_id, run_id, state)
+    events: queue.Queue[list[dict[str, Any]] | None] = queue.Queue()  # the responses of one engine event together
+    layer = _StreamLayer(lambda event: events.put(translator.translate(event)))
+    layer.engine = engine
+    engine.layer(layer)
+
+    def drive() -> None:
+        try:
+            for _ in engine.run():
+                pass
+        except Exception:  # noqa: BLE001 - the failure was already reported as GraphRunFailedEvent
+            pass
+        finally:
+            events.put(None)
+
+    worker = threading.Thread(target=drive, daemon=True)
+    yield dict(PING)  # Dify pings as soon as the stream starts waiting
+    started, pings, ended = time.time(), 0, False
+    worker.start()
+    while True:
+        try:
+            batch = events.get(timeout=min(1.0, ping_interval / 4))
+        except queue.Empty:
+            batch = []
+        if batch is None:
+            break
+        yield from batch
+        ended = ended or any(e["event"] in ("workflow_finished", "error") for e in batch)
+        if not ended and (time.time() - started) // ping_interval > pings:
+            pings = int((time.time() - started) // ping_interval)
+            yield dict(PING)
+    worker.join()
+    for variable in document["workflow"].get("conversation_variables") or []:
+        segment = pool.get(("conversation", variable["name"]))
+        if segment is not None:
+            conversation.variables[variable["name"]] = pydantic_json(segment.value, decimal=float)
+
+
+# --- `python -m gcite run` ------------------------------------------------------------------------------------
+
+def parse_inputs(text: str) -> dict[str, Any]:
+    """`--inputs`: a JSON object (standard JSON: no NaN or Infinity), with a clear error for anything else."""
+    def no_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON value")
+
+    try:
+        inputs = json.loads(text, parse_constant=no_constant)
+    except RecursionError:
+        raise ValueError("--inputs is nested too deeply") from None
+    except ValueError as error:
+        raise ValueError(f"--inputs is not JSON: {error}") from None
+    if not isinstance(inputs, dict):
+        raise ValueError("--inputs must be a JSON object")
+    return inputs
+

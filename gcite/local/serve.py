@@ -1,0 +1,229 @@
+"""`python -m gcite serve`: the chat page and the chat endpoint on 127.0.0.1, served as an operator's Dify serves them.
+
+A stand-in for Dify's `/e/<hook>/…` route: each HTTP request under `/e/<hook>/` is encoded as the plugin daemon
+encodes it and sent to the real plugin process (`python -m main`) over stdio; the plugin's backwards app invocations
+are answered by running the chatflow DSL on the local runner (graphon), and the plugin's streamed response is written
+back as it comes. Nothing of the page or the endpoint runs in this process.
+
+It also mints tokens, signed with a secret made at start, for a few sample users with different roles (and one with
+none), and lists them at `/local/users`; the page, opened with `#local`, shows them in a user picker. The built-in
+stand-in LLM streams at a human pace (`--pace`), so the streaming can be seen.
+"""
+
+import json
+import secrets
+import string
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+SAMPLE_USERS = (
+    {"id": "wang", "name": "王经理 Manager Wang", "roles": ["物业经理"]},
+    {"id": "li", "name": "李工 Engineer Li", "roles": ["运维工程师"]},
+    {"id": "chen", "name": "陈前台 Receptionist Chen", "roles": ["前台"]},
+    {"id": "guest", "name": "访客 Guest", "roles": []},
+)
+TOKEN_HOURS = 12
+DEFAULT_PORT = 8765
+DEFAULT_PACE = 0.06  # seconds between the stand-in model's deltas (4 characters each)
+LOCAL_APP_ID = "gcite-local-chatflow"
+
+
+# --- the model, at a human pace -----------------------------------------------------------------------------
+
+class PacedModel:
+    """Wraps a runner LLM: its stream is slowed to `pace` seconds per delta; a question containing `fail_on`
+    makes it raise (the chatflow then fails as it does when a model provider is down)."""
+
+    def __init__(self, inner: Any, pace: float = DEFAULT_PACE, fail_on: str | None = None) -> None:
+        object.__setattr__(self, "_inner", inner)
+        object.__setattr__(self, "_pace", pace)
+        object.__setattr__(self, "_fail_on", fail_on)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._inner, name, value)
+
+    def invoke_llm(self, *, prompt_messages: Sequence[Any], **kwargs: Any) -> Iterator[Any]:
+        from gcite.local.llm import message_text
+
+        last_user = next((m for m in reversed(prompt_messages) if m.role.value == "user"), None)
+        if self._fail_on and last_user is not None and self._fail_on in message_text(last_user):
+            raise RuntimeError("the model provider is unavailable (simulated by gcite serve --fail-on)")
+        chunks = self._inner.invoke_llm(prompt_messages=prompt_messages, **kwargs)
+        return self._paced(chunks)
+
+    def _paced(self, chunks: Iterator[Any]) -> Iterator[Any]:
+        for chunk in chunks:
+            if self._pace > 0:
+                time.sleep(self._pace)
+            yield chunk
+
+
+# --- tokens -------------------------------------------------------------------------------------------------
+
+def mint_token(secret: str, sub: str, roles: list[str], hours: float = TOKEN_HOURS) -> str:
+    """What an operator's login service does: an HS256 JWT with `sub`, `roles` and `exp`."""
+    import jwt
+
+    return jwt.encode({"sub": sub, "roles": roles, "exp": int(time.time() + hours * 3600)}, secret, algorithm="HS256")
+
+
+# --- the server ---------------------------------------------------------------------------------------------
+
+class LocalDify:
+    """The plugin process, the app the endpoint invokes, the endpoint's settings and the HTTP server."""
+
+    def __init__(self, port: int = DEFAULT_PORT, llm: Any = None, pace: float = DEFAULT_PACE,
+                 dsl: str | None = None, knowledge_base: str | None = None, fail_on: str | None = None) -> None:
+        from gcite import ROOT
+        from gcite.build.chatflows import PLUGIN_DSL
+        from gcite.local.llm import ExtractiveModel
+
+        self.root = ROOT
+        self.hook = "".join(secrets.choice(string.ascii_lowercase) for _ in range(16))
+        self.secret = secrets.token_urlsafe(32)
+        self.dsl_text = Path(dsl or PLUGIN_DSL).read_text(encoding="utf-8")
+        self.knowledge_base = json.loads(Path(knowledge_base).read_text(encoding="utf-8")) if knowledge_base else None
+        self.llm = PacedModel(llm or ExtractiveModel(), pace, fail_on)
+        self.users = [{**u, "token": mint_token(self.secret, u["id"], u["roles"])} for u in SAMPLE_USERS]
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
+        self.server.daemon_threads = True
+        self.server.local = self  # type: ignore[attr-defined]
+        self.port = self.server.server_address[1]
+        self._endpoint: Any = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/e/{self.hook}"
+
+    @property
+    def page_url(self) -> str:
+        return f"{self.base}/gcite/#local"
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The endpoint group's settings, as the operator would fill them in Dify."""
+        return {"app": {"app_id": LOCAL_APP_ID}, "token_secret": self.secret,
+                "allowed_origins": f"http://127.0.0.1:{self.port}"}
+
+    def start(self) -> "LocalDify":
+        self._endpoint = self._start_endpoint()
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        if self._endpoint is not None:
+            self._endpoint.close()
+            self.app.close()
+            self.app.services.close()  # the plugin process and the local search server
+
+    # the daemon's part
+
+    def _start_endpoint(self) -> Any:
+        from gcite.local.app_host import AppHost, sample_services
+        from gcite.local.plugin_process import PluginProcess
+
+        overrides: dict[str, Any] = {"llm": self.llm}
+        if self.knowledge_base is not None:
+            overrides["knowledge_base"] = self.knowledge_base
+        self.app = AppHost(self.dsl_text, sample_services(**overrides), app_id=LOCAL_APP_ID)
+        return PluginProcess(self.root, sys.executable)
+
+    def forward(self, method: str, target: str, headers: Mapping[str, str],
+                body: bytes) -> tuple[int, dict[str, str], Iterator[bytes]]:
+        """One request to the plugin, as the daemon sends it; its status, headers and body pieces as they come."""
+        call = self._endpoint.request(method, target, headers=headers, body=body, settings=self.settings,
+                                      app_handler=self.app, host=f"127.0.0.1:{self.port}", hook_id=self.hook)
+        status = call.wait_head(timeout=60)
+        if status is None:
+            raise RuntimeError(f"the plugin failed the request: {call.error}")
+        return status, call.headers, call.pieces(timeout=300)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "gcite-serve"
+    protocol_version = "HTTP/1.0"  # one request per connection; a streamed body ends when the connection closes
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: the URL is printed once at start
+        pass
+
+    @property
+    def local(self) -> LocalDify:
+        return self.server.local  # type: ignore[attr-defined]
+
+    def do_GET(self) -> None:
+        self._route()
+
+    def do_HEAD(self) -> None:
+        self._route()
+
+    def do_POST(self) -> None:
+        self._route()
+
+    def do_OPTIONS(self) -> None:
+        self._route()
+
+    def do_PUT(self) -> None:
+        self._route()
+
+    def do_DELETE(self) -> None:
+        self._route()
+
+    def _route(self) -> None:
+        path = self.path.split("?", 1)[0]
+        prefix = f"/e/{self.local.hook}"
+        if path == "/" and self.command == "GET":
+            self._plain(302, "", {"Location": f"{prefix}/gcite/#local"})
+        elif path == "/local/users" and self.command == "GET":
+            users = [{k: u[k] for k in ("id", "name", "roles", "token")} for u in self.local.users]
+            self._plain(200, json.dumps(users, ensure_ascii=False), {"Content-Type": "application/json; charset=utf-8",
+                                                                     "Cache-Control": "no-store"})
+        elif self.path.startswith(prefix + "/"):
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length > 0 else b""
+            self._forward(self.path[len(prefix):], body)
+        else:
+            self._plain(404, "404 page not found\n", {"Content-Type": "text/plain; charset=utf-8"})
+
+    def _forward(self, path: str, body: bytes) -> None:
+        try:
+            status, headers, chunks = self.local.forward(self.command, path, dict(self.headers.items()), body)
+        except Exception as error:  # noqa: BLE001 - what the daemon answers when the plugin fails
+            print(f"gcite serve: the plugin failed: {type(error).__name__}: {error}", file=sys.stderr)
+            self._plain(500, "Internal Server Error\n", {"Content-Type": "text/plain; charset=utf-8"})
+            return
+        self.send_response(status)
+        for name, value in headers.items():
+            if name.lower() not in ("content-length", "transfer-encoding", "connection"):
+                self.send_header(name, value)
+        self.end_headers()
+        try:
+            for chunk in chunks:
+                if self.command != "HEAD":
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the browser went away
+
+    def _plain(self, status: int, text: str, headers: Mapping[str, str]) -> None:
+        data = text.encode("utf-8")
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+

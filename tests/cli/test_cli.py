@@ -1,0 +1,360 @@
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from gcite.cli.main import main
+from gcite.build.prefilter import conditions_for_roles, templated_conditions
+from tests.support import ROOT
+
+
+def test_prefilter_command_prints_literal_and_templated_conditions(capsys):
+    main(["prefilter", "--roles", "物业经理, 前台"])
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed["metadata_filtering_mode"] == "manual"
+    assert printed["metadata_filtering_conditions"] == conditions_for_roles("access_roles", ["物业经理", "前台"])
+    main(["prefilter", "--slots", "2", "--slot-node", "roles", "--missing-acl", "hidden"])
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed["metadata_filtering_conditions"] == templated_conditions(
+        "access_roles", ["{{#roles.role_1#}}", "{{#roles.role_2#}}"], "hidden")
+
+
+def test_demo_runs_as_a_module():
+    done = subprocess.run([sys.executable, "-m", "gcite", "demo"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.index("node_finished(merge)") < out.index("answer, as it streams") < out.index("cited sources")
+    assert "status: cited; chunk list before answer: True" in out
+    assert "[C:" not in out.split("answer, as it streams")[1].split("cited sources")[0]  # no raw marker shown
+
+
+# --- the CLI's structure ----------------------------------------------------------------------------------
+
+def parsers():
+    """Every parser of the CLI (the top one, each command's, each sub-command's) with its name."""
+    import argparse
+
+    from gcite.cli.main import build_parser
+    todo, found = [("python -m gcite", build_parser())], []
+    while todo:
+        name, parser = todo.pop()
+        found.append((name, parser))
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                todo += [(f"{name} {sub}", p) for sub, p in action.choices.items()]
+    return found
+
+
+def test_every_command_and_option_has_help_text():
+    import argparse
+    found = parsers()
+    names = {name for name, _ in found}
+    assert {f"python -m gcite {c}" for c in ("demo", "run", "build-dsl", "package", "prefilter", "sync-schema")} <= names
+    for name, parser in found:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                continue  # each choice is a parser of its own, checked with its help below
+            assert action.help, f"{name} {action.option_strings or action.dest} has no help text"
+    top = found[0][1]
+    commands = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    assert all(choice.help for choice in commands._choices_actions), "a command has no help text"
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    manifest = yaml.safe_load((ROOT / "manifest.yaml").read_text(encoding="utf-8"))
+    assert capsys.readouterr().out.strip() == f"gcite {manifest['version']} (plugin gcite/gcite)"
+
+
+# --- run: a file that is not a chatflow, flags that need each other --------------------------------------------
+
+BAD_FILES = {
+    "binary.yml": (b"\x00\x01\xff\xfe", "not a YAML file (not UTF-8 text)"),
+    "broken.yml": (b"app: [1\n", "not a YAML file (expected ',' or ']'"),
+    "list.yml": (b"- 1\n- 2\n", "not a chatflow DSL (expected a mapping at the top, found list)"),
+    "empty.yml": (b"", "not a chatflow DSL (expected a mapping at the top, found an empty file)"),
+    "text.yml": (b"just some words\n", "not a chatflow DSL (expected a mapping at the top, found str)"),
+    "workflow.yml": (b"app: {mode: workflow}\nworkflow: {graph: {nodes: []}}\n", "app.mode is 'workflow'"),
+    "no_graph.yml": (b"kind: app\nworkflow: {}\n", "not a chatflow DSL (it has no workflow.graph)"),
+    "no_nodes.yml": (b"workflow:\n  graph:\n    nodes: [{id: x}]\n    edges: 5\n", "DslError"),
+}
+
+
+def one_error_line(capsys, argv, status=2) -> str:
+    assert main(argv) == status
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
+    assert "Traceback" not in captured.err and captured.out == ""
+    return lines[0]
+
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_run_on_a_file_that_is_not_a_chatflow_is_a_one_line_error(name, tmp_path, capsys):
+    content, message = BAD_FILES[name]
+    (tmp_path / name).write_bytes(content)
+    line = one_error_line(capsys, ["run", str(tmp_path / name), "--query", "q"])
+    assert line.startswith(f"error: {tmp_path / name}: ") and message in line
+
+
+def test_run_on_a_missing_file_or_a_directory(tmp_path, capsys):
+    assert "cannot read it (FileNotFoundError" in one_error_line(capsys, ["run", str(tmp_path / "nope.yml"), "--query", "q"])
+    assert "cannot read it (IsADirectoryError" in one_error_line(capsys, ["run", str(tmp_path), "--query", "q"])
+
+
+def test_no_traceback_reaches_the_terminal(tmp_path):
+    (tmp_path / "broken.yml").write_bytes(b"app: [1\n")
+    done = subprocess.run([sys.executable, "-m", "gcite", "run", str(tmp_path / "broken.yml"), "--query", "q"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--llm-model", "gpt-4o-mini"], "--llm-model needs --llm-base-url"),
+    (["--llm-base-url", "http://127.0.0.1:9"], "--llm-base-url needs --llm-model"),
+    (["--inputs", "[1]"], "--inputs must be a JSON object"),
+    (["--inputs", "{oops"], "--inputs is not JSON"),
+])
+def test_run_flags_that_need_another_or_bad_values_are_errors(extra, message, capsys):
+    assert message in one_error_line(capsys, ["run", str(ROOT / "dsl" / "gcite_chatflow_code.yml"), "--query", "q",
+                                              *extra])
+
+
+def test_run_pretty_shows_chunks_streamed_answer_and_only_cited_sources(capsys):
+    dsl = str(ROOT / "dsl" / "gcite_chatflow_code.yml")
+    args = ["run", dsl, "--query", "会议室怎么预约？", "--inputs", '{"user_roles": "前台"}']
+    assert main(args) == 0
+    raw = [json.loads(block[6:]) for block in capsys.readouterr().out.split("\n\n") if block.startswith("data: ")]
+    validate = next(e["data"]["outputs"] for e in raw if e["event"] == "node_finished"
+                    and e["data"]["node_id"] == "validate")
+    assert main(args + ["--pretty"]) == 0
+    out = capsys.readouterr().out
+    assert "data: " not in out
+    chunks, rest = out.split("-- answer, as it streams", 1)
+    answer, sources = rest.split("-- cited sources", 1)
+    assert chunks.startswith("-- node_finished(merge): ") and "会议室使用规范" in chunks
+    assert "[C:" not in answer and "[1]" in answer and "单次最长 4 小时" in answer
+    listed = [line for line in sources.splitlines() if line.startswith("[")]
+    assert [line.split("]")[0] for line in listed] == [f"[{c['index']}" for c in validate["citations"]]
+    assert [c["document_title"] in line for c, line in zip(validate["citations"], listed)] == [True] * len(listed)
+    assert "oss://" not in out.split("-- cited sources")[1]  # internal storage URLs are not shown as links
+    assert sources.strip().splitlines()[-1] == f"status: {validate['status']}; chunk list before answer: True; " \
+                                               f"workflow succeeded"
+
+
+# --- prefilter refuses what the README calls invalid -------------------------------------------------------------
+
+@pytest.mark.parametrize("argv,message", [
+    (["--slots", "0"], "--slots must be from 1 to 20, got 0"),
+    (["--slots", "21"], "--slots must be from 1 to 20"),
+    (["--slots", "-1"], "--slots must be from 1 to 20"),
+    (["--roles", 'a"b'], "role 'a\"b' contains"),
+    (["--roles", "ops,a\\b"], "role 'a\\\\b' contains"),
+    (["--roles", "运维；物业"], "contains '\"', '\\' or a delimiter"),
+    (["--roles", "a|b"], "role 'a|b' contains"),
+    (["--roles", "前台、保安"], "role '前台、保安' contains"),
+    (["--roles", "x", "--slots", "2"], "--slots and --slot-node apply only without it"),
+    (["--roles", "x", "--slot-node", "n"], "--slots and --slot-node apply only without it"),
+    (["--slot-node", "bad node"], "--slot-node: 'bad node' is not a node id"),
+    (["--acl-field", " "], "--acl-field must not be empty"),
+])
+def test_prefilter_refuses_invalid_slots_and_roles(argv, message, capsys):
+    assert message in one_error_line(capsys, ["prefilter", *argv])
+
+
+# --- build-dsl options ---------------------------------------------------------------------------------------
+
+def test_build_dsl_defaults_reproduce_the_committed_files(tmp_path, capsys):
+    assert main(["build-dsl", "--out", str(tmp_path)]) == 0
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == sorted(p.name for p in (ROOT / "dsl").glob("*.yml"))
+    for name in written:
+        assert (tmp_path / name).read_text(encoding="utf-8") == (ROOT / "dsl" / name).read_text(encoding="utf-8")
+    assert main(["build-dsl", "--out", str(tmp_path)]) == 0 and "already in step" in capsys.readouterr().out
+
+
+def test_build_dsl_with_more_slots_a_language_and_a_persona(tmp_path, capsys):
+    from gcite.build.chatflows import condition_count
+    from gcite.local.runner import Services, run_chatflow
+    from gcite.local.web_search import SampleSearchHttpClient
+    from nodes import acl_prefilter
+
+    persona = "You are Ada, the help desk assistant of Example Ltd."
+    assert main(["build-dsl", "--slots", "5", "--lang", "en", "--persona", persona, "--out", str(tmp_path)]) == 0
+    assert "5 role slot(s), 83 conditions" in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gcite_chatflow.en.yml", "gcite_chatflow_code.en.yml"]
+    assert condition_count(5) == 3 + 16 * 5 == 83 and condition_count(3) == 51
+    for path in tmp_path.iterdir():
+        nodes = {n["id"]: n["data"] for n in yaml.safe_load(path.read_text(encoding="utf-8"))["workflow"]["graph"]["nodes"]}
+        assert nodes["llm"]["prompt_template"][0]["text"].split("\n")[:2] == ["# Role", persona]
+        assert len(nodes["kr"]["metadata_filtering_conditions"]["conditions"]) == 83
+        assert list(nodes["acl_roles"]["outputs"]) == [f"role_{n}" for n in range(1, 6)] + ["role_count"]
+        code = nodes["acl_roles"]["code"]
+        assert code == (ROOT / "nodes" / "acl_prefilter.py").read_text(encoding="utf-8").replace(
+            "DEFAULT_ROLE_SLOTS = 3\n", "DEFAULT_ROLE_SLOTS = 5\n")
+        namespace: dict = {}
+        exec(compile(code, "acl_roles", "exec"), namespace)  # noqa: S102 - the generated Code node, run as Dify would
+        assert namespace["main"]("a,b,c,d,e")["role_5"] == "e"
+        with pytest.raises(ValueError, match="6 roles but the pre-filter has 5 slots"):
+            namespace["main"]("a,b,c,d,e,f")
+        assert acl_prefilter.main("a,b,c")["role_3"] == "c"  # the node file itself is unchanged
+    # five roles fill every slot and the chatflow runs to the end on the runner
+    svc = Services(search_http=SampleSearchHttpClient(fail=True))
+    try:
+        events = list(run_chatflow((tmp_path / "gcite_chatflow_code.en.yml").read_text(encoding="utf-8"),
+                                   "会议室怎么预约？", {"user_roles": "前台,保安,访客,运维,财务"}, svc))
+    finally:
+        svc.close()
+    roles = next(e["data"]["outputs"] for e in events if e["event"] == "node_finished"
+                 and e["data"]["node_id"] == "acl_roles")
+    assert roles["role_count"] == 5 and [e["event"] for e in events][-2:] == ["message_end", "workflow_finished"]
+    assert not any(e["event"] == "error" for e in events)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--slots", "4"], "--slots and --persona need --out DIR"),
+    (["--persona", "x"], "--slots and --persona need --out DIR"),
+    (["--slots", "0", "--out", "OUT"], "--slots: expected a whole number from 1 to 20, got 0"),
+    (["--slots", "21", "--out", "OUT"], "--slots: expected a whole number from 1 to 20"),
+    (["--persona", " ", "--out", "OUT"], "--persona: must not be empty"),
+    (["--persona", "I am {{#sys.query#}}", "--out", "OUT"], "--persona: must not contain a Dify variable reference"),
+])
+def test_build_dsl_refuses_bad_options(argv, message, tmp_path, capsys):
+    argv = [str(tmp_path / "out") if a == "OUT" else a for a in argv]
+    assert message in one_error_line(capsys, ["build-dsl", *argv])
+    assert not (tmp_path / "out").exists()
+
+
+def test_build_dsl_refuses_an_unknown_language(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["build-dsl", "--lang", "fr", "--out", "x"])
+    assert done.value.code == 2 and "invalid choice: 'fr'" in capsys.readouterr().err
+
+
+# --- demo options ---------------------------------------------------------------------------------------------
+
+def test_demo_takes_a_query_roles_and_the_code_chatflow(capsys):
+    assert main(["demo", "--query", "访客怎么登记？", "--roles", "前台", "--dsl", "code"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Chatflow: gcite_chatflow_code.yml on graphon") and "user_roles = 前台" in out
+    assert out.count("===== turn") == 1 and "===== turn 1: 访客怎么登记？" in out
+    assert "访客管理制度" in out.split("-- cited sources")[1]  # 前台 may see the visitor policy, and it is cited
+
+
+def test_demo_with_a_role_the_pre_filter_cannot_match_shows_the_error_and_fails(capsys):
+    assert main(["demo", "--query", "访客怎么登记？", "--roles", '["前台\\"x"]', "--dsl", "code"]) == 1
+    out = capsys.readouterr().out
+    assert "error: node " in out and "contains a character the pre-filter cannot match exactly" in out
+
+
+def test_demo_refuses_a_file_that_is_not_a_chatflow(tmp_path, capsys):
+    (tmp_path / "x.yml").write_text("- 1\n")
+    assert "not a chatflow DSL" in one_error_line(capsys, ["demo", "--dsl", str(tmp_path / "x.yml")])
+
+
+# --- the Makefile ---------------------------------------------------------------------------------------------
+
+def test_make_demo_passes_query_roles_and_dsl(tmp_path):
+    import shutil
+    if not shutil.which("make"):
+        pytest.skip("make is not installed")
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("QUERY", "ROLES", "DSL", "DEMO")}
+    done = subprocess.run(["make", "-s", "demo", "QUERY=What's the visitor \"rule\"?", "ROLES=前台", "DSL=code", "DEMO=cli"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "Chatflow: gcite_chatflow_code.yml" in done.stdout and "user_roles = 前台" in done.stdout
+    assert "===== turn 1: What's the visitor \"rule\"?" in done.stdout and "turn 2" not in done.stdout
+
+
+def test_the_set_up_announces_each_step():
+    import shutil
+    if not shutil.which("make"):
+        pytest.skip("make is not installed")
+    done = subprocess.run(["make", "-n", "-W", "requirements-dev.txt", "venv"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    steps = [line for line in done.stdout.splitlines() if line.startswith('echo "==> set-up')]
+    assert [s.split("]")[0] for s in steps[:4]] == [f'echo "==> set-up [{n}/4' for n in range(1, 5)]
+    assert any("set-up done" in line for line in done.stdout.splitlines())
+    install = [line for line in done.stdout.splitlines() if "-r requirements-dev.txt" in line]
+    assert install and " -q " not in install[0]  # pip shows what it collects and installs
+
+
+# --- rough edges: no traceback, no silently ignored flag (issue 14, point 7) ----------------------------------
+
+def test_a_bare_command_line_prints_the_help(capsys):
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: python -m gcite") and "build-dsl" in err and "Traceback" not in err
+
+
+def test_acl_without_a_subcommand_names_the_subcommands(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["acl"])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and "{audit,fix}" in err.splitlines()[-1] and "acl_command" not in err
+
+
+@pytest.mark.parametrize("command", ["build-dsl", "package"])
+def test_out_that_is_a_file_or_under_one_is_a_one_line_error(command, tmp_path, capsys):
+    extra = ["--slots", "2"] if command == "build-dsl" else ["--no-dsl-update"]
+    (tmp_path / "a-file").write_text("x")
+    line = one_error_line(capsys, [command, "--out", str(tmp_path / "a-file"), *extra])
+    assert line == f"error: --out {tmp_path / 'a-file'}: not a directory"
+    line = one_error_line(capsys, [command, "--out", str(tmp_path / "a-file" / "sub"), *extra])
+    assert f"{tmp_path / 'a-file' / 'sub'}: Not a directory" in line and line.startswith("error: ")
+    assert (tmp_path / "a-file").read_text() == "x"
+
+
+def test_run_with_an_unreachable_llm_keeps_the_engine_log_off_stderr_unless_verbose(capsys):
+    import logging
+
+    args = ["run", str(ROOT / "dsl" / "gcite_chatflow_code.yml"), "--query", "会议室怎么预约？",
+            "--inputs", '{"user_roles": "前台"}', "--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m"]
+    before = [(logging.getLogger(n).propagate, list(logging.getLogger(n).handlers)) for n in ("graphon", "dify_plugin")]
+    assert main(args) == 1
+    captured = capsys.readouterr()
+    assert captured.err == "" and '"event":"error"' in captured.out
+    assert [(logging.getLogger(n).propagate, logging.getLogger(n).handlers) for n in ("graphon", "dify_plugin")] == before
+    assert main([*args, "--verbose"]) == 1
+    err = capsys.readouterr().err
+    assert "error while executing llm node" in err.lower() and "Traceback" in err  # the engine's own log, on request
+
+
+def test_run_on_an_unknown_node_type_is_one_line(tmp_path, capsys):
+    text = (ROOT / "dsl" / "gcite_chatflow_code.yml").read_text(encoding="utf-8").replace("type: code", "type: bogus")
+    (tmp_path / "unknown.yml").write_text(text, encoding="utf-8")
+    line = one_error_line(capsys, ["run", str(tmp_path / "unknown.yml"), "--query", "q"])
+    assert line == f"error: {tmp_path / 'unknown.yml'}: DslError: Unsupported DSL node type: bogus"
+
+
+def test_demo_shows_no_role_the_same_way_for_an_empty_list_and_a_lone_delimiter(capsys):
+    from gcite.cli.demo import shown_roles
+
+    assert shown_roles("") == shown_roles(",") == shown_roles(" ， ;") == "(none)"
+    assert shown_roles("前台, 物业经理") == "前台, 物业经理"
+    assert main(["demo", "--roles", ",", "--query", "会议室怎么预约？"]) == 0
+    captured = capsys.readouterr()
+    assert "user_roles = (none)\n" in captured.out and captured.err == ""
+
+
+def test_acl_messages_count_in_the_right_number_and_give_the_field_default():
+    from types import SimpleNamespace
+
+    from gcite import acl as acl_admin
+    from gcite.cli import acl as acl_cli
+
+    assert acl_admin.attempts(1) == "1 attempt" and acl_admin.attempts(3) == "3 attempts"
+    one = acl_admin.Report(rows=[SimpleNamespace(found=SimpleNamespace(status="ok"))])
+    assert acl_cli.summary(one, "audit")[0].startswith("1 document: 1 follows the convention, 0 without")
+    two = acl_admin.Report(rows=[SimpleNamespace(found=SimpleNamespace(status="ok"))] * 2)
+    assert "2 documents: 2 follow the convention" in acl_cli.summary(two, "audit")[0]
+    for name, parser in parsers():
+        if name.startswith("python -m gcite acl "):
+            field = next(a for a in parser._actions if "--acl-field" in a.option_strings)
+            assert f"(default: {field.default})" in field.help

@@ -1,0 +1,130 @@
+"""`gcite serve`: Dify's /e/<hook>/ route played locally, every request through the real plugin process."""
+
+import http.client
+import json
+import subprocess
+import sys
+
+import jwt
+import pytest
+import requests
+
+from gcite import ROOT
+from gcite.local.serve import SAMPLE_USERS, LocalDify
+
+
+@pytest.fixture(scope="module")
+def local():
+    server = LocalDify(port=0, pace=0.02, fail_on="模型故障演练").start()
+    yield server
+    server.close()
+
+
+def test_sample_users_get_tokens_for_their_roles(local):
+    users = requests.get(f"http://127.0.0.1:{local.port}/local/users", timeout=30).json()
+    assert [(u["id"], u["roles"]) for u in users] == [(u["id"], u["roles"]) for u in SAMPLE_USERS]
+    assert any(not u["roles"] for u in users) and len({tuple(u["roles"]) for u in users}) == len(users)
+    for user in users:
+        claims = jwt.decode(user["token"], local.secret, algorithms=["HS256"])
+        assert (claims["sub"], claims["roles"]) == (user["id"], user["roles"]) and claims["exp"] > 0
+
+
+def test_page_comes_from_the_plugin_with_its_headers(local):
+    response = requests.get(f"{local.base}/gcite/", timeout=30)
+    assert response.status_code == 200 and response.text == (ROOT / "endpoints/page/index.html").read_text("utf-8")
+    assert response.headers["Content-Type"] == "text/html; charset=utf-8"
+    assert "frame-ancestors 'self' http://127.0.0.1:" in response.headers["Content-Security-Policy"]
+    assert requests.get(f"{local.base}/gcite/gcite.js", timeout=30).headers["Content-Type"].startswith("text/javascript")
+    for path in ("/gcite/..%2fpage.py", "/gcite/%2e%2e/%2e%2e/manifest.yaml", "/gcite/page.yaml", "/gcite/chat"):
+        response = requests.get(local.base + path, timeout=30)
+        assert response.status_code == 404 and b"Endpoint" not in response.content
+    assert requests.get(f"http://127.0.0.1:{local.port}/e/wronghookwronghk/gcite/", timeout=30).status_code == 404
+    root = requests.get(f"http://127.0.0.1:{local.port}/", allow_redirects=False, timeout=30)
+    assert root.status_code == 302 and root.headers["Location"] == f"/e/{local.hook}/gcite/#local"
+
+
+def test_chat_streams_through_the_plugin_in_pieces(local):
+    connection = http.client.HTTPConnection("127.0.0.1", local.port, timeout=60)
+    connection.request("POST", f"/e/{local.hook}/gcite/chat", json.dumps({"query": "巡更时发现异常怎么上报？"}),
+                       {"Authorization": f"Bearer {local.users[0]['token']}", "Content-Type": "application/json"})
+    response = connection.getresponse()
+    assert response.status == 200 and response.getheader("Content-Type").startswith("text/event-stream")
+    reads = []
+    while chunk := response.read1(65536):  # what one socket read returns: the pieces as the server flushed them
+        reads.append(chunk)
+    connection.close()
+    body = b"".join(reads).decode("utf-8")
+    assert body.startswith(": open\n\n") and "event: done" in body and "[C:" not in body
+    assert sum(b"event: text" in chunk for chunk in reads) >= 10  # the text came in many separate pieces
+
+
+def test_model_failure_and_bad_token_reach_the_caller_as_errors(local):
+    token = local.users[0]["token"]
+    body = requests.post(f"{local.base}/gcite/chat", json={"query": "模型故障演练"}, timeout=60,
+                         headers={"Authorization": f"Bearer {token}"}).text
+    assert "event: error" in body and "simulated" not in body and "RuntimeError" not in body
+    forged = jwt.encode({"sub": "wang", "roles": ["物业经理"], "exp": 2**31}, "a-forged-secret-of-at-least-32-bytes!!", algorithm="HS256")
+    response = requests.post(f"{local.base}/gcite/chat", json={"query": "巡更"}, timeout=60,
+                             headers={"Authorization": f"Bearer {forged}"})
+    assert response.status_code == 401
+
+
+def test_gcite_chat_cli_against_serve(local):
+    url = f"{local.base}/gcite/chat"
+    done = subprocess.run([sys.executable, "-m", "gcite", "chat", "巡更时发现异常怎么上报？", "--url", url, "--user",
+                           "guest", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    first = json.loads(done.stdout)
+    assert first["status"] == "cited" and first["conversation"]
+    done = subprocess.run([sys.executable, "-m", "gcite", "chat", "会议室怎么预约？", "--url", url, "--user", "guest",
+                           "--conversation", first["conversation"]], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "会议室须提前在楼宇小程序预约" in done.stdout and "[1] 会议室使用规范" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "gcite", "chat", "会议室怎么预约？", "--url", url, "--user", "li",
+                           "--conversation", first["conversation"], "--json"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)  # another user's handle
+    assert done.returncode == 1 and json.loads(done.stdout)["status"] == "error"
+
+
+# --- options: each refused in one line before anything starts (issue 14, point 7) ------------------------------
+
+@pytest.mark.parametrize("argv,message", [
+    (["--port", "99999"], "error: --port must be from 0 to 65535, got 99999"),
+    (["--port", "-1"], "error: --port must be from 0 to 65535, got -1"),
+    (["--llm-model", "m"], "error: --llm-model needs --llm-base-url"),
+    (["--llm-base-url", "http://127.0.0.1:9/v1"], "error: --llm-base-url needs --llm-model"),
+    (["--pace", "-1"], "error: --pace must be 0 or more seconds, got -1"),
+    (["--pace", "nan"], "error: --pace must be 0 or more seconds, got nan"),
+    (["--pace", "0.1", "--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m"],
+     "error: --pace applies to the built-in stand-in model only"),
+    (["--fail-on", " "], "error: --fail-on: the text is empty"),
+    (["--knowledge-base", "{tmp}/bad.json"],
+     "error: --knowledge-base {tmp}/bad.json: not a JSON file (Expecting property name enclosed in double quotes at "
+     "line 1, column 2)"),
+    (["--knowledge-base", "{tmp}/list.json"], "error: --knowledge-base {tmp}/list.json: not a knowledge base"),
+    (["--knowledge-base", "{tmp}/nope.json"],
+     "error: --knowledge-base {tmp}/nope.json: cannot read it (No such file or directory)"),
+    (["--dsl", "{tmp}/workflow.yml"], "error: {tmp}/workflow.yml: not a chatflow DSL (app.mode is 'workflow'"),
+    (["--dsl", "{tmp}/bad.json"], "error: {tmp}/bad.json: not a YAML file ("),
+])
+def test_serve_refuses_bad_options_in_one_line(argv, message, tmp_path, capsys):
+    from gcite.cli.main import main
+
+    (tmp_path / "bad.json").write_text("{bad\n")
+    (tmp_path / "list.json").write_text("[1]")
+    (tmp_path / "workflow.yml").write_text("app:\n  mode: workflow\nworkflow:\n  graph: {}\n")
+    assert main(["serve", *(a.replace("{tmp}", str(tmp_path)) for a in argv)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(message.replace("{tmp}", str(tmp_path))) and captured.err.count("\n") == 1
+    assert "Traceback" not in captured.err and captured.out == ""
+
+
+def test_serve_takes_plugin_or_code_for_dsl():
+    from argparse import Namespace
+
+    from gcite.cli.serve import usage_problem
+
+    args = Namespace(port=0, llm_base_url=None, llm_model=None, pace=None, fail_on=None, dsl="code",
+                     knowledge_base=str(ROOT / "gcite" / "local" / "samples" / "knowledge_base.json"))
+    assert usage_problem(args) is None and args.dsl == str(ROOT / "dsl" / "gcite_chatflow_code.yml")

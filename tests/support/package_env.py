@@ -1,0 +1,29 @@
+"""A built package, unpacked, with a Python that has only its requirements.txt installed."""
+
+import hashlib
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from tests.support import ROOT
+
+VENV = ROOT / ".venv-package"
+
+
+def package_python(requirements: Path) -> str:
+    """A venv (kept between runs, rebuilt when requirements.txt changes) with nothing but the requirements."""
+    stamp = VENV / f".req-{hashlib.sha256(requirements.read_bytes()).hexdigest()[:16]}"
+    python = VENV / "bin" / "python"
+    if not stamp.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r",
+                        str(requirements)], check=True, timeout=900)
+        stamp.touch()
+    return str(python)
+
+
+def unpack(package: Path, into: Path) -> Path:
+    with zipfile.ZipFile(package) as archive:
+        archive.extractall(into)
+    return into

@@ -1,0 +1,154 @@
+"""The shape of the code, held by reading its imports (ast): no import circle; `nodes/` imports only the standard
+library; nothing imports `gcite/cli/` but `python -m gcite`; argparse only in `gcite/cli/`; graphon only in
+`gcite/local/engine.py`; no test imports another test or conftest; and no block of six or more lines repeats in
+the code outside `nodes/` unless a comment in place says why (`nodes/` repeats are checked by
+tests/nodes/test_small_nodes.py)."""
+
+import ast
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from tests.support import ROOT
+
+OURS = ("gcite", "nodes", "tools", "endpoints", "provider", "bench", "fuzz", "main")
+CODE_DIRS = ("gcite", "nodes", "tools", "endpoints", "provider", "bench", "fuzz")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def code_files() -> list[Path]:
+    files = [ROOT / "main.py"]
+    for folder in CODE_DIRS:
+        files += sorted((ROOT / folder).rglob("*.py"))
+    return files
+
+
+def imports_of(path: Path) -> list[tuple[str, int]]:
+    """Every module `path` imports (at any depth of the file), with the line; `from a import b` also names `a.b`."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.module, node.lineno))
+            found += [(f"{node.module}.{alias.name}", node.lineno) for alias in node.names]
+    return found
+
+
+MODULES = {module_name(p): p for p in code_files()}
+
+
+def our_imports(path: Path) -> set[str]:
+    return {name for name, _ in imports_of(path) if name in MODULES}
+
+
+def test_no_import_circle():
+    graph = {name: our_imports(path) - {name} for name, path in MODULES.items()}
+    for name in graph:  # a package imports its parent package implicitly: not an edge of ours
+        graph[name] = {m for m in graph[name] if not name.startswith(m + ".")}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycle = stack[stack.index(nxt):] + [nxt]
+                pytest.fail("import circle: " + " → ".join(cycle))
+            if nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name)
+
+
+def test_nodes_import_only_the_standard_library():
+    for path in sorted((ROOT / "nodes").glob("*.py")):
+        for name, line in imports_of(path):
+            top = name.split(".")[0]
+            assert top in sys.stdlib_module_names, f"{path.relative_to(ROOT)}:{line} imports {name}"
+
+
+def test_nothing_imports_the_cli_but_python_m_gcite():
+    for name, path in MODULES.items():
+        if name.startswith("gcite.cli") or name == "gcite.__main__":
+            continue
+        for imported, line in imports_of(path):
+            assert not imported.startswith("gcite.cli"), f"{path.relative_to(ROOT)}:{line} imports {imported}"
+
+
+def test_argparse_only_in_the_cli():
+    for name, path in MODULES.items():
+        if name.startswith("gcite") and not name.startswith("gcite.cli"):
+            for imported, line in imports_of(path):
+                assert imported != "argparse", f"{path.relative_to(ROOT)}:{line} imports argparse"
+
+
+def test_graphon_only_in_the_engine_module():
+    files = code_files() + sorted((ROOT / "tests").rglob("*.py"))
+    for path in files:
+        if path == ROOT / "gcite" / "local" / "engine.py":
+            continue
+        for imported, line in imports_of(path):
+            assert imported.split(".")[0] != "graphon", f"{path.relative_to(ROOT)}:{line} imports {imported}"
+
+
+def test_no_test_imports_another_test_or_conftest():
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for imported, line in imports_of(path):
+            leaf = imported.split(".")[-1]
+            assert not (imported.startswith("tests.") and (leaf.startswith("test_") or leaf == "conftest")), \
+                f"{path.relative_to(ROOT)}:{line} imports {imported}: shared helpers go in tests/support/"
+            assert "conftest" not in imported.split("."), f"{path.relative_to(ROOT)}:{line} imports {imported}"
+
+
+# --- repeated blocks ------------------------------------------------------------------------------------------
+
+WINDOW = 6
+SKIPPED = re.compile(r"^(#.*|[()\[\]{},:;]*|(from|import) .*|\"\"\"|'''|)$")
+EXPLAINED = re.compile(r"#.*\b(repeat|repeated|same as|copy of|mirrors)\b", re.IGNORECASE)
+
+
+def meaningful_lines(path: Path) -> list[tuple[int, str]]:
+    lines = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        text = " ".join(line.split())
+        if not SKIPPED.match(text):
+            lines.append((number, text))
+    return lines
+
+
+def explained(path: Path, first: int, last: int) -> bool:
+    """A comment in the block or in the three lines above it says why it repeats."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return any(EXPLAINED.search(line) for line in lines[max(0, first - 4):last])
+
+
+def test_no_block_of_six_lines_repeats_outside_nodes_unless_a_comment_says_why():
+    places = defaultdict(list)
+    for path in code_files():
+        if path.is_relative_to(ROOT / "nodes"):
+            continue
+        lines = meaningful_lines(path)
+        for i in range(len(lines) - WINDOW + 1):
+            window = lines[i:i + WINDOW]
+            places[tuple(t for _, t in window)].append((path, window[0][0], window[-1][0]))
+    repeats = []
+    for block, where in places.items():
+        distinct = {(p, a) for p, a, _ in where}
+        if len(distinct) > 1 and not all(explained(p, a, b) for p, a, b in where):
+            repeats.append(" ~ ".join(f"{p.relative_to(ROOT)}:{a}-{b}" for p, a, b in where))
+    assert not repeats, "repeated blocks:\n" + "\n".join(sorted(repeats)[:20])
