@@ -14,8 +14,8 @@ of retrieval results — `retrofit` adds, beside what they join:
   our chatflows (conversation variables, the remember and save nodes, the history section of the prompt).
 Everything else (ids, variables, model settings, features, positions of existing nodes) is kept.
 
-The node shapes, prompt text, pre-filter and memory come from `gcite.dsl_build` (our own chatflows' generator) and
-`gcite.prefilter`; nothing of them is repeated here. Every change is reported as one line; a second run on the output
+The node shapes, prompt text, pre-filter and memory come from `gcite.build.chatflows` (our own chatflows' generator) and
+`gcite.build.prefilter`; nothing of them is repeated here. Every change is reported as one line; a second run on the output
 changes nothing. What cannot be done safely is refused with one line (`RetrofitRefusal`).
 """
 
@@ -27,8 +27,8 @@ from typing import Any
 
 import yaml
 
-from gcite import dsl_build
-from gcite.prefilter import templated_conditions
+from gcite.build import chatflows as dsl_build
+from gcite.build.prefilter import templated_conditions
 
 NODES = ("plugin", "code")
 WEBS = ("none", "gcite")

@@ -6,7 +6,8 @@ graphon's DSL node factory builds most of them itself; what it cannot build here
   question (else the first); the parameters as JSON of their declared types. A real model (an OpenAI-compatible
   endpoint) answers them itself;
 - the legacy variable aggregator (`variable-assigner`, DSL 0.1.x): graphon's variable aggregator, as Dify maps it;
-- document extractor: graphon's node (the runner takes no files, so it fails as Dify fails without a file).
+- document extractor: the runner takes no files, so it fails as graphon's fails without a file (graphon's own node
+  needs file parsers this project does not install).
 `LocalOnlyHttpClient` lets an HTTP Request node reach 127.0.0.1 only; anything else goes to the runner's search
 client (which answers Bocha from built-in samples and fails every other host as a node fails without network).
 Another plugin's tool node fails in the runner's tool invoker, as Dify fails it when the plugin is not installed;
@@ -20,24 +21,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import requests
-from graphon.enums import BuiltinNodeTypes, WorkflowNodeExecutionStatus
-from graphon.node_events.base import NodeRunResult
-from graphon.http.response import HttpResponse
-from graphon.model_runtime.entities.llm_entities import LLMResult, LLMResultChunk, LLMResultChunkDelta, LLMUsage
-from graphon.model_runtime.entities.message_entities import AssistantPromptMessage, PromptMessage
-from graphon.nodes.base.node import Node
-from graphon.nodes.parameter_extractor.entities import ParameterExtractorNodeData
-from graphon.nodes.parameter_extractor.parameter_extractor_node import ParameterExtractorNode
-from graphon.nodes.tool.entities import ToolNodeData
-from graphon.nodes.question_classifier import (QuestionClassifierNode, QuestionClassifierNodeData,
-                                               QuestionClassifierNodeDependencies)
-from graphon.nodes.variable_aggregator.entities import VariableAggregatorNodeData
-from graphon.nodes.variable_aggregator.variable_aggregator_node import VariableAggregatorNode
-from graphon.runtime.variable_pool import VariablePool
-from graphon.variables.segments import Segment
 
-from gcite.knowledge import relevance
-from gcite.llm import ExtractiveModel
+from gcite.local.engine import (_DefaultJinja2TemplateRenderer, _PassthroughPromptMessageSerializer, _TextOnlyFileSaver,
+                                AssistantPromptMessage, BaseNodeData, BuiltinNodeTypes, HttpResponse,
+                                LLMResult, LLMResultChunk, LLMResultChunkDelta, LLMUsage, Node, NodeRunResult,
+                                ParameterExtractorNode, ParameterExtractorNodeData, PromptMessage,
+                                QuestionClassifierNode, QuestionClassifierNodeData, QuestionClassifierNodeDependencies,
+                                Segment, ToolNodeData, VariableAggregatorNode, VariableAggregatorNodeData, VariablePool,
+                                WorkflowNodeExecutionStatus)
+from gcite.local.knowledge import relevance
+from gcite.local.llm import ExtractiveModel
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -207,15 +200,45 @@ class UninstalledPluginToolNode(Node[ToolNodeData]):
                              error_type="ToolProviderNotFoundError")
 
 
+# --- document extractor -----------------------------------------------------------------------------------------
+
+class DocumentExtractorNodeData(BaseNodeData):
+    """graphon's `DocumentExtractorNodeData` (its package imports the parsers with it)."""
+
+    type: str = BuiltinNodeTypes.DOCUMENT_EXTRACTOR
+    variable_selector: list[str]
+
+
+class LocalDocumentExtractorNode(Node[DocumentExtractorNodeData]):
+    """graphon's document extractor needs file parsers (python-docx, pandas, …) this project does not install, and
+    the runner takes no files: this node fails as graphon's fails for a missing file variable, and gives an empty
+    text for an empty one (what graphon extracts from no file)."""
+
+    node_type = BuiltinNodeTypes.DOCUMENT_EXTRACTOR
+
+    @classmethod
+    def version(cls) -> str:
+        return "1"
+
+    def _run(self) -> NodeRunResult:
+        selector = list(self.node_data.variable_selector)
+        variable = self.graph_runtime_state.variable_pool.get(selector)
+        if variable is None:
+            return NodeRunResult(status=WorkflowNodeExecutionStatus.FAILED,
+                                 error=f"File variable not found for selector: {selector}")
+        if variable.value:
+            return NodeRunResult(status=WorkflowNodeExecutionStatus.FAILED,
+                                 error="the local runner takes no files, so it extracts no document")
+        return NodeRunResult(status=WorkflowNodeExecutionStatus.SUCCEEDED, inputs={"variable_selector": selector},
+                             outputs={"text": [] if isinstance(variable.value, list) else ""})
+
+
 # --- the factory's extra node types -----------------------------------------------------------------------------
 
 def create_node(factory: Any, node_type: str, payload: Mapping[str, Any], common: Mapping[str, Any],
                 model: Any, local_plugins: Sequence[str] = ()) -> Node | None:
     """A node the runner's own factory does not build, or None to let it build the node. `factory` is the runner's
     node factory, `model` the runner's LLM, `local_plugins` the plugin id prefixes the runner can run."""
-    from graphon.dsl.node_factory import (_DefaultJinja2TemplateRenderer, _PassthroughPromptMessageSerializer,
-                                          _TextOnlyFileSaver)
-
     pool = common["graph_runtime_state"].variable_pool
     if node_type == BuiltinNodeTypes.TOOL:
         data = ToolNodeData.model_validate(payload)
@@ -249,12 +272,7 @@ def create_node(factory: Any, node_type: str, payload: Mapping[str, Any], common
         return VariableAggregatorNode(data=VariableAggregatorNodeData.model_validate(
             {**payload, "type": BuiltinNodeTypes.VARIABLE_AGGREGATOR}), **common)
     if node_type == BuiltinNodeTypes.DOCUMENT_EXTRACTOR:
-        try:  # graphon's extractor imports its file parsers (python-docx, …) with the node
-            from graphon.nodes.document_extractor.entities import DocumentExtractorNodeData
-            from graphon.nodes.document_extractor.node import DocumentExtractorNode
-        except ImportError as error:
-            raise ValueError(f"the local runner cannot build the document extractor node: {error}") from None
-        return DocumentExtractorNode(data=DocumentExtractorNodeData.model_validate(payload), **common)
+        return LocalDocumentExtractorNode(data=DocumentExtractorNodeData.model_validate(payload), **common)
     return None
 
 

@@ -14,10 +14,10 @@ import yaml
 
 from gcite.build.retrofit import (CONTEXT, PREFIX, RULE_HEADINGS, Options, RetrofitRefusal, citation_rules,
                                   detect_lang, retrofit)
-from gcite.dify_rules import check_variable_ids
-from gcite.llm import ExtractiveModel, message_text
-from gcite.runner import load_chatflow, run_chatflow
-from gcite.services import start_local_services
+from gcite.local.dify_rules import check_variable_ids
+from gcite.local.llm import ExtractiveModel, message_text
+from gcite.local.runner import load_chatflow, run_chatflow
+from gcite.local.services import start_local_services
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "retrofit"
 POSITIVE = sorted(FIXTURES.glob("*.yml"))
@@ -322,7 +322,7 @@ def test_acl_adds_the_pre_filter_and_the_filter_node_and_hides_restricted_chunks
 
 
 def test_memory_keeps_earlier_turns_without_markers():
-    from gcite.runner import Conversation
+    from gcite.local.runner import Conversation
 
     svc = start_local_services()
     try:
