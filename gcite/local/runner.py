@@ -234,6 +234,12 @@ class LocalNodeFactory(SlimDslNodeFactory):
     services: Services
     code_settings: Any = None
 
+    def with_runtime_state(self, graph_runtime_state: GraphRuntimeState) -> "LocalNodeFactory":
+        """The factory an iteration's or loop's inner graph builds its nodes with: the same local services."""
+        factory = super().with_runtime_state(graph_runtime_state)
+        factory.services, factory.code_settings = self.services, self.code_settings
+        return factory
+
     def create_node(self, node_config: Any) -> Node:
         request = self._node_request(node_config)
         payload, node_type = request.data_payload, request.node_type
