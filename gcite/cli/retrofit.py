@@ -3,7 +3,7 @@
 import argparse
 from pathlib import Path
 
-from gcite.cli.common import CliError, os_error_text
+from gcite.cli.common import CliError, os_error_text, read_text
 
 SUFFIX = ".gcite"
 
@@ -53,12 +53,7 @@ def command(args: argparse.Namespace) -> int:
     if args.slots is not None and args.acl is None:
         raise CliError("--slots needs --acl FIELD: the slots are the pre-filter's")
     source = Path(args.dsl)
-    try:
-        text = source.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise CliError(f"{source}: not a Dify app DSL (not UTF-8 text)") from None
-    except OSError as error:
-        raise CliError(f"{source}: cannot read it ({os_error_text(error)})") from None
+    text = read_text(source, "a Dify app DSL")
     try:
         options = retrofit.Options(nodes=args.nodes, web=args.web, acl=args.acl, memory=args.memory, lang=args.lang,
                                    slots=ROLE_SLOTS if args.slots is None else args.slots)

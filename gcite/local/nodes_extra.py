@@ -16,6 +16,7 @@ graphon honours the node's error strategy.
 
 import json
 import re
+from functools import partialmethod
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -163,23 +164,15 @@ class LocalOnlyHttpClient:
         return HttpResponse(status_code=response.status_code, headers=dict(response.headers),
                             content=response.content, url=url, reason_phrase=response.reason or "")
 
-    def get(self, url: str, max_retries: int = 0, **kwargs: Any) -> HttpResponse:
-        return self._send("GET", url, kwargs)
+    def _method(self, method: str, url: str, max_retries: int = 0, **kwargs: Any) -> HttpResponse:
+        return self._send(method, url, kwargs)
 
-    def post(self, url: str, max_retries: int = 0, **kwargs: Any) -> HttpResponse:
-        return self._send("POST", url, kwargs)
-
-    def put(self, url: str, max_retries: int = 0, **kwargs: Any) -> HttpResponse:
-        return self._send("PUT", url, kwargs)
-
-    def patch(self, url: str, max_retries: int = 0, **kwargs: Any) -> HttpResponse:
-        return self._send("PATCH", url, kwargs)
-
-    def delete(self, url: str, max_retries: int = 0, **kwargs: Any) -> HttpResponse:
-        return self._send("DELETE", url, kwargs)
-
-    def head(self, url: str, max_retries: int = 0, **kwargs: Any) -> HttpResponse:
-        return self._send("HEAD", url, kwargs)
+    get = partialmethod(_method, "GET")
+    post = partialmethod(_method, "POST")
+    put = partialmethod(_method, "PUT")
+    patch = partialmethod(_method, "PATCH")
+    delete = partialmethod(_method, "DELETE")
+    head = partialmethod(_method, "HEAD")
 
 
 # --- another plugin's tool --------------------------------------------------------------------------------------

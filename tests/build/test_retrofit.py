@@ -18,6 +18,7 @@ from gcite.local.dify_rules import check_variable_ids
 from gcite.local.llm import ExtractiveModel, message_text
 from gcite.local.runner import load_chatflow, run_chatflow
 from gcite.local.services import start_local_services
+from tests.support.graph import upstream_of
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "retrofit"
 POSITIVE = sorted(FIXTURES.glob("*.yml"))
@@ -148,16 +149,13 @@ def test_the_result_passes_the_runners_dify_rules(path):
     check_variable_ids(document["workflow"])
     assert graph["nodes"] and root
     # every G-Cite node and every rewired context reads only what an upstream node outputs
-    nodes = nodes_of(document)
-    parents: dict[str, set[str]] = {n: set() for n in nodes}
-    for source, _, target in edges_of(document):
-        parents[target].add(source)
-    for node_id, node in nodes.items():
+    for node_id, node in nodes_of(document).items():
         if not node_id.startswith(PREFIX) and node["data"].get("type") != "llm":
             continue
+        before = upstream_of(document["workflow"]["graph"]["edges"], node_id)
         for ref in references(node["data"]):
             if ref not in ("sys", "conversation", "context"):
-                assert ref in upstream(parents, node_id), f"{node_id} reads {ref}, which is not upstream"
+                assert ref in before, f"{node_id} reads {ref}, which is not upstream"
 
 
 def references(data: dict) -> set[str]:
@@ -168,16 +166,6 @@ def references(data: dict) -> set[str]:
     for match in re.finditer(r'"type": "variable", "value": \["([^"]+)"', text):
         found.add(match.group(1))
     return found
-
-
-def upstream(parents: dict[str, set[str]], node_id: str) -> set[str]:
-    seen, todo = set(), list(parents[node_id])
-    while todo:
-        current = todo.pop()
-        if current not in seen:
-            seen.add(current)
-            todo += parents[current]
-    return seen
 
 
 @pytest.mark.parametrize("path", POSITIVE, ids=lambda p: p.name)
