@@ -231,26 +231,32 @@ def detect_lang(texts: Iterable[str]) -> str:
     return "zh" if len(CJK.findall(text)) * 3 >= len(LATIN.findall(text)) and CJK.search(text) else "en"
 
 
-def _sections(prompt: str) -> dict[str, str]:
-    """The generator's system prompt cut at its `# ` headings: {heading: section text}."""
-    parts = re.split(r"(?m)^(?=# )", prompt)
-    return {part.splitlines()[0]: part.strip() for part in parts if part.startswith("# ")}
+def prompt_parts(lang: str) -> dict[str, str]:
+    """Our own chatflows' system prompt (gcite.build.chatflows) cut at its `# ` headings into the parts retrofit
+    adds: `sources` (where the chunks come from), `rules` (the answering rules), `history` (the earlier
+    conversation), `chunks` (the numbered chunks). The first part, the persona, stays the builder's."""
+    parts = [p.strip() for p in re.split(r"(?m)^(?=# )", dsl_build.Variant(lang=lang).system_prompt())
+             if p.startswith("# ")]
+    named = dict(zip(("persona", "sources", "rules", "history", "chunks"), parts, strict=True))
+    if CONTEXT not in named["chunks"] or "{{#conversation.history_text#}}" not in named["history"] \
+            or "[C:N]" not in named["rules"]:
+        raise RuntimeError("gcite/build/chatflows.py's prompt no longer has the sections retrofit takes from it: "
+                           "persona, sources, rules, history, chunks")
+    return named
 
 
 def citation_rules(lang: str) -> str:
-    """The citation rules of our own chatflows' prompt (its two sections after the persona), under our heading."""
-    sections = list(_sections(dsl_build.Variant(lang=lang).system_prompt()).values())
-    # sections: persona, where the chunks come from, the answering rules, earlier conversation, the chunks
-    body = "\n\n".join("#" + s for s in sections[1:3])  # one level down: under the G-Cite heading
-    return f"{RULE_HEADINGS[lang]}\n{body}"
+    """The citation rules of our own chatflows' prompt, one heading level down under G-Cite's heading."""
+    parts = prompt_parts(lang)
+    return RULE_HEADINGS[lang] + "\n" + "\n\n".join("#" + parts[k] for k in ("sources", "rules"))
 
 
 def history_section(lang: str) -> str:
-    return list(_sections(dsl_build.Variant(lang=lang).system_prompt()).values())[3]
+    return prompt_parts(lang)["history"]
 
 
 def chunks_section(lang: str) -> str:
-    return list(_sections(dsl_build.Variant(lang=lang).system_prompt()).values())[4]
+    return prompt_parts(lang)["chunks"]
 
 
 # --- the retrofit ---------------------------------------------------------------------------------------------
@@ -462,8 +468,10 @@ class Retrofitter:
         elif system is None:
             system = messages[0]  # completion mode: one prompt
         text = system.get("text") or ""
+        history = self.options.memory and not any(
+            "{{#conversation.history_text#}}" in (m.get("text") or "") for m in messages)
         if any(h in text for h in RULE_HEADINGS.values()):
-            if self.options.memory and "{{#conversation.history_text#}}" not in text:
+            if history:
                 system["text"] = text.rstrip() + "\n\n" + history_section(lang)
                 self.change(f"prompt extended: LLM {g.title(llm_id)} system prompt gains the earlier conversation")
             return
@@ -474,14 +482,13 @@ class Retrofitter:
                 self.change(f"prompt: LLM {g.title(llm_id)} {{{{#context#}}}} put on a line of its own (each "
                             f"numbered chunk starts with its [C:N] line)")
         text = system.get("text") or ""
-        added = [citation_rules(lang)]
-        if self.options.memory and "{{#conversation.history_text#}}" not in text:
-            added.append(history_section(lang))
-        if not any(CONTEXT in (m.get("text") or "") for m in messages):
-            added.append(chunks_section(lang))
+        chunks = not any(CONTEXT in (m.get("text") or "") for m in messages)
+        added = [citation_rules(lang)] + ([history_section(lang)] if history else []) \
+            + ([chunks_section(lang)] if chunks else [])
         system["text"] = (text.rstrip() + "\n\n" if text.strip() else "") + "\n\n".join(added)
-        self.change(f"prompt extended: LLM {g.title(llm_id)} system prompt gains G-Cite's citation rules ({lang}"
-                    + (", the chunks section" if CONTEXT not in text and len(added) > 1 else "") + ")")
+        extras = [name for name, wanted in (("the earlier conversation", history), ("the chunks", chunks)) if wanted]
+        self.change(f"prompt extended: LLM {g.title(llm_id)} system prompt gains G-Cite's citation rules ({lang})"
+                    + (f" and {' and '.join(extras)}" if extras else ""))
 
     def _node(self, node: dict[str, Any], line: str) -> str:
         self.graph.add_node(node)
