@@ -144,7 +144,8 @@ class Graph:
         return str(self.by_id[node_id]["data"].get("type", "")) if node_id in self.by_id else ""
 
     def title(self, node_id: str) -> str:
-        return f"{self.by_id[node_id]['data'].get('title') or self.type_of(node_id)!s} ({node_id})"
+        title = str(self.by_id[node_id]["data"].get("title") or self.type_of(node_id)).strip()
+        return f'"{title}" ({node_id})'
 
     @property
     def edges(self) -> list[dict[str, Any]]:

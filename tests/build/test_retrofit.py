@@ -353,14 +353,14 @@ def test_the_export_api_form_is_read():
 
 @pytest.mark.parametrize("name,reason", [
     ("dify-knowledge-chatbot-context-disabled.en.yml",
-     "no Knowledge Retrieval → LLM context path; LLM nodes looked at: LLM (1711528917469): context disabled"),
-    ("svcvit-document-chat-context-via-template.zh.yml", "LLM 2 (1720801890321): context is 1720796109721.output "
+     'no Knowledge Retrieval → LLM context path; LLM nodes looked at: "LLM" (1711528917469): context disabled'),
+    ("svcvit-document-chat-context-via-template.zh.yml", '"LLM 2" (1720801890321): context is 1720796109721.output '
                                                          "(a template-transform node)"),
-    ("svcvit-deep-researcher-retrieval-in-iteration.zh.yml", "问题分解 (1739088190247): context is "
+    ("svcvit-deep-researcher-retrieval-in-iteration.zh.yml", '"问题分解" (1739088190247): context is '
                                                              "1739087621665.Research_Theme (a start node)"),
-    ("tomatio13-manual-search-context-from-start.ja.yml", "回答生成 (1731228346443): context is 1731228343114.Query"),
-    ("own-0.4.0-no-retrieval.zh.yml", "no Knowledge Retrieval → LLM context path; LLM nodes looked at: LLM "),
-    ("own-0.5.0-jinja2-prompt.en.yml", "cannot rewire safely: LLM LLM ("),
+    ("tomatio13-manual-search-context-from-start.ja.yml", '"回答生成" (1731228346443): context is 1731228343114.Query'),
+    ("own-0.4.0-no-retrieval.zh.yml", 'no Knowledge Retrieval → LLM context path; LLM nodes looked at: "LLM" '),
+    ("own-0.5.0-jinja2-prompt.en.yml", 'cannot rewire safely: LLM "LLM" ('),
     ("own-chat-mode.en.yml", "app mode 'chat' has no workflow graph"),
     ("own-rag-pipeline.en.yml", "not a Dify app DSL: kind is 'rag_pipeline'"),
     ("own-not-yaml.txt.yml", "not a Dify app DSL: the file is not valid YAML (line"),

@@ -62,7 +62,7 @@ def test_out_and_options_reach_the_result(tmp_path, capsys):
 @pytest.mark.parametrize("name,argv,message", [
     ("refuse/own-chat-mode.en.yml", [], "app mode 'chat' has no workflow graph to rewire"),
     ("refuse/dify-knowledge-chatbot-context-disabled.en.yml", [],
-     "no Knowledge Retrieval → LLM context path; LLM nodes looked at: LLM (1711528917469): context disabled"),
+     'no Knowledge Retrieval → LLM context path; LLM nodes looked at: "LLM" (1711528917469): context disabled'),
     ("refuse/own-not-yaml.txt.yml", [], "not a Dify app DSL: the file is not valid YAML"),
     ("svcvit-image-knowledge-base.zh.yml", ["--slots", "2"], "--slots needs --acl FIELD"),
     ("svcvit-image-knowledge-base.zh.yml", ["--acl", "access_roles", "--slots", "0"], "--slots: expected a whole "
