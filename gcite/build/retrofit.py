@@ -395,7 +395,7 @@ class Retrofitter:
                                       f"add the rules by hand (docs/retrofit.md)")
         if not prompt_messages(llm["data"]):
             raise RetrofitRefusal(f"cannot rewire safely: LLM {g.title(target.llm)} has no prompt_template")
-        for kind in ("merge", "validate", "filter", "web"):
+        for kind in ("merge", "validate", "filter", "web", "remember", "save_history"):
             node_id = new_id(kind, target.llm)
             if node_id in g.by_id and not self._ours(node_id):
                 raise RetrofitRefusal(f"cannot rewire safely: node id {node_id} is taken by a node G-Cite did not add")
@@ -441,6 +441,11 @@ class Retrofitter:
         validate = self.validate_node(target, v, merge)
         if o.memory:
             self.memory(target, v, validate)
+        if (g.by_id[llm]["data"].get("memory") or {}).get("window") is not None:
+            self.notes.append(f"LLM {g.title(llm)} keeps Dify's built-in memory, whose earlier answers carry their "
+                              f"[C:N] markers into the prompt; "
+                              + ("G-Cite's marker-free memory is added too: turn the built-in one off in Dify"
+                                 if o.memory else "--memory gives the marker-free memory of G-Cite's chatflows"))
 
     def complete(self, llm_id: str) -> None:
         """An LLM retrofitted before: add what the options ask for and the first run did not (nothing by default)."""

@@ -246,14 +246,14 @@ def test_another_plugins_tool_fails_as_in_dify_and_takes_its_fail_branch():
 
 # --- options ----------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["svcvit-thinking-assistant.zh.yml", "dify-text-summarization-workflow.en.yml",
-                                  "own-0.6.0-parallel-retrievals.en.yml"])
-def test_code_nodes_need_no_plugin_and_run(name, services):
+@pytest.mark.parametrize("path", POSITIVE, ids=lambda p: p.name)
+def test_code_nodes_need_no_plugin_and_run(path, services):
+    name = path.name
     result = retrofit(load(FIXTURES / name), options(nodes="code"))
     added = [n for n in nodes_of(result.document) if n.startswith(PREFIX)]
     assert {nodes_of(result.document)[n]["data"]["type"] for n in added} == {"code"}
     assert result.document.get("dependencies") == yaml.safe_load(load(FIXTURES / name)).get("dependencies")
-    events = run(result.text, services, QUESTION)
+    events = run(result.text, services, QUESTIONS.get(name, QUESTION))
     validated = next(d for d in finished(events) if d["node_id"].startswith(f"{PREFIX}validate_"))
     assert validated["outputs"]["status"] == "cited"
     assert retrofit(result.text, options(nodes="code")).changes == []
@@ -289,17 +289,20 @@ def test_the_rules_are_added_in_the_prompts_language_keeping_the_builders_prompt
     assert detect_lang(["You are a helpful assistant. 你好"]) == "en" and detect_lang(["你是一个助手 AI"]) == "zh"
 
 
-def test_acl_adds_the_pre_filter_and_the_filter_node_and_hides_restricted_chunks():
+@pytest.mark.parametrize("name,nodes", [("own-0.2.0-branch-aggregator.zh.yml", "plugin"),
+                                        ("own-0.4.0-workflow-extractor.en.yml", "code"),
+                                        ("dify-qc-knowledge-chatbot.en.yml", "code")])
+def test_acl_adds_the_pre_filter_and_the_filter_node_and_hides_restricted_chunks(name, nodes):
     svc = start_local_services()
     try:
-        result = retrofit(load(FIXTURES / "own-0.2.0-branch-aggregator.zh.yml"), options(acl="access_roles", slots=2))
+        result = retrofit(load(FIXTURES / name), options(acl="access_roles", slots=2, nodes=nodes))
         nodes = nodes_of(result.document)
         start = next(n for n in nodes.values() if n["data"]["type"] == "start")
         assert any(v["variable"] == "user_roles" and v["hide"] for v in start["data"]["variables"])
         retrievals = [n["data"] for n in nodes.values() if n["data"]["type"] == "knowledge-retrieval"]
         assert all(r["metadata_filtering_mode"] == "manual" and r["metadata_filtering_conditions"]["conditions"]
                    for r in retrievals)
-        assert retrofit(result.text, options(acl="access_roles", slots=2)).changes == []
+        assert retrofit(result.text, options(acl="access_roles", slots=2, nodes=nodes)).changes == []
         query = "冷水机组的供水温度和冷却塔风机怎么设定？"
         allowed = json.dumps(run(result.text, svc, query, {"user_roles": "运维工程师"}), ensure_ascii=False)
         assert "冷却塔风机在出水温度高于" in allowed
@@ -341,6 +344,13 @@ def test_web_search_runs_beside_the_retrieval_and_feeds_the_merge_node():
         assert {c["source_type"] for c in merge["outputs"]["chunk_metadata"]} == {"rag", "web"}
     finally:
         svc.close()
+
+
+def test_dify_s_built_in_memory_is_named_in_a_note():
+    notes = retrofit(load(FIXTURES / "own-0.3.0-code-after-llm.en.yml"), options()).notes
+    assert any("keeps Dify's built-in memory" in note and "--memory" in note for note in notes)
+    assert not any("built-in memory" in n for n in retrofit(load(FIXTURES / "own-0.2.0-branch-aggregator.zh.yml"),
+                                                             options()).notes)
 
 
 def test_the_export_api_form_is_read():
