@@ -1,8 +1,9 @@
-"""`python -m gcite acl audit|fix`: check and repair a knowledge base's ACL metadata through Dify's Knowledge API.
+"""Check and repair a knowledge base's ACL metadata through Dify's Knowledge API: the library behind
+`python -m gcite acl audit|fix` (its options and output are `gcite.cli.acl`).
 
 What each stage does with a stored value is not described here but computed by the stages' own code: the
-Knowledge Retrieval pre-filter through `gcite.build.prefilter.conditions_for_roles` judged by `gcite.local.dify_metadata.admits`
-(Dify's SQL semantics), and the filter node through `nodes/filter_chunks.py` `main`.
+Knowledge Retrieval pre-filter through `gcite.build.prefilter.conditions_for_roles` judged by
+`gcite.local.dify_metadata.admits` (Dify's SQL semantics), and the filter node through `nodes/filter_chunks.py`.
 
 Dify's Knowledge API, as its source defines it (api/controllers/service_api/dataset/, services/metadata_service.py):
 - `GET  /datasets/{id}/metadata` → `{"doc_metadata": [{"id", "name", "type", "count"}], "built_in_field_enabled"}`.
@@ -391,7 +392,7 @@ def field_values(doc_metadata: Any) -> dict[str, Any] | None:
     return values
 
 
-# --- The commands ---------------------------------------------------------------------------------------
+# --- Audit and fix --------------------------------------------------------------------------------------
 
 @dataclass
 class Row:

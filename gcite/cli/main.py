@@ -1,17 +1,16 @@
 """python -m gcite COMMAND …
 
-One subparser per command in `build_parser()`, one `*_command(args) -> int` per command below it. A bad option or
-input is a one-line `error: …` on stderr and exit status 2; a failed run is status 1; never a traceback.
+One subparser per command in `build_parser()`; each command's `*_command(args) -> int` lives in the module of its
+group (`run`, `build`, `chat`, `serve`, `acl`). A bad option or input is a one-line `error: …` on stderr and exit
+status 2; a failed run is status 1; never a traceback.
 """
 
 import argparse
+import sys
 
 from gcite.cli.build import build_dsl_command, package_command, prefilter_command
 from gcite.cli.common import CliError, engine_logs
 from gcite.cli.run import demo_command, run_command
-
-import sys
-
 
 
 def version_text() -> str:
@@ -167,20 +166,3 @@ def dispatch(args: argparse.Namespace) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     return 0
-
-
-# --- demo ------------------------------------------------------------------------------------------------
-
-
-# --- run -------------------------------------------------------------------------------------------------
-
-
-# --- build-dsl -------------------------------------------------------------------------------------------
-
-
-# --- prefilter -------------------------------------------------------------------------------------------
-
-
-# --- package ---------------------------------------------------------------------------------------------
-
-
