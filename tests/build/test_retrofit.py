@@ -289,20 +289,20 @@ def test_the_rules_are_added_in_the_prompts_language_keeping_the_builders_prompt
     assert detect_lang(["You are a helpful assistant. 你好"]) == "en" and detect_lang(["你是一个助手 AI"]) == "zh"
 
 
-@pytest.mark.parametrize("name,nodes", [("own-0.2.0-branch-aggregator.zh.yml", "plugin"),
+@pytest.mark.parametrize("name,kind", [("own-0.2.0-branch-aggregator.zh.yml", "plugin"),
                                         ("own-0.4.0-workflow-extractor.en.yml", "code"),
                                         ("dify-qc-knowledge-chatbot.en.yml", "code")])
-def test_acl_adds_the_pre_filter_and_the_filter_node_and_hides_restricted_chunks(name, nodes):
+def test_acl_adds_the_pre_filter_and_the_filter_node_and_hides_restricted_chunks(name, kind):
     svc = start_local_services()
     try:
-        result = retrofit(load(FIXTURES / name), options(acl="access_roles", slots=2, nodes=nodes))
+        result = retrofit(load(FIXTURES / name), options(acl="access_roles", slots=2, nodes=kind))
         nodes = nodes_of(result.document)
         start = next(n for n in nodes.values() if n["data"]["type"] == "start")
         assert any(v["variable"] == "user_roles" and v["hide"] for v in start["data"]["variables"])
         retrievals = [n["data"] for n in nodes.values() if n["data"]["type"] == "knowledge-retrieval"]
         assert all(r["metadata_filtering_mode"] == "manual" and r["metadata_filtering_conditions"]["conditions"]
                    for r in retrievals)
-        assert retrofit(result.text, options(acl="access_roles", slots=2, nodes=nodes)).changes == []
+        assert retrofit(result.text, options(acl="access_roles", slots=2, nodes=kind)).changes == []
         query = "冷水机组的供水温度和冷却塔风机怎么设定？"
         allowed = json.dumps(run(result.text, svc, query, {"user_roles": "运维工程师"}), ensure_ascii=False)
         assert "冷却塔风机在出水温度高于" in allowed
