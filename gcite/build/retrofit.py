@@ -369,6 +369,8 @@ class Retrofitter:
         if not targets and not done:
             names = "; ".join(looked) if looked else "none (the app has no LLM node)"
             raise RetrofitRefusal(f"no Knowledge Retrieval → LLM context path; LLM nodes looked at: {names}")
+        if looked:
+            self.notes.append("left as they are (their context is not retrieval results): " + "; ".join(looked))
         for target in targets:
             self.check_shape(target)
         for target in targets:

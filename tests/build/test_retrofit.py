@@ -346,6 +346,15 @@ def test_web_search_runs_beside_the_retrieval_and_feeds_the_merge_node():
         svc.close()
 
 
+def test_llms_whose_context_is_not_retrieval_are_named_and_left_alone():
+    result = retrofit(load(FIXTURES / "svcvit-intent-reply-workflow.zh.yml"), options())
+    note = next(n for n in result.notes if n.startswith("left as they are"))
+    assert '"意图向量机" (1718246807593): context disabled' in note
+    assert '"风格化回复内容" (1718853322658): context is 1718852940536.output' in note
+    assert nodes_of(result.document)["1718853322658"] == nodes_of(yaml.safe_load(
+        load(FIXTURES / "svcvit-intent-reply-workflow.zh.yml")))["1718853322658"]
+
+
 def test_dify_s_built_in_memory_is_named_in_a_note():
     notes = retrofit(load(FIXTURES / "own-0.3.0-code-after-llm.en.yml"), options()).notes
     assert any("keeps Dify's built-in memory" in note and "--memory" in note for note in notes)
