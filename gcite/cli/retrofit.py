@@ -42,8 +42,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def default_out(path: Path) -> Path:
+    """IN.gcite.yml beside IN (YAML whatever IN was: the export API's JSON form too); IN when already so named."""
     stem = path.name[:-len(path.suffix)] if path.suffix else path.name
-    return path if stem.endswith(SUFFIX) else path.with_name(f"{stem}{SUFFIX}{path.suffix or '.yml'}")
+    if stem.endswith(SUFFIX) and path.suffix in (".yml", ".yaml"):
+        return path
+    return path.with_name(f"{stem}{SUFFIX}.yml")
 
 
 def command(args: argparse.Namespace) -> int:

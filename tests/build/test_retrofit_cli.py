@@ -1,6 +1,7 @@
 """`python -m gcite retrofit`: one line per change, the file written beside the input, a second run a no-op that
 says so, --dry-run writing nothing, and every refusal one `error:` line with exit status 2."""
 
+import json
 import shutil
 import subprocess
 import sys
@@ -36,6 +37,14 @@ def test_retrofit_writes_beside_the_input_and_a_second_run_changes_nothing(tmp_p
     assert capsys.readouterr().out.splitlines() == [
         f"no change: {out} already has G-Cite wired in for every retrieval → LLM context path"]
     assert out.read_text(encoding="utf-8") == written
+
+
+def test_the_export_api_form_becomes_a_yaml_file_beside_it(tmp_path, capsys):
+    exported = tmp_path / "export.json"
+    exported.write_text(json.dumps({"data": APP.read_text(encoding="utf-8")}, ensure_ascii=False), encoding="utf-8")
+    assert main(["retrofit", str(exported)]) == 0
+    assert "note: read the export API's" in capsys.readouterr().out
+    assert yaml.safe_load((tmp_path / "export.gcite.yml").read_text(encoding="utf-8"))["app"]["mode"] == "advanced-chat"
 
 
 def test_dry_run_writes_nothing(tmp_path, capsys):
