@@ -239,6 +239,21 @@ def safe(text: Any) -> str:
 
 # --- The Knowledge API ----------------------------------------------------------------------------------
 
+def refused(error: BaseException) -> bool:
+    """Whether a requests error comes from a refused connection (requests wraps urllib3's, which wraps the OS's)."""
+    seen, todo = set(), [error]
+    while todo:
+        item = todo.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, ConnectionRefusedError):
+            return True
+        todo += [e for e in (item.__cause__, item.__context__, getattr(item, "reason", None), *item.args)
+                 if isinstance(e, BaseException)]
+    return False
+
+
 class KnowledgeApi:
     """Dify's Knowledge API over one requests.Session, with bounded retries for 429, 5xx and network errors."""
 
@@ -269,6 +284,9 @@ class KnowledgeApi:
             try:
                 response = self.session.request(method, url, timeout=TIMEOUT, **kwargs)
             except self._requests.RequestException as error:
+                if refused(error):  # nothing listens there: a wrong address, said once and not retried
+                    raise AclAdminError(EXIT_API, f"{what}: cannot connect to {self.base_url} (connection refused): "
+                                                  f"check --base-url / DIFY_BASE_URL") from None
                 problem = self.redact(f"{type(error).__name__}: {error}")
                 if last:
                     raise AclAdminError(EXIT_API, f"{what}: {method} {url} failed after {attempts(attempt + 1)}: "
@@ -290,6 +308,11 @@ class KnowledgeApi:
                 self.wait(attempt, response.headers.get("Retry-After"), f"{what}: HTTP {status}"
                           + (" (the subscription's knowledge-API rate limit)" if status == 403 else ""), floor)
                 continue
+            if status == 404 and not self.dify_error(response):
+                raise AclAdminError(EXIT_API, f"{what}: {self.base_url} does not answer as Dify's Knowledge API (HTTP 404 "
+                                              f"from {method} {url} without Dify's JSON error): check --base-url / "
+                                              f"DIFY_BASE_URL, your Dify's API base ending in /v1, e.g. "
+                                              f"https://api.dify.ai/v1")
             if status == 404:
                 raise AclAdminError(EXIT_NOT_FOUND, f"{what}: not found (HTTP 404 from {method} {url}"
                                                     f"{self.message(response)})")
@@ -301,6 +324,15 @@ class KnowledgeApi:
                 raise AclAdminError(EXIT_API, f"{what}: {method} {url} answered HTTP {status} with a body that is "
                                               f"not JSON") from None
         raise AssertionError("unreachable")
+
+    @staticmethod
+    def dify_error(response: Any) -> bool:
+        """Whether an error answer has the body Dify's API gives every error: {"code", "message", "status"}."""
+        try:
+            body = response.json()
+        except ValueError:
+            return False
+        return isinstance(body, dict) and isinstance(body.get("code"), str) and "message" in body
 
     def message(self, response: Any) -> str:
         try:

@@ -1,7 +1,6 @@
-"""`python -m gcite build-dsl`, `prefilter`, `package` and `sync-schema`: what is generated or packaged."""
+"""`python -m gcite build-dsl`, `prefilter` and `sync-schema`: what is generated (`package` is in gcite/cli/sign.py)."""
 
 import argparse
-import sys
 
 from gcite.cli.common import CliError, os_error_text
 
@@ -81,32 +80,3 @@ def untracked(root, files: list[str]) -> list[str]:
         return []
     tracked = set(done.stdout.decode("utf-8").split("\0"))
     return [f for f in files if f not in tracked]
-
-
-def package_command(args: argparse.Namespace) -> int:
-    from gcite import ROOT
-    from gcite.build.package import PackageError, build, source_of, update_dsl_dependencies
-
-    out = ROOT / args.out
-    if out.exists() and not out.is_dir():
-        raise CliError(f"--out {args.out}: not a directory")
-    try:
-        built = build(ROOT, out)
-    except OSError as error:
-        raise CliError(f"cannot build the package ({os_error_text(error)})") from None
-    except PackageError as error:
-        for problem in error.problems:
-            print(f"error: {problem}", file=sys.stderr)
-        print(f"no package written ({len(error.problems)} problem(s))", file=sys.stderr)
-        return 1
-    for path in untracked(ROOT, [source_of(f) for f in built.files]):
-        print(f"warning: {path} is packaged but not tracked by git: the identifier will differ on a clean clone "
-              f"(add it to .difyignore, or commit it)", file=sys.stderr)
-    print(f"package:    {built.path.relative_to(ROOT) if built.path.is_relative_to(ROOT) else built.path}")
-    print(f"identifier: {built.identifier}")
-    print(f"size:       {built.size:,} bytes ({built.size / 1024:.1f} KB; {built.uncompressed:,} bytes uncompressed, "
-          f"{len(built.files)} files)")
-    if not args.no_dsl_update:
-        for path in update_dsl_dependencies(ROOT / "dsl", built.identifier):
-            print(f"updated dependency in {path.relative_to(ROOT)}")
-    return 0

@@ -139,12 +139,41 @@ def local_events(query: str, roles: str, dsl: str | None) -> Iterator[Event]:
         yield from dify_events(run(text))
 
 
+def explained(events: Iterable[Event], mode: str, url: str) -> Iterator[Event]:
+    """The events, with the errors a wrong address gives said as what to do: a 404 (a wrong hook or path) and a
+    server that cannot be reached, each once. Dify's plugin daemon answers an unknown or disabled hook with HTTP 404
+    and its own JSON error, `{"code": -404 or -400, "message": "{\"message\":\"endpoint not found\", …}"}`
+    (internal/server/endpoint.go, internal/service/endpoint.go); a wrong path under a right hook is the plugin's 404."""
+    for event in events:
+        not_found = isinstance(event, Error) and (event.code == "http_404" or "endpoint not found" in event.message)
+        if not_found and mode == "--url":
+            event = Error(event.code, f"no G-Cite endpoint at {url} (HTTP 404): the hook or the path is wrong; copy the "
+                                      f"endpoint's URL from Dify: Plugins → G-Cite → Endpoints (it ends in "
+                                      f"/e/<hook>/gcite/chat)")
+        elif not_found and mode == "--service-api":
+            event = Error(event.code, f"no Dify Service API at {url} (HTTP 404): --service-api is your Dify's API "
+                                      f"base, ending in /v1 (the app's API Access page shows it)")
+        elif isinstance(event, Error) and event.code == "connection":
+            event = Error(event.code, f"cannot connect to {url}: is the server running, and is {mode} right?")
+        yield event
+
+
 def sample_user_token(url: str, user: str) -> str:
     """The token `gcite serve` minted for one of its sample users."""
     import requests
     from urllib.parse import urljoin
 
-    users = requests.get(urljoin(url, "/local/users"), timeout=30).json()
+    address = urljoin(url, "/local/users")
+    try:
+        response = requests.get(address, timeout=30)
+    except requests.RequestException:
+        raise ValueError(f"--user: cannot connect to {address} for the sample users' tokens: is gcite serve running "
+                         f"there?") from None
+    try:
+        users = response.json()
+    except ValueError:
+        raise ValueError(f"--user: {address} is not gcite serve's list of sample users (HTTP {response.status_code}); "
+                         f"--user works with gcite serve only, use --token otherwise") from None
     for entry in users:
         if user in (entry.get("id"), entry.get("name")):
             return entry["token"]
@@ -200,6 +229,8 @@ def chat_command(args: Any, stdin: Any, stdout: Any, stderr: Any) -> int:
             stderr.write(f"error: {error}\n")
             return 2
         events = local_events(args.query, args.roles or "", dsl)
+    if args.url or args.service_api:
+        events = explained(events, "--url" if args.url else "--service-api", args.url or args.service_api)
     try:
         if args.json:
             result = collect(events)

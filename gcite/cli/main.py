@@ -8,9 +8,13 @@ status 2; a failed run is status 1; never a traceback.
 import argparse
 import sys
 
-from gcite.cli.build import build_dsl_command, package_command, prefilter_command
+from gcite.cli.build import build_dsl_command, prefilter_command
 from gcite.cli.common import CliError, engine_logs
 from gcite.cli.run import demo_command, run_command
+
+# random bytes in a `gcite secret`: the endpoint takes no shorter token_secret (MIN_SECRET_BYTES in
+# endpoints/settings.py, RFC 7518 §3.2); the URL-safe text of 32 bytes is 43 characters
+SECRET_BYTES = 32
 
 
 def version_text() -> str:
@@ -67,10 +71,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve_arguments(commands.add_parser("serve", help="serve the chat page and endpoint on 127.0.0.1 "
                                                              "through the real plugin process"))
     commands.add_parser("sync-schema", help="write the models' item schemas into the tools' output_schema")
+    commands.add_parser("secret", help="print a new random token signing secret (32 random bytes, URL-safe text) "
+                                     "for the endpoint's token_secret setting; printed once, stored nowhere")
 
     pack = commands.add_parser("package", help="validate the plugin and write dist/<name>-<version>.difypkg")
     pack.add_argument("--out", default="dist", help="output directory (default: dist)")
     pack.add_argument("--no-dsl-update", action="store_true", help="do not rewrite the dependency in dsl/*.yml")
+    from gcite.cli import sign as sign_cli
+
+    sign_cli.add_parsers(commands, pack)
 
     from gcite.build.chatflows import LANGS, MAX_ROLE_SLOTS, ROLE_SLOTS, SEARCHES
 
@@ -126,8 +135,11 @@ def dispatch(args: argparse.Namespace) -> int:
             return run_command(args)
         if args.command == "build-dsl":
             return build_dsl_command(args)
-        if args.command == "package":
-            return package_command(args)
+        if args.command in ("package", "keygen", "verify"):
+            from gcite.cli import sign as sign_cli
+
+            return {"package": sign_cli.package_command, "keygen": sign_cli.keygen_command,
+                    "verify": sign_cli.verify_command}[args.command](args)
         if args.command == "prefilter":
             return prefilter_command(args)
         if args.command == "chat":
@@ -146,6 +158,11 @@ def dispatch(args: argparse.Namespace) -> int:
             from gcite.cli import retrofit as retrofit_cli
 
             return retrofit_cli.command(args)
+        if args.command == "secret":
+            import secrets
+
+            print(secrets.token_urlsafe(SECRET_BYTES))
+            return 0
         if args.command == "sync-schema":
             from gcite.build import schema as schema_sync
 

@@ -1,17 +1,18 @@
 """`python -m gcite serve`: its options and checks; the server itself is `gcite.local.serve`."""
 
+import errno
 import json
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from gcite.local.serve import DEFAULT_PACE, DEFAULT_PORT, LocalDify
 
 
 def add_serve_arguments(parser: Any) -> None:
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; "
-                                                                         "0: any free port)")
+    parser.add_argument("--port", type=int, help=f"port on 127.0.0.1 (default {DEFAULT_PORT}, or a free port when that "
+                                                 "one is taken; 0: any free port)")
     parser.add_argument("--llm-base-url", help="an OpenAI-compatible endpoint for the chatflow's LLM "
                                                "(key in GCITE_LLM_API_KEY); default: the built-in extractive stand-in")
     parser.add_argument("--llm-model", help="model name for --llm-base-url (needs --llm-base-url)")
@@ -35,7 +36,7 @@ def usage_problem(args: Any) -> str | None:
     from gcite.cli.common import CliError, load_chatflow
     from gcite.cli.demo import DSL_CHOICES
 
-    if not 0 <= args.port <= 65535:
+    if args.port is not None and not 0 <= args.port <= 65535:
         return f"--port must be from 0 to 65535, got {args.port}"
     if args.llm_model and not args.llm_base_url:
         return "--llm-model needs --llm-base-url (the built-in stand-in has no models to choose)"
@@ -77,6 +78,26 @@ def knowledge_base_problem(path: Path) -> str | None:
     return None
 
 
+def serve_on_port(args: Any, make: Callable[[int], Any]) -> Any:
+    """`make(port)` on the port asked for; without --port, on DEFAULT_PORT or, when that one is taken, on a free port
+    (said on stdout). None after printing why it cannot serve: a --port that is taken names --port."""
+    port = DEFAULT_PORT if args.port is None else args.port
+    try:
+        return make(port)
+    except OSError as error:
+        if error.errno != errno.EADDRINUSE:
+            print(f"error: cannot serve on 127.0.0.1:{port}: {error.strerror or error}", file=sys.stderr)
+            return None
+        if args.port is not None:
+            print(f"error: port {port} on 127.0.0.1 is already in use (another gcite serve or make demo?): choose "
+                  f"another with --port PORT, or --port 0 for any free port", file=sys.stderr)
+            return None
+    local = make(0)
+    print(f"port {DEFAULT_PORT} is in use (another gcite serve or make demo?); serving on port {local.port} instead "
+          f"(--port PORT chooses one)", flush=True)
+    return local
+
+
 def serve_command(args: Any) -> int:
     problem = usage_problem(args)
     if problem:
@@ -87,11 +108,10 @@ def serve_command(args: Any) -> int:
     from gcite.local.services import make_llm
 
     llm = make_llm(args.llm_base_url, args.llm_model) if args.llm_base_url else None  # usage_problem checked the pair
-    try:
-        local = LocalDify(args.port, llm=llm, pace=args.pace if llm is None else 0, dsl=args.dsl,
-                          knowledge_base=args.knowledge_base, fail_on=args.fail_on)
-    except OSError as error:
-        print(f"error: cannot serve on 127.0.0.1:{args.port}: {error}", file=sys.stderr)
+    local = serve_on_port(args, lambda port: LocalDify(port, llm=llm, pace=args.pace if llm is None else 0,
+                                                        dsl=args.dsl, knowledge_base=args.knowledge_base,
+                                                        fail_on=args.fail_on))
+    if local is None:
         return 2
     local.start()
     print(f"G-Cite page:   {local.page_url}", flush=True)

@@ -146,7 +146,8 @@ def test_the_stand_in_llm_answers_in_the_questions_language():
 # --- documentation: both languages, and nothing that points at a document users do not have ---------------------
 
 UNAVAILABLE = re.compile(r"\bthe design\b|design's|§\s*\d|\bappendix\b|附录|设计文档|设计默认", re.IGNORECASE)
-USER_DOCS = ["README.md", "README.zh-CN.md", "plugin_readme/README.md", "plugin_readme/README_zh_Hans.md"]
+USER_DOCS = ["README.md", "README.zh-CN.md", "plugin_readme/README.md", "plugin_readme/README_zh_Hans.md",
+             *sorted(str(p.relative_to(chatflows.ROOT)) for p in (chatflows.ROOT / "docs").rglob("*.md"))]
 
 
 @pytest.mark.parametrize("name", USER_DOCS + sorted(VARIANTS.values()))
@@ -168,13 +169,18 @@ def test_the_chinese_readme_is_linked_from_the_top_and_covers_what_a_user_does()
     chinese = (root / "README.zh-CN.md").read_text(encoding="utf-8")
     assert "[简体中文](README.zh-CN.md)" in english.split("\n## ")[0]
     assert "[English](README.md)" in chinese.split("\n## ")[0]
-    headings = [line[3:] for line in chinese.splitlines() if line.startswith("## ")]
-    for topic in ("安装插件", "导入对话流", "配置", "权限控制", "对话端点与聊天页面", "G-Cite 流式协议", "命令行"):
+    # the manual: docs/*.md in English, docs/zh/*.md in Chinese, page for page
+    english = "\n".join([english, *(p.read_text(encoding="utf-8") for p in sorted((root / "docs").glob("*.md")))])
+    pages = sorted((root / "docs" / "zh").glob("*.md"))
+    chinese = "\n".join([chinese, *(p.read_text(encoding="utf-8") for p in pages)])
+    headings = [line.lstrip("#").strip() for line in chinese.splitlines() if line.startswith(("# ", "## "))]
+    for topic in ("安装插件", "导入对话流", "配置", "权限控制", "对话端点", "G-Cite 流式协议", "命令行"):
         assert any(topic in h for h in headings), topic
     for fact in (REFUSAL_ZH, REFUSAL_EN, "THIRD_PARTY_SIGNATURE_VERIFICATION_PUBLIC_KEYS", "/app/storage/public_keys/",
-                 "dify signature verify", "source_file_url", "/gcite/chat", "3 + 16 × N", "--persona", "1.4.0"):
+                 "gcite keygen", "package --sign", "gcite verify", "source_file_url", "/gcite/chat", "3 + 16 × N",
+                 "--persona", "1.4.0"):
         assert fact in chinese and fact in english, fact
-    assert len(re.findall(r"[\u4e00-\u9fff]", chinese)) > 3000  # a complete page, not a summary
+    assert len(re.findall(r"[\u4e00-\u9fff]", chinese)) > 3000  # complete pages, not a summary
 
 
 @pytest.mark.parametrize("variant,labels", [("code-en", ("User: ", "Assistant: ")), ("code-zh", ("用户：", "助手："))])
