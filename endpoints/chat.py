@@ -12,23 +12,18 @@ import base64
 import hashlib
 import hmac
 import json
-import logging
 import re
 from collections.abc import Iterator, Mapping
+from urllib.parse import urlsplit
 
 import jwt
 from dify_plugin import Endpoint
-from dify_plugin.config.logger_format import plugin_logger_handler
 from werkzeug import Request, Response
 
 from endpoints.chat_protocol import INTERNAL_ERROR, OPEN_COMMENT, Translator, error_event, gcite_sse, translate
-from endpoints.settings import Config, SettingError, read_settings
+from endpoints.settings import Config, SettingError, logger, normal_origin, read_settings
+from tools.params import LONE_SURROGATE
 
-logger = logging.getLogger("gcite.endpoint")
-logger.setLevel(logging.INFO)
-logger.propagate = False
-if plugin_logger_handler not in logger.handlers:  # the module is loaded once per endpoint YAML naming it
-    logger.addHandler(plugin_logger_handler)
 
 MAX_BODY_BYTES = 64 * 1024
 MAX_QUERY_CHARS = 4000
@@ -83,6 +78,11 @@ def caller(authorization: str | None, config: Config) -> tuple[str, list[str]]:
         raise HttpError(401, "expired_token", "token expired") from None
     except jwt.PyJWTError as error:
         raise HttpError(401, "invalid_token", f"{type(error).__name__}") from None
+    for name in ("exp", "nbf", "iat"):  # NumericDate (RFC 7519 §2): PyJWT would read "1796119130" as a date
+        if name in claims and (isinstance(claims[name], bool) or not isinstance(claims[name], (int, float))):
+            raise HttpError(401, "invalid_token", f"{name} is not a number")
+    if "aud" in claims and not claims["aud"]:  # PyJWT lets an empty audience through when none is configured
+        raise HttpError(401, "invalid_token", "aud is empty")
     sub, roles = claims.get("sub"), claims.get("roles")
     if not isinstance(sub, str) or not sub.strip() or len(sub) > MAX_SUB_CHARS:
         raise HttpError(401, "invalid_token", "sub is not a user id")
@@ -130,6 +130,8 @@ def question(r: Request) -> tuple[str, str | None]:
         body = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise HttpError(400, "bad_request", "body is not JSON") from None
+    except RecursionError:  # 22 KB of `[` is enough
+        raise HttpError(400, "bad_request", "body is nested too deeply") from None
     if not isinstance(body, dict):
         raise HttpError(400, "bad_request", "body is not a JSON object")
     query = body.get("query")
@@ -137,6 +139,8 @@ def question(r: Request) -> tuple[str, str | None]:
         raise HttpError(400, "bad_request", "query: missing or empty")
     if len(query) > MAX_QUERY_CHARS:
         raise HttpError(400, "query_too_long", f"query: over {MAX_QUERY_CHARS} characters")
+    if LONE_SURROGATE.search(query):  # `"\ud800"` in JSON: not text, and the app invocation cannot carry it
+        raise HttpError(400, "bad_request", "query: holds a lone surrogate")
     handle = body.get("conversation")
     if handle in (None, ""):
         return query, None
@@ -152,9 +156,34 @@ def json_response(status: int, code: str, headers: Mapping[str, str]) -> Respons
     return Response(body, status=status, headers=dict(headers), content_type="application/json; charset=utf-8")
 
 
+def own_origin(r: Request) -> str | None:
+    """The origin this request was addressed to, as Dify tells the plugin in `Dify-Hook-Url`: Dify's nginx sets it
+    to `$scheme://$host$request_uri` for `/e/`, and the daemon, when nothing set it, to the request's scheme and
+    `Host` (dify-plugin-daemon internal/service/endpoint.go, copyRequest). A browser sets `Host` itself, and a page
+    cannot send `Dify-Hook-Url` to another site without a preflight, which names neither that header nor its
+    origin: a page elsewhere cannot make its own origin look like this one."""
+    try:
+        parts = urlsplit(r.headers.get("Dify-Hook-Url", "").strip())
+        return normal_origin(f"{parts.scheme}://{parts.netloc}") if parts.scheme and parts.netloc else None
+    except ValueError:
+        return None
+
+
+def origin_allowed(r: Request, config: Config, origin: str) -> bool:
+    """An origin in `allowed_origins`, or the page's own: Chromium sends `Origin` on a same-origin POST, so the page
+    Dify serves beside this endpoint is allowed without its address in the setting. Its own = the browser says
+    `Sec-Fetch-Site: same-origin` (a header no page can set), or `Origin` is the address the request was sent to."""
+    if config.origin_allowed(origin):
+        return True
+    if r.headers.get("Sec-Fetch-Site", "").strip().lower() == "same-origin":
+        return True
+    own = own_origin(r)
+    return own is not None and normal_origin(origin) == own
+
+
 def cors_headers(r: Request, config: Config | None) -> dict[str, str]:
     origin = r.headers.get("Origin")
-    if not origin or config is None or not config.origin_allowed(origin):
+    if not origin or config is None or not origin_allowed(r, config, origin):
         return {}
     return {"Access-Control-Allow-Origin": origin.strip(), "Vary": "Origin"}
 
@@ -168,7 +197,7 @@ class GCiteChatEndpoint(Endpoint):
             except SettingError as error:
                 raise HttpError(500, "not_configured", str(error)) from None
             origin = r.headers.get("Origin")
-            if origin and not config.origin_allowed(origin):
+            if origin and not origin_allowed(r, config, origin):
                 raise HttpError(403, "origin_not_allowed", "origin not in allowed_origins")
             if r.method == "OPTIONS":
                 if not origin:

@@ -13,7 +13,7 @@ from werkzeug import Request, Response
 
 from dify_plugin import Endpoint
 
-from endpoints.settings import SettingError, allowed_origins
+from endpoints.settings import SettingError, allowed_origins, is_origin, logger
 
 PAGE_DIR = Path(__file__).resolve().parent / "page"
 FILES = {
@@ -24,13 +24,15 @@ FILES = {
 
 
 def frame_ancestors(settings: Mapping) -> str:
-    """`'self'` plus each allowed origin that is a plain http(s) origin; `*` in the setting is not honoured."""
+    """`'self'` plus each allowed origin (the chat endpoint's rule: the same setting read the same way, every entry a
+    well-formed scheme://host[:port]); `*` in the setting is not honoured here. A malformed setting frames nothing
+    but `'self'`, and its message, naming the setting, goes to the plugin's log."""
     try:
-        origins = allowed_origins(settings)  # the chat endpoint's rule: the same setting read the same way
-    except SettingError:
+        origins = allowed_origins(settings)
+    except SettingError as error:
+        logger.warning("gcite page: %s; the page may be framed only by itself", error)
         origins = []
-    safe = [o for o in origins if o.startswith(("https://", "http://")) and not any(c in o[8:] for c in "/;'\"*")]
-    return " ".join(["'self'", *dict.fromkeys(safe)])
+    return " ".join(["'self'", *(o for o in origins if is_origin(o))])
 
 
 def security_headers(settings: Mapping) -> dict[str, str]:

@@ -37,7 +37,7 @@ from typing import Any
 from gcite.local.dify_metadata import admits, field_text
 from gcite.build.prefilter import conditions_for_roles
 from nodes import acl_prefilter, filter_chunks
-from tools.web_search_providers import parse_retry_after
+from tools.web_search_providers import BodyTooLarge, parse_retry_after, read_body
 
 # Exit codes (also in the README)
 EXIT_OK = 0  # nothing outside the convention is left (audit), every needed write is done and verified (fix)
@@ -52,7 +52,11 @@ MAX_PAGES = 10_000
 DEFAULT_RETRIES = 4
 QUOTA_WAIT = 20.0  # seconds between retries of Dify Cloud's quota 403 (a 60 s rolling window)
 MAX_RETRY_AFTER = 120.0  # seconds; a longer Retry-After ends the run instead of hanging it
-TIMEOUT = (10, 60)
+CONNECT_SECONDS = 10.0
+REQUEST_SECONDS = 60.0  # one request, its whole answer included (a body that trickles in ends here)
+MAX_BODY_BYTES = 64 * 2**20
+DEFAULT_MAX_REQUESTS = 50_000  # one run: pages, read-backs and writes (a 100,000-document fix needs ~20,000)
+DEFAULT_MAX_MINUTES = 120.0  # one run, waits included
 MAX_PROBED_ROLES = 64  # a value naming more roles is judged from the first ones (the pre-filter) or as read (the node)
 MAX_SHOWN_ROLES = 20
 MAX_PROBED_ROLE_LENGTH = 40  # longer roles are not probed for shorter look-alikes
@@ -258,10 +262,16 @@ class KnowledgeApi:
     """Dify's Knowledge API over one requests.Session, with bounded retries for 429, 5xx and network errors."""
 
     def __init__(self, base_url: str, api_key: str, retries: int = DEFAULT_RETRIES,
-                 sleep: Callable[[float], None] = time.sleep, log: Callable[[str], None] | None = None):
+                 sleep: Callable[[float], None] = time.sleep, log: Callable[[str], None] | None = None,
+                 max_requests: int = DEFAULT_MAX_REQUESTS, max_minutes: float = DEFAULT_MAX_MINUTES,
+                 clock: Callable[[], float] = time.monotonic, request_seconds: float = REQUEST_SECONDS):
         import requests
 
         self._requests = requests
+        self.max_requests, self.max_minutes, self.request_seconds = max_requests, max_minutes, request_seconds
+        self.clock = clock
+        self.started = clock()
+        self.requests_made = 0
         self.base_url = base_url.rstrip("/")
         self._key = api_key
         self.retries = retries
@@ -277,12 +287,49 @@ class KnowledgeApi:
     def redact(self, text: str) -> str:
         return text.replace(self._key, "***") if self._key else text
 
+    def check_bounds(self, what: str) -> None:
+        """The whole run's bounds: at most max_requests requests and max_minutes minutes."""
+        if self.requests_made >= self.max_requests:
+            raise AclAdminError(EXIT_API, f"{what}: stopped after {self.requests_made} requests to the Knowledge API, "
+                                          f"the most one run makes (--max-requests {self.max_requests})")
+        minutes = (self.clock() - self.started) / 60
+        if minutes >= self.max_minutes:
+            raise AclAdminError(EXIT_API, f"{what}: stopped after {minutes:.1f} minutes, the longest one run takes "
+                                          f"(--max-minutes {self.max_minutes:g})")
+
+    def send(self, method: str, url: str, **kwargs: Any) -> Any:
+        """One request whose whole answer, body included, arrives within request_seconds."""
+        deadline = self.clock() + self.request_seconds
+
+        def remaining() -> float:
+            return deadline - self.clock()
+
+        self.requests_made += 1
+        response = self.session.request(method, url, timeout=(min(CONNECT_SECONDS, self.request_seconds),
+                                                              self.request_seconds), stream=True, **kwargs)
+        try:
+            read_body(response, remaining, MAX_BODY_BYTES)
+        finally:
+            response.close()
+        return response
+
     def request(self, method: str, path: str, what: str, **kwargs: Any) -> Any:
         url = self.base_url + path
         for attempt in range(self.retries + 1):
             last = attempt == self.retries
+            self.check_bounds(what)
             try:
-                response = self.session.request(method, url, timeout=TIMEOUT, **kwargs)
+                response = self.send(method, url, **kwargs)
+            except self._requests.exceptions.Timeout:
+                problem = f"no complete answer within {self.request_seconds:g} s"
+                if last:
+                    raise AclAdminError(EXIT_API, f"{what}: {method} {url} failed after {attempts(attempt + 1)}: "
+                                                  f"{problem}") from None
+                self.wait(attempt, None, f"{what}: {problem}")
+                continue
+            except BodyTooLarge:
+                raise AclAdminError(EXIT_API, f"{what}: {method} {url} answered with a body over "
+                                              f"{MAX_BODY_BYTES // 2**20} MiB") from None
             except self._requests.RequestException as error:
                 if refused(error):  # nothing listens there: a wrong address, said once and not retried
                     raise AclAdminError(EXIT_API, f"{what}: cannot connect to {self.base_url} (connection refused): "
@@ -320,7 +367,7 @@ class KnowledgeApi:
                 raise AclAdminError(EXIT_API, f"{what}: HTTP {status} from {method} {url}{self.message(response)}")
             try:
                 return response.json()
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise AclAdminError(EXIT_API, f"{what}: {method} {url} answered HTTP {status} with a body that is "
                                               f"not JSON") from None
         raise AssertionError("unreachable")
@@ -337,7 +384,7 @@ class KnowledgeApi:
     def message(self, response: Any) -> str:
         try:
             body = response.json()
-        except ValueError:
+        except (ValueError, RecursionError):
             return ""
         message = body.get("message") if isinstance(body, dict) else None
         return f": {safe(self.redact(str(message)))[:300]}" if message else ""
@@ -362,24 +409,38 @@ class KnowledgeApi:
         return body
 
     def documents(self, dataset: str, keyword: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every document, page by page, each once. A server that says `has_more: true` but sends a page with no
+        document not already listed (the same page again, or nothing) ends the listing with an error: it cannot be
+        trusted to be complete. `has_more` must be true or false, not text."""
         seen: set[str] = set()
         for page in range(1, MAX_PAGES + 1):
+            what = f"listing documents (page {page})"
             params: dict[str, Any] = {"page": page, "limit": PAGE_LIMIT}
             if keyword:
                 params["keyword"] = keyword
-            body = self.request("GET", f"/datasets/{dataset}/documents", f"listing documents (page {page})",
-                                params=params)
+            body = self.request("GET", f"/datasets/{dataset}/documents", what, params=params)
             data = body.get("data") if isinstance(body, dict) else None
             if not isinstance(data, list):
-                raise AclAdminError(EXIT_API, f"listing documents (page {page}): the answer has no `data` list")
+                raise AclAdminError(EXIT_API, f"{what}: the answer has no `data` list")
+            has_more = body.get("has_more", False)
+            if not isinstance(has_more, bool):
+                raise AclAdminError(EXIT_API, f"{what}: the answer's has_more is {show(has_more)}, not true or "
+                                              "false")
+            new = 0
             for document in data:
                 if not isinstance(document, dict) or not isinstance(document.get("id"), str):
-                    raise AclAdminError(EXIT_API, f"listing documents (page {page}): an entry has no document id")
+                    raise AclAdminError(EXIT_API, f"{what}: an entry has no document id")
                 if document["id"] not in seen:  # a document added while listing shifts the pages
                     seen.add(document["id"])
+                    new += 1
                     yield document
-            if not data or not body.get("has_more"):
+            if not has_more:
                 return
+            if not new:
+                said = "no documents" if not data else "only documents already listed"
+                raise AclAdminError(EXIT_API, f"{what}: the server sent {said} but says has_more is true; stopped "
+                                              f"after {len(seen)} documents (the listing is not complete: run again, "
+                                              "or check the server)")
         raise AclAdminError(EXIT_API, f"listing documents: more than {MAX_PAGES} pages")
 
     def document_metadata(self, dataset: str, document_id: str, name: str) -> Any:

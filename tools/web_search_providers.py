@@ -18,9 +18,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import requests
+import urllib3
 
 from nodes import merge_chunks
 
@@ -38,6 +39,9 @@ MAX_ATTEMPTS = 3  # one request plus two retries, on 429, 5xx and dropped connec
 BACKOFF_BASE = 0.5  # seconds: 0.5, 1, 2, … when the provider sends no Retry-After
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MESSAGE_LIMIT = 200  # characters of a provider's own error text kept in a message
+MAX_REDIRECTS = 3  # followed only to the same scheme, host and port
+MAX_BODY_BYTES = 16 * 2**20  # a provider's answer larger than this is an error, not a memory hog
+BODY_PIECE = 64 * 1024
 
 
 class SearchError(Exception):
@@ -113,10 +117,66 @@ def secrets_of(credentials: dict[str, Any] | None) -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
+def keys_of(credentials: dict[str, Any] | None) -> list[str]:
+    """The configured API keys (the secret-input credentials), longest first: scrubbed from every output."""
+    fields = {p.key_field for p in PROVIDERS.values() if p.key_field}
+    values = {credential(credentials, name) for name in fields}
+    return sorted((v for v in values if len(v) >= 4), key=len, reverse=True)
+
+
+KEY_PIECE = 8  # this many characters of a key in a row identify it: a provider's "sk-TEST-9f8e…" is redacted too
+
+
+def is_url(secret: str) -> bool:
+    return secret.lower().startswith(("http://", "https://"))
+
+
 def redact(text: str, secrets: list[str]) -> str:
+    """`text` with every secret replaced by ***: a URL (a base URL) whole and its host; a key whole and every run of
+    KEY_PIECE or more of its characters (its prefixes, as a provider's own cut or masking leaves them, and more)."""
     for secret in secrets:
         text = text.replace(secret, "***")
+        if is_url(secret):
+            host = urlsplit(secret).netloc
+            if len(host) >= 4:
+                text = text.replace(host, "***")
+        elif len(secret) > KEY_PIECE and secret[:KEY_PIECE] != "***":
+            text = _redact_pieces(text, secret)
     return text
+
+
+def _redact_pieces(text: str, secret: str) -> str:
+    """Replace every run of at least KEY_PIECE characters that also occurs in `secret` (found by its KEY_PIECE-grams,
+    then extended as far as it goes on)."""
+    grams = {secret[i:i + KEY_PIECE] for i in range(len(secret) - KEY_PIECE + 1)}
+    pattern = re.compile("|".join(map(re.escape, sorted(grams))))
+    out, pos = [], 0
+    while True:
+        match = pattern.search(text, pos)
+        if match is None:
+            break
+        start, end = match.start(), match.end()
+        piece = text[start:end]
+        while end < len(text) and piece + text[end] in secret:
+            piece += text[end]
+            end += 1
+        out += [text[pos:start], "***"]
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def scrub(value: Any, keys: list[str]) -> Any:
+    """`value` (results, notes) with every configured key redacted from every string in it."""
+    if not keys:
+        return value
+    if isinstance(value, str):
+        return redact(value, keys)
+    if isinstance(value, dict):
+        return {k: scrub(v, keys) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub(v, keys) for v in value]
+    return value
 
 
 def base_url(provider: Provider, credentials: dict[str, Any] | None) -> str:
@@ -223,6 +283,61 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
 
 
+def origin_of(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of a URL, the port made explicit: where a request with the key may go."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+    except ValueError:
+        return ("", "", None)
+    return (parts.scheme.lower(), (parts.hostname or "").lower(), port)
+
+
+def set_read_timeout(response: requests.Response, seconds: float) -> None:
+    """Make the next read of the response's socket wait at most `seconds` (no socket, e.g. a mocked response:
+    nothing to do)."""
+    # urllib3's response → http.client's response → its buffered reader → the SocketIO over the socket it reads
+    fp = getattr(getattr(response.raw, "_fp", None), "fp", None)
+    sock = getattr(getattr(fp, "raw", None), "_sock", None)
+    if sock is None:
+        sock = getattr(getattr(response.raw, "connection", None), "sock", None)
+    if sock is not None and hasattr(sock, "settimeout"):
+        try:
+            sock.settimeout(max(seconds, 0.001))
+        except OSError:
+            pass  # already closed: the read that follows says so
+
+
+class BodyTooLarge(ValueError):
+    """An answer's body is over the limit the caller set."""
+
+
+def read_body(response: requests.Response, remaining: Callable[[], float], limit: int) -> None:
+    """Read the body of a `stream=True` response into it (`response.content`, `.json()` then work), each socket read
+    limited to the time `remaining()` says is left: a body that trickles in cannot outlast the deadline (requests'
+    timeout counts each read, not the whole answer). Raises requests' ReadTimeout at the deadline, ConnectionError
+    when the connection breaks, BodyTooLarge past `limit` bytes. The one reader: `gcite.acl` uses it too."""
+    chunks, size = [], 0
+    while True:
+        left = remaining()
+        if left <= 0:
+            raise requests.exceptions.ReadTimeout("the answer did not end before the deadline")
+        set_read_timeout(response, left)
+        try:
+            chunk = response.raw.read1(BODY_PIECE, decode_content=True)  # what one socket read gives
+        except (urllib3.exceptions.ReadTimeoutError, TimeoutError):
+            raise requests.exceptions.ReadTimeout("the answer did not end before the deadline") from None
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            raise requests.exceptions.ConnectionError(type(error).__name__) from None
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(f"over {limit} bytes")
+    response._content = b"".join(chunks)  # noqa: SLF001 - what requests itself sets when it reads a body
+
+
 def retry_after(response: requests.Response) -> float | None:
     """Seconds the provider asks us to wait (`Retry-After` as seconds or an HTTP date), else None."""
     return parse_retry_after(response.headers.get("Retry-After"))
@@ -242,17 +357,16 @@ class Client:
         return SearchError(redact(text, self.secrets))
 
     def call(self, method: str, url: str, **kwargs: Any) -> Any:
-        """The parsed JSON body of a 2xx answer. Retries 429/5xx/dropped connections with back-off."""
+        """The parsed JSON body of a 2xx answer. Retries 429/5xx/dropped connections with back-off. The whole
+        attempt, body included, must end within the budget; a redirect is followed only on the same host."""
         label = self.provider.label
         for attempt in range(1, MAX_ATTEMPTS + 1):
-            remaining = self.budget.remaining()
-            if remaining <= 0:
-                raise self.error(f"{label} did not answer within {self.budget.seconds:g} s (timeout_seconds)")
+            if self.budget.remaining() <= 0:
+                raise self.timed_out()
             try:
-                self.requests_made += 1
-                response = self.session.request(method, url, timeout=remaining, **kwargs)
+                response = self.send(method, url, **kwargs)
             except requests.exceptions.Timeout:
-                raise self.error(f"{label} did not answer within {self.budget.seconds:g} s (timeout_seconds)") from None
+                raise self.timed_out() from None
             except requests.exceptions.ConnectionError:
                 if attempt < MAX_ATTEMPTS and self._wait(attempt, None):
                     continue
@@ -267,10 +381,49 @@ class Client:
                 raise self.status_error(response, attempt)
             try:
                 return response.json()
+            except RecursionError:
+                raise self.error(f"{label} answered with JSON nested too deeply to read") from None
             except ValueError:
                 raise self.error(f"{label} answered HTTP {status} with a body that is not JSON "
                                  f"({response.headers.get('Content-Type') or 'no content type'})") from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def timed_out(self) -> SearchError:
+        return self.error(f"{self.provider.label} did not answer within {self.budget.seconds:g} s (timeout_seconds)")
+
+    def send(self, method: str, url: str, **kwargs: Any) -> requests.Response:
+        """One request, its body read within the budget. Redirects are followed by hand, and only to the same
+        scheme, host and port: requests would send the key headers (Brave's X-Subscription-Token, Baidu's
+        X-Appbuilder-Authorization; it strips only Authorization) to whatever host a redirect names."""
+        label = self.provider.label
+        for _ in range(MAX_REDIRECTS + 1):
+            self.requests_made += 1
+            response = self.session.request(method, url, timeout=self.budget.remaining(), allow_redirects=False,
+                                            stream=True, **kwargs)
+            try:
+                self.read_body(response)
+            finally:
+                response.close()
+            if not response.is_redirect:
+                return response
+            target = urljoin(url, response.headers.get("Location", ""))
+            if origin_of(target) != origin_of(url):
+                raise self.error(f"{label} answered with a redirect to another host (HTTP {response.status_code}); "
+                                 "G-Cite sends the API key only to the configured host and did not follow it: set "
+                                 "the base URL in the G-Cite credentials to the address that answers")
+            if response.status_code in (301, 302, 303) and method != "GET":  # would turn into a GET without body
+                raise self.error(f"{label} redirected a {method} request (HTTP {response.status_code}); set "
+                                 "the base URL in the G-Cite credentials to the address that answers")
+            url = target
+        raise self.error(f"{label} redirected more than {MAX_REDIRECTS} times")
+
+    def read_body(self, response: requests.Response) -> None:
+        try:
+            read_body(response, self.budget.remaining, MAX_BODY_BYTES)
+        except requests.exceptions.Timeout:
+            raise self.timed_out() from None
+        except BodyTooLarge:
+            raise self.error(f"{self.provider.label} answered with a body over {MAX_BODY_BYTES // 2**20} MiB") from None
 
     def _wait(self, attempt: int, asked: float | None) -> bool:
         """Sleep before the next attempt; False when the wait would not fit in the budget."""
@@ -282,7 +435,7 @@ class Client:
 
     def status_error(self, response: requests.Response, attempts: int) -> SearchError:
         label, status = self.provider.label, response.status_code
-        detail = error_detail(self.provider, body_of(response), status)
+        detail = error_detail(self.provider, body_of(response), status, self.secrets)
         said = f": {detail}" if detail else ""
         kind = refusal(self.provider, status, detail)
         if kind:
@@ -300,45 +453,47 @@ class Client:
 def body_of(response: requests.Response) -> Any:
     try:
         return response.json()
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
 LINK = re.compile(r"(?:https?|ftp)://\S+", re.IGNORECASE)
 
 
-def clip(text: Any) -> str:
-    """A provider's error text on one line, without links (they may carry a key), at most MESSAGE_LIMIT long."""
-    text = re.sub(r"\s+", " ", LINK.sub("[link]", str(text))).strip()
+def clip(text: Any, secrets: list[str]) -> str:
+    """A provider's error text on one line, without links (they may carry a key), at most MESSAGE_LIMIT long.
+    Every secret (and every identifying piece of a key) is redacted first, so a cut never leaves part of one."""
+    text = re.sub(r"\s+", " ", LINK.sub("[link]", redact(str(text), secrets))).strip()
     return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT - 1] + "…"
 
 
-def error_detail(provider: Provider, body: Any, status: int = 200) -> str:
+def error_detail(provider: Provider, body: Any, status: int = 200, secrets: list[str] | None = None) -> str:
     """The provider's own error text from an error body, in each provider's shape (its code unless it repeats
     the HTTP status)."""
+    secrets = secrets or []
     if not isinstance(body, dict):
         return ""
     if provider.name == "tavily":
         detail = body.get("detail")
         if isinstance(detail, dict):
-            return clip(detail.get("error") or "")
+            return clip(detail.get("error") or "", secrets)
         if isinstance(body.get("error"), dict):
-            return clip(body["error"].get("message") or body["error"].get("code") or "")
-        return clip(detail or "")
+            return clip(body["error"].get("message") or body["error"].get("code") or "", secrets)
+        return clip(detail or "", secrets)
     if provider.name == "brave":
         error = body.get("error")
         if isinstance(error, dict):
-            return clip(" ".join(str(error[k]) for k in ("code", "detail") if error.get(k)))
+            return clip(" ".join(str(error[k]) for k in ("code", "detail") if error.get(k)), secrets)
         return ""
     if provider.name == "serpapi":
-        return clip(body.get("error") or "")
+        return clip(body.get("error") or "", secrets)
     code = body.get("code")
     message = body.get("message") or body.get("msg") or body.get("error") or ""
     if isinstance(message, dict):
         message = message.get("message") or ""
     if code in (None, "") or str(code) == str(status):
-        return clip(message or "")
-    return clip(f"{code}: {message}" if message else code)
+        return clip(message or "", secrets)
+    return clip(f"{code}: {message}" if message else code, secrets)
 
 
 def refusal(provider: Provider, status: int | str, detail: str) -> str | None:
@@ -404,7 +559,7 @@ def iso_date(value: Any) -> str:
                   lambda s: datetime.datetime.strptime(s, "%B %d, %Y").date()):
         try:
             return parse(raw).isoformat()
-        except (TypeError, ValueError, IndexError):
+        except (TypeError, ValueError, IndexError, OverflowError):  # year 99999999999: this field only
             continue
     return raw
 
@@ -490,6 +645,9 @@ class Search:
     def fail(self, what: str) -> SearchError:
         return self.client.error(f"{self.provider.label} {what}")
 
+    def detail(self, body: Any) -> str:
+        return error_detail(self.provider, body, secrets=self.client.secrets)
+
     def results_at(self, body: Any, path: tuple[str, ...], shape: str) -> list[Any]:
         node = body
         for key in path:
@@ -533,7 +691,8 @@ def run_search(provider: Provider, query: str, top_k: int, freshness: str, crede
         search.notes.append(f"{duplicates} result(s) repeated across {provider.label}'s pages were removed")
     if len(results) < wanted:
         search.notes.append(f"{provider.label} returned {len(results)} result(s), fewer than top_k {top_k}")
-    return results[:wanted], search.notes, client.requests_made
+    keys = keys_of(credentials)  # a provider may echo the key inside a result: none reaches an output
+    return scrub(results[:wanted], keys), scrub(search.notes, keys), client.requests_made
 
 
 def bearer(key: str) -> dict[str, str]:
@@ -555,9 +714,9 @@ def fetch_tavily(s: Search, wanted: int) -> list[Any]:
         payload["time_range"] = s.provider.freshness[s.freshness]
     body = s.client.call("POST", s.base + "/search", headers=bearer(s.key), json=payload)
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        raise s.fail(f"returned an error with HTTP 200: {error_detail(s.provider, body)}")
+        raise s.fail(f"returned an error with HTTP 200: {s.detail(body)}")
     if isinstance(body, dict) and isinstance(body.get("detail"), dict):
-        raise s.fail(f"returned an error with HTTP 200: {error_detail(s.provider, body)}")
+        raise s.fail(f"returned an error with HTTP 200: {s.detail(body)}")
     return s.results_at(body, ("results",), "results")
 
 
@@ -588,7 +747,7 @@ def fetch_serpapi(s: Search, wanted: int) -> list[Any]:
             metadata = body.get("search_metadata") if isinstance(body.get("search_metadata"), dict) else {}
             if "hasn't returned any results" in str(body["error"]) and metadata.get("status") in (None, "Success"):
                 break  # Google found nothing (more): an answer, not a failure
-            raise s.fail(f"returned an error with HTTP 200: {error_detail(s.provider, body)}")
+            raise s.fail(f"returned an error with HTTP 200: {s.detail(body)}")
         if "organic_results" not in body and "search_metadata" not in body:
             raise s.fail("answered without a result list (expected organic_results)")
         page = s.results_at(body, ("organic_results",), "organic_results") if "organic_results" in body else []
@@ -609,7 +768,7 @@ def fetch_brave(s: Search, wanted: int) -> list[Any]:
         body = s.client.call("GET", s.base + "/res/v1/web/search", params=params,
                              headers={"X-Subscription-Token": s.key, "Accept": "application/json"})
         if isinstance(body, dict) and body.get("type") == "ErrorResponse":
-            raise s.fail(f"returned an error with HTTP 200: {error_detail(s.provider, body)}")
+            raise s.fail(f"returned an error with HTTP 200: {s.detail(body)}")
         if not isinstance(body, dict) or ("web" not in body and body.get("type") != "search"):
             raise s.fail("answered without a result list (expected web.results)")
         page = s.results_at(body, ("web", "results"), "web.results") if "web" in body else []  # no `web`: no hits
@@ -633,7 +792,8 @@ def fetch_searxng(s: Search, wanted: int) -> list[Any]:
         if not page and pageno == 1:
             failed = body.get("unresponsive_engines") if isinstance(body, dict) else None
             if failed:
-                names = ", ".join(clip(" ".join(map(str, e)) if isinstance(e, list) else e) for e in failed[:5])
+                names = ", ".join(clip(" ".join(map(str, e)) if isinstance(e, list) else e, s.client.secrets)
+                                  for e in failed[:5])
                 raise s.fail(f"found nothing because its engines failed: {names}")
         new = [r for r in page if isinstance(r, dict) and url_key(text(r.get("url"))) not in seen]
         seen.update(url_key(text(r.get("url"))) for r in new)
@@ -650,7 +810,7 @@ def check_code_body(s: Search, body: Any) -> None:
     code = body.get("code")
     if code in (None, "", 0, 200, "0", "200"):
         return
-    detail = error_detail(s.provider, body)
+    detail = s.detail(body)
     kind = refusal(s.provider, code, detail)
     if kind:
         raise refusal_error(s.client, kind, "HTTP 200 with an error body", detail)
@@ -682,7 +842,7 @@ def check_provider(provider: Provider, credentials: dict[str, Any], budget: Budg
     elif provider.name == "serpapi":
         body = client.call("GET", base + "/account.json", params={"api_key": key})
         if isinstance(body, dict) and body.get("error"):
-            raise search.fail(f"returned an error with HTTP 200: {error_detail(provider, body)}")
+            raise search.fail(f"returned an error with HTTP 200: {search.detail(body)}")
     else:  # Baidu, Brave and SearXNG have no free endpoint that proves the key: one smallest search
         FETCHERS[provider.name](search, 1)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -12,8 +13,9 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-from gcite.acl import (DEFAULT_RETRIES, EXIT_ATTENTION, EXIT_OK, EXIT_USAGE, MAX_SHOWN_ROLES, MISSING, UNREADABLE,
-                       AclAdminError, KnowledgeApi, Report, Row, Verdict, role_label, run, safe, show)
+from gcite.acl import (DEFAULT_MAX_MINUTES, DEFAULT_MAX_REQUESTS, DEFAULT_RETRIES, EXIT_ATTENTION, EXIT_OK,
+                       EXIT_USAGE, MAX_SHOWN_ROLES, MISSING, UNREADABLE, AclAdminError, KnowledgeApi, Report, Row,
+                       Verdict, role_label, run, safe, show)
 from nodes import filter_chunks
 
 
@@ -75,6 +77,10 @@ def add_parser(commands: Any) -> None:
                        help="as set in the chatflow's pre-filter and filter node (default: visible)")
         p.add_argument("--retries", type=int, default=DEFAULT_RETRIES,
                        help=f"retries for 429, 5xx and network errors (default {DEFAULT_RETRIES})")
+        p.add_argument("--max-requests", type=int, default=DEFAULT_MAX_REQUESTS,
+                       help=f"stop the run after this many requests (default {DEFAULT_MAX_REQUESTS:,})")
+        p.add_argument("--max-minutes", type=float, default=DEFAULT_MAX_MINUTES,
+                       help=f"stop the run after this many minutes, waits included (default {DEFAULT_MAX_MINUTES:g})")
         p.add_argument("--json", action="store_true", help="print one JSON object per document and a summary")
         if name == "fix":
             p.add_argument("--apply", action="store_true", help="write the changes (default: list them only)")
@@ -106,6 +112,10 @@ def command(args: argparse.Namespace, stdout: Any = None, stderr: Any = None,
         problems.append("--api-key / DIFY_DATASET_API_KEY: not set")
     elif any(c.isspace() or unicodedata.category(c)[0] == "C" for c in key):
         problems.append("--api-key / DIFY_DATASET_API_KEY: contains whitespace or control characters")
+    if args.max_requests < 1:
+        problems.append(f"--max-requests: expected 1 or more, got {args.max_requests}")
+    if not math.isfinite(args.max_minutes) or args.max_minutes <= 0:
+        problems.append(f"--max-minutes: expected a number of minutes above 0, got {args.max_minutes:g}")
     if args.retries < 0 or args.retries > 10:
         problems.append(f"--retries: expected 0 to 10, got {args.retries}")
     if not args.dataset.strip() or "/" in args.dataset or "?" in args.dataset:
@@ -120,7 +130,8 @@ def command(args: argparse.Namespace, stdout: Any = None, stderr: Any = None,
         print(as_json(row) if args.json else line(row, mode), file=stdout, flush=True)
 
     report = Report()
-    api = KnowledgeApi(base_url, key, args.retries, sleep or pause, log=lambda m: print(f"warning: {m}", file=stderr))
+    api = KnowledgeApi(base_url, key, args.retries, sleep or pause, log=lambda m: print(f"warning: {m}", file=stderr),
+                       max_requests=args.max_requests, max_minutes=args.max_minutes)
     try:
         if not args.json:
             print(f"dataset {safe(args.dataset)}, ACL field {args.acl_field!r}, missing_acl={args.missing_acl}, "

@@ -8,6 +8,10 @@ back as it comes. Nothing of the page or the endpoint runs in this process.
 It also mints tokens, signed with a secret made at start, for a few sample users with different roles (and one with
 none), and lists them at `/local/users`; the page, opened with `#local`, shows them in a user picker. The built-in
 stand-in LLM streams at a human pace (`--pace`), so the streaming can be seen.
+
+It answers only requests whose `Host` is its own address (127.0.0.1 or localhost with its port; 421 otherwise), so a
+web page on another name that resolves to 127.0.0.1 (DNS rebinding) cannot read the tokens; a `Content-Length` that
+is not a number is 400, a body over the daemon's 10 MiB 413.
 """
 
 import json
@@ -31,6 +35,8 @@ TOKEN_HOURS = 12
 DEFAULT_PORT = 8765
 DEFAULT_PACE = 0.06  # seconds between the stand-in model's deltas (4 characters each)
 LOCAL_APP_ID = "gcite-local-chatflow"
+MAX_BODY_BYTES = 10 * 2**20  # the daemon reads at most 10 MiB of a request body (internal/service/endpoint.go)
+READ_TIMEOUT = 30.0  # seconds one socket operation may wait
 
 
 # --- the model, at a human pace -----------------------------------------------------------------------------
@@ -100,6 +106,13 @@ class LocalDify:
         self._endpoint: Any = None
         self._thread: threading.Thread | None = None
 
+    def own_host(self, host: str | None) -> bool:
+        """Whether a request's `Host` names this server: 127.0.0.1 or localhost with its port."""
+        names = {f"127.0.0.1:{self.port}", f"localhost:{self.port}"}
+        if self.port == 80:
+            names |= {"127.0.0.1", "localhost"}
+        return (host or "").strip().lower() in names
+
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}/e/{self.hook}"
@@ -140,11 +153,12 @@ class LocalDify:
         self.app = AppHost(self.dsl_text, sample_services(**overrides), app_id=LOCAL_APP_ID)
         return PluginProcess(self.root, sys.executable)
 
-    def forward(self, method: str, target: str, headers: Mapping[str, str],
-                body: bytes) -> tuple[int, dict[str, str], Iterator[bytes]]:
-        """One request to the plugin, as the daemon sends it; its status, headers and body pieces as they come."""
+    def forward(self, method: str, target: str, headers: Mapping[str, str], body: bytes,
+                host: str | None = None) -> tuple[int, dict[str, str], Iterator[bytes]]:
+        """One request to the plugin, as the daemon sends it (for `host`, the name it was sent to); its status,
+        headers and body pieces as they come."""
         call = self._endpoint.request(method, target, headers=headers, body=body, settings=self.settings,
-                                      app_handler=self.app, host=f"127.0.0.1:{self.port}", hook_id=self.hook)
+                                      app_handler=self.app, host=host or f"127.0.0.1:{self.port}", hook_id=self.hook)
         status = call.wait_head(timeout=60)
         if status is None:
             raise RuntimeError(f"the plugin failed the request: {call.error}")
@@ -154,6 +168,7 @@ class LocalDify:
 class _Handler(BaseHTTPRequestHandler):
     server_version = "gcite-serve"
     protocol_version = "HTTP/1.0"  # one request per connection; a streamed body ends when the connection closes
+    timeout = READ_TIMEOUT  # a client that stops sending mid-request frees its thread
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet: the URL is printed once at start
         pass
@@ -183,6 +198,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _route(self) -> None:
         path = self.path.split("?", 1)[0]
         prefix = f"/e/{self.local.hook}"
+        if not self.local.own_host(self.headers.get("Host")):
+            # a page on another name that resolves here (DNS rebinding) must not read the sample tokens
+            self._plain(421, f"gcite serve answers only http://127.0.0.1:{self.local.port} and "
+                             f"http://localhost:{self.local.port}\n", {"Content-Type": "text/plain; charset=utf-8"})
+            return
         if path == "/" and self.command == "GET":
             self._plain(302, "", {"Location": f"{prefix}/gcite/#local"})
         elif path == "/local/users" and self.command == "GET":
@@ -190,15 +210,42 @@ class _Handler(BaseHTTPRequestHandler):
             self._plain(200, json.dumps(users, ensure_ascii=False), {"Content-Type": "application/json; charset=utf-8",
                                                                      "Cache-Control": "no-store"})
         elif self.path.startswith(prefix + "/"):
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length > 0 else b""
-            self._forward(self.path[len(prefix):], body)
+            body = self._body()
+            if body is not None:
+                self._forward(self.path[len(prefix):], body)
         else:
             self._plain(404, "404 page not found\n", {"Content-Type": "text/plain; charset=utf-8"})
 
+    def _body(self) -> bytes | None:
+        """The request body, or None when it was refused with 400/411/413 (a Content-Length that is not a number, a
+        body the daemon would not take)."""
+        text = "text/plain; charset=utf-8"
+        if self.headers.get("Transfer-Encoding"):
+            self._plain(411, "send the body with a Content-Length\n", {"Content-Type": text})
+            return None
+        values = self.headers.get_all("Content-Length") or []
+        if len(set(values)) > 1 or any(not v.strip().isdigit() or not v.strip().isascii() for v in values):
+            self._plain(400, "Content-Length must be one whole number of bytes\n", {"Content-Type": text})
+            return None
+        length = int(values[0]) if values else 0
+        if length > MAX_BODY_BYTES:
+            self._plain(413, f"the body is over {MAX_BODY_BYTES // 2**20} MiB, the most Dify's plugin daemon "
+                             "reads\n", {"Content-Type": text})
+            return None
+        try:
+            body = self.rfile.read(length) if length else b""
+        except OSError:  # the client stopped sending for READ_TIMEOUT seconds, or went away
+            self.close_connection = True
+            return None
+        if len(body) < length:
+            self._plain(400, "the body ended before its Content-Length\n", {"Content-Type": text})
+            return None
+        return body
+
     def _forward(self, path: str, body: bytes) -> None:
         try:
-            status, headers, chunks = self.local.forward(self.command, path, dict(self.headers.items()), body)
+            status, headers, chunks = self.local.forward(self.command, path, dict(self.headers.items()), body,
+                                                         host=self.headers["Host"].strip().lower())
         except Exception as error:  # noqa: BLE001 - what the daemon answers when the plugin fails
             print(f"gcite serve: the plugin failed: {type(error).__name__}: {error}", file=sys.stderr)
             self._plain(500, "Internal Server Error\n", {"Content-Type": "text/plain; charset=utf-8"})

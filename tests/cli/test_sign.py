@@ -145,7 +145,13 @@ def test_marketplace_with_repo_and_contact_passes(tree):
     assert "dsl/ not updated" in done.stdout
 
 
-@pytest.mark.parametrize("page", ["README.md", "README.zh-CN.md", "docs/install.md", "docs/zh/install.md"])
+def test_the_front_pages_send_the_operator_to_the_install_guide_and_no_other_tool():
+    for page, guide in (("README.md", "docs/install.md"), ("README.zh-CN.md", "docs/zh/install.md")):
+        text = (ROOT / page).read_text(encoding="utf-8")
+        assert f"]({guide})" in text and "dify signature" not in text and "dify-plugin-daemon/releases" not in text
+
+
+@pytest.mark.parametrize("page", ["docs/packaging.md", "docs/zh/packaging.md", "docs/install.md", "docs/zh/install.md"])
 def test_installing_needs_no_other_tool(page):
     """keygen → package --sign → the daemon's two settings → upload, in that order, and no download of the Go CLI."""
     text = (ROOT / page).read_text(encoding="utf-8")
@@ -157,5 +163,5 @@ def test_installing_needs_no_other_tool(page):
     for step in steps:  # each step named after the one before it
         at = text.find(step, at)
         assert at >= 0, (page, step)
-    if page.startswith("docs/"):
+    if page.endswith("install.md"):
         assert "extraEnv" in text and "docker-compose.override.yaml" in text  # Helm and docker compose

@@ -1,6 +1,7 @@
 """The page's GET endpoints (endpoints/page.py): only the page's files, right types, safe headers, no traversal."""
 
 import importlib.util
+import logging
 import re
 
 import pytest
@@ -55,12 +56,50 @@ def test_anything_else_is_404_without_content(endpoint, asset):
     assert "Content-Security-Policy" in response.headers
 
 
-def test_frame_ancestors_take_only_plain_origins_from_the_settings(endpoint):
-    settings = {"allowed_origins": "https://app.example.com, http://localhost:3000 * javascript:alert(1) "
-                                   "https://x.example.com/path https://a.example.com'; script-src *"}
-    csp = get(endpoint, {}, settings).headers["Content-Security-Policy"]
-    ancestors = re.search(r"frame-ancestors ([^;]*)$", csp).group(1)
-    assert ancestors.split() == ["'self'", "https://app.example.com", "http://localhost:3000"]
+def ancestors_of(endpoint, allowed):
+    csp = get(endpoint, {}, {"allowed_origins": allowed}).headers["Content-Security-Policy"]
+    return re.search(r"frame-ancestors ([^;]*)$", csp).group(1).split()
+
+
+def test_frame_ancestors_take_the_allowed_origins_as_browsers_write_them(endpoint):
+    allowed = ("https://app.example.com, http://localhost:3000 HTTPS://Upper.Example.COM/ https://a.example.com:443 "
+               "http://127.0.0.1:8765 http://[::1]:8080 https://xn--fiq228c.example")
+    assert ancestors_of(endpoint, allowed) == [
+        "'self'", "https://app.example.com", "http://localhost:3000", "https://upper.example.com",
+        "https://a.example.com", "http://127.0.0.1:8765", "http://[::1]:8080", "https://xn--fiq228c.example"]
+    assert ancestors_of(endpoint, "*") == ["'self'"]  # every site may call the endpoint; none may frame the page
+
+
+@pytest.mark.parametrize("entry", [
+    "http://*", "https://*.example.com", "http://;report-uri", "https://a.example.com';", "javascript:alert(1)",
+    "https://x.example.com/path", "https://x.example.com?q", "https://x.example.com#f", "ftp://x.example.com",
+    "https://", "http://:80", "https://user@x.example.com", "https://x.example.com:99999", "https://x.example.com:",
+    "https://-x.example.com", "https://例子.example", "'self'", "data:", "https://x.example.com:80:80",
+])
+def test_frame_ancestors_refuse_a_malformed_setting_with_a_message_naming_it(endpoint, entry):
+    from endpoints.settings import SettingError, allowed_origins, logger
+
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger.addHandler(handler)
+    try:
+        assert ancestors_of(endpoint, f"https://app.example.com {entry} report-uri https://evil.example") == ["'self'"]
+    finally:
+        logger.removeHandler(handler)
+    assert [r.getMessage() for r in records] == [
+        f"gcite page: setting allowed_origins: {entry} is not an origin; write each site as scheme://host[:port], "
+        "e.g. https://chat.example.com, or * for every site; the page may be framed only by itself"]
+    with pytest.raises(SettingError, match=r"^setting allowed_origins: .* is not an origin; write each site as "
+                                           r"scheme://host\[:port\]"):
+        allowed_origins({"allowed_origins": f"https://app.example.com, {entry}"})
+
+
+def test_a_csp_injection_through_the_setting_never_reaches_the_header(endpoint):
+    for allowed in ("http://;report-uri https://evil.example/r", "http://a.example.com;script-src *",
+                    "https://a.example.com\u000d\u000aSet-Cookie: x=1"):
+        csp = get(endpoint, {}, {"allowed_origins": allowed}).headers["Content-Security-Policy"]
+        assert csp.endswith("frame-ancestors 'self'") and "report-uri" not in csp and csp.count(";") == 7
 
 
 def test_page_has_no_inline_script_and_never_writes_html():

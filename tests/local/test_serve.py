@@ -4,6 +4,7 @@ import http.client
 import json
 import subprocess
 import sys
+import time
 
 import jwt
 import pytest
@@ -128,3 +129,92 @@ def test_serve_takes_plugin_or_code_for_dsl():
     args = Namespace(port=0, llm_base_url=None, llm_model=None, pace=None, fail_on=None, dsl="code",
                      knowledge_base=str(ROOT / "gcite" / "local" / "samples" / "knowledge_base.json"))
     assert usage_problem(args) is None and args.dsl == str(ROOT / "dsl" / "gcite_chatflow_code.yml")
+
+
+# --- what it answers to (issue 22, points 4 and 13) -----------------------------------------------------------
+
+def raw_request(port, head: str, body: bytes = b"") -> tuple[int, bytes]:
+    """(status, body) of one request written byte for byte (a test client would refuse to send some of these)."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(head.replace("\n", "\r\n").encode("utf-8") + b"\r\n" + body)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    status_line, _, rest = data.partition(b"\r\n")
+    return int(status_line.split()[1]), rest.partition(b"\r\n\r\n")[2]
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:{port}", "127.0.0.1:1", "localhost", "127.0.0.1",
+                                  "0.0.0.0:{port}", "127.0.0.1:{port}.evil.example", "[::1]:{port}", None])
+def test_only_its_own_host_is_answered_so_a_rebinding_page_gets_no_token(local, host):
+    tokens = [u["token"] for u in local.users]
+    for path in ("/local/users", f"/e/{local.hook}/gcite/", "/"):
+        head = f"GET {path} HTTP/1.1\n" + (f"Host: {host.format(port=local.port)}\n" if host else "")
+        status, body = raw_request(local.port, head)
+        assert status == 421, (host, path)
+        assert body.decode() == f"gcite serve answers only http://127.0.0.1:{local.port} and " \
+                                f"http://localhost:{local.port}\n"
+        assert not any(t in body.decode() for t in tokens)
+
+
+def test_its_own_host_by_either_name_is_answered(local):
+    for host in (f"127.0.0.1:{local.port}", f"localhost:{local.port}", f"LocalHost:{local.port}"):
+        status, body = raw_request(local.port, f"GET /local/users HTTP/1.1\nHost: {host}\n")
+        assert status == 200 and [u["id"] for u in json.loads(body)] == [u["id"] for u in SAMPLE_USERS]
+
+
+def test_the_page_on_localhost_may_call_the_endpoint(local):
+    origin = f"http://localhost:{local.port}"  # not in the local allowed_origins: the page's own origin
+    response = requests.post(f"http://localhost:{local.port}/e/{local.hook}/gcite/chat", json={"query": "巡更"},
+                             headers={"Authorization": f"Bearer {local.users[0]['token']}", "Origin": origin},
+                             timeout=60)
+    assert response.status_code == 200 and "event: done" in response.text
+    evil = requests.post(f"http://localhost:{local.port}/e/{local.hook}/gcite/chat", json={"query": "巡更"},
+                         headers={"Authorization": f"Bearer {local.users[0]['token']}",
+                                  "Origin": "http://evil.example"}, timeout=60)
+    assert evil.status_code == 403
+
+
+@pytest.mark.parametrize("lengths,status", [
+    (["abc"], 400), (["-5"], 400), (["1e3"], 400), (["٣"], 400), (["12", "13"], 400),
+    ([str(10**12)], 413), ([str(10 * 2**20 + 1)], 413),
+])
+def test_a_bad_content_length_is_answered_without_a_traceback(local, lengths, status, capfd):
+    head = f"POST /e/{local.hook}/gcite/chat HTTP/1.1\nHost: 127.0.0.1:{local.port}\nContent-Type: application/json\n"
+    head += "".join(f"Content-Length: {n}\n" for n in lengths)
+    got, body = raw_request(local.port, head, b'{"query": "q"}')
+    assert got == status and body.decode().strip()
+    assert requests.get(f"http://127.0.0.1:{local.port}/local/users", timeout=30).status_code == 200  # still serving
+    captured = capfd.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+
+
+def test_a_body_shorter_than_its_content_length_is_400_when_the_client_gives_up(local):
+    import socket
+
+    with socket.create_connection(("127.0.0.1", local.port), timeout=30) as sock:
+        sock.sendall(f"POST /e/{local.hook}/gcite/chat HTTP/1.1\r\nHost: 127.0.0.1:{local.port}\r\n"
+                     "Content-Length: 100\r\n\r\n{\"query\"".encode())
+        sock.shutdown(socket.SHUT_WR)
+        data = sock.recv(65536)
+    assert data.startswith(b"HTTP/1.0 400 ")
+
+
+def test_a_client_that_stops_sending_is_dropped_without_a_traceback(local, monkeypatch, capfd):
+    import socket
+
+    from gcite.local import serve
+
+    assert serve._Handler.timeout == serve.READ_TIMEOUT
+    monkeypatch.setattr(serve._Handler, "timeout", 1.0)
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", local.port), timeout=30) as sock:
+        sock.sendall(f"POST /e/{local.hook}/gcite/chat HTTP/1.1\r\nHost: 127.0.0.1:{local.port}\r\n"
+                     "Content-Length: 100\r\n\r\n{\"query\"".encode())
+        assert sock.recv(65536) == b""  # closed by the server, the client still holding its end open
+    assert time.monotonic() - started < 5
+    time.sleep(0.2)
+    captured = capfd.readouterr()
+    assert "Traceback" not in captured.err + captured.out
