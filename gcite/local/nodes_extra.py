@@ -10,14 +10,14 @@ graphon's DSL node factory builds most of them itself; what it cannot build here
   needs file parsers this project does not install).
 `LocalOnlyHttpClient` lets an HTTP Request node reach 127.0.0.1 only; anything else goes to the runner's search
 client (which answers Bocha from built-in samples and fails every other host as a node fails without network).
-Another plugin's tool node fails in the runner's tool invoker, as Dify fails it when the plugin is not installed;
-graphon honours the node's error strategy.
+Another plugin's tool node (`UninstalledPluginToolNode`) fails as Dify fails it when the plugin is not installed;
+graphon's engine then applies the node's error strategy.
 """
 
 import json
 import re
-from functools import partialmethod
 from collections.abc import Callable, Generator, Mapping, Sequence
+from functools import partialmethod
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -31,11 +31,10 @@ from gcite.local.engine import (_DefaultJinja2TemplateRenderer, _PassthroughProm
                                 Segment, ToolNodeData, VariableAggregatorNode, VariableAggregatorNodeData, VariablePool,
                                 WorkflowNodeExecutionStatus)
 from gcite.local.knowledge import relevance
-from gcite.local.llm import ExtractiveModel
+from gcite.local.llm import DELTA_SIZE, ExtractiveModel
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-DELTA_SIZE = 4
 
 
 # --- the stand-in's answers -------------------------------------------------------------------------------------
