@@ -1,10 +1,13 @@
-"""Access filter: 10,000 chunks through the role ACL and a nested metadata condition."""
+"""Access filter: 10,000 chunks through the role ACL and a nested metadata condition, against the node at commit
+20e5c42 (before hardening) in the same run."""
 
 import json
 import random
 
-from bench.common import best_time, print_table
+from bench.common import BASELINE, baseline_module, paired_times, print_table, verdict
 from nodes.filter_chunks import main
+
+TARGET = 1.1
 
 CHUNKS = 10_000
 ROLES = ["运维工程师", "物业经理", "前台", "保安", "财务", "行政"]
@@ -28,15 +31,50 @@ def sample_chunks(count: int, seed: int = 7) -> list[dict]:
     return items
 
 
+def distinct_chunks(count: int) -> list[dict]:
+    """sample_chunks where no two chunks share an ACL text, a date or tags: nothing judged once serves twice."""
+    items = sample_chunks(count)
+    for n, item in enumerate(items):
+        doc = item["metadata"]["doc_metadata"]
+        if isinstance(doc["access_roles"], str):
+            doc["access_roles"] += f",r{n}"
+        doc["updated"] = f"{doc['updated']}T{n % 24:02d}:{n % 60:02d}:{n // 60 % 60:02d}"
+        doc["tags"] = json.dumps(json.loads(doc["tags"]) + [f"t{n}"], ensure_ascii=False)
+    return items
+
+
 def run() -> bool:
     items = sample_chunks(CHUNKS)
-    acl_only = best_time(lambda: main(items, "物业经理,前台"), repeat=3)
-    nested = best_time(lambda: main(items, "物业经理,前台", condition=CONDITION), repeat=3)
-    result = main(items, "物业经理,前台", condition=CONDITION)
+    old = baseline_module("nodes/filter_chunks.py")
+    works = {"acl": lambda: main(items, "物业经理,前台"), "nested": lambda: main(items, "物业经理,前台", condition=CONDITION)}
+    if not isinstance(old, str):
+        works["acl old"] = lambda: old.main(items, "物业经理,前台")
+        works["nested old"] = lambda: old.main(items, "物业经理,前台", condition=CONDITION)
+    distinct = distinct_chunks(CHUNKS)
+    works["distinct"] = lambda: main(distinct, "物业经理,前台", condition=CONDITION)
+    if not isinstance(old, str):
+        works["distinct old"] = lambda: old.main(distinct, "物业经理,前台", condition=CONDITION)
+    best = paired_times(works, rounds=9)
+    kept = {"acl": main(items, "物业经理,前台")["kept_count"],
+            "nested": main(items, "物业经理,前台", condition=CONDITION)["kept_count"]}
+    rows, verdicts = [], []
+    kept["distinct"] = main(distinct, "物业经理,前台", condition=CONDITION)["kept_count"]
+    for name, label in (("acl", "roles only"), ("nested", "roles + nested condition (all/any/not, 4 leaves)"),
+                        ("distinct", "the same, no value shared by two chunks (report)")):
+        row = [label, kept[name], f"{best[name] * 1e3:.1f}", f"{best[name] / CHUNKS * 1e6:.1f}"]
+        if isinstance(old, str):
+            row += ["-", "-"]
+        else:
+            ratio = best[name] / best[f"{name} old"]
+            row += [f"{best[f'{name} old'] / CHUNKS * 1e6:.1f}", f"{ratio:.2f}"]
+            if name == "nested":
+                verdicts.append(verdict(f"filter, {label.split(' (')[0]}: now / {BASELINE} (x)", ratio, f"<= {TARGET}",
+                                        ratio <= TARGET))
+        rows.append(tuple(row))
     print_table(f"Access filter: {CHUNKS:,} chunks, 5 ACL encodings, user with 2 roles", (
-        "filter", "kept", "seconds", "µs per chunk"), [
-        ("roles only", main(items, "物业经理,前台")["kept_count"], f"{acl_only:.4f}", f"{acl_only / CHUNKS * 1e6:.1f}"),
-        ("roles + nested condition (all/any/not, 4 leaves)", result["kept_count"], f"{nested:.4f}",
-         f"{nested / CHUNKS * 1e6:.1f}"),
-    ])
-    return True
+        "filter", "kept", "ms now", "µs per chunk now", f"µs per chunk {BASELINE}", "ratio"), rows)
+    if isinstance(old, str):
+        print(f"  no ratio against {BASELINE}: {old}")
+        return True
+    print_table("Filter targets", ("ratio", "measured", "target", "result"), verdicts)
+    return all(v[-1] == "met" for v in verdicts)

@@ -234,7 +234,7 @@ def run() -> bool:
         rows.append((name, f"{seconds:.3f}", f"{peak / MB:.1f}"))
         worst_time = max(worst_time, (name, seconds), key=lambda w: w[1])
         worst_peak = max(worst_peak, (name, peak), key=lambda w: w[1])
-    from tests.test_hostile_plugin import plugin_cases  # the plugin process: time, and its peak resident memory
+    from tests.hostile.test_hostile_plugin import plugin_cases  # the plugin process: time, and its peak resident memory
 
     for name, seconds, rss in plugin_cases():
         rows.append((name, f"{seconds:.3f}", f"{rss / MB:.1f} (process RSS)"))

@@ -1,20 +1,34 @@
-"""The validator's support check: the `weak` flag's precision and recall on the labelled set, and its cost.
+"""The validator's support check: how well the `weak` flag separates good citations from bad ones, and its cost.
 
-The labelled set is tests/data/support_pairs.json (how it is built: its "construction" field). The threshold the
-node uses (`SUPPORT_THRESHOLD`) is the one that maximises the weak flag's F0.5 on this set; the tests check that.
+Three sets, each scored exactly as the node scores an answer (`main`: the sentence cites chunk 1 with `[C:1]`):
+- our own labelled pairs, tests/data/support_pairs.json (how it is built: its "construction" field);
+- held-out samples of two public human-labelled sets, rebuilt by bench/data/convert.py from pinned commits
+  (bench/data/README.md): WiCE test (English Wikipedia claims against the web page they cite; supported vs partially
+  or not supported) and OCNLI dev (Chinese; entailment vs contradiction).
+The threshold the node ships (`SUPPORT_THRESHOLD`) was chosen on the development splits (WiCE dev, OCNLI train.10k,
+the own pairs): `dev_threshold` is the rule, `python -m bench.support --dev DIR` runs it on the rows that
+`python -m bench.data.convert --full DIR` writes (docs/support-check.md).
 """
 
+import argparse
 import json
 import re
 import time
 from pathlib import Path
 
 from bench.common import print_table, verdict
-from nodes.validate_citations import SUPPORT_THRESHOLD, CitationStream, content_units, support_score
+from bench.data.convert import cited
+from nodes.validate_citations import SUPPORT_THRESHOLD, CitationStream, main
 
-DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "support_pairs.json"
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "support_pairs.json"
+SAMPLES = {"WiCE test (en)": ROOT / "bench" / "data" / "wice.test.sample.jsonl",
+           "OCNLI dev (zh)": ROOT / "bench" / "data" / "ocnli.dev.sample.jsonl"}
 GRID = [round(0.05 * i, 2) for i in range(1, 20)]
 NUMBER = re.compile(r"\d+")
+# issue 24's targets at the shipped threshold: (minimum AUROC, minimum precision, minimum recall, maximum share of
+# supported pairs flagged)
+TARGETS = {"wice": (0.85, 0.85, 0.75, None), "ocnli": (0.70, None, None, 0.35), "own": (None, 0.9, 0.85, None)}
 
 
 def load() -> dict:
@@ -55,10 +69,25 @@ def labelled_pairs(data: dict | None = None) -> list[dict]:
     return pairs
 
 
+def public_rows(path: Path) -> list[dict]:
+    """The two-class rows of a converted public set (OCNLI's neutral rows left out)."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [row for row in rows if row["supported"] is not None]
+
+
+def node_support(answer: str, chunk: str) -> float:
+    """The support the node gives the citation of chunk 1 in `answer` (1.0 when there is nothing to check)."""
+    citation = main(answer, [{"id": "1", "content": chunk}])["citations"][0]
+    return 1.0 if citation["support"] is None else citation["support"]
+
+
 def scored(pairs: list[dict]) -> list[tuple[float, bool]]:
-    """(support score, supported?) for each pair, scored as the node scores a sentence citing one chunk."""
-    return [(support_score(content_units(p["sentence"]), content_units(p["chunk"], weights=False)), p["supported"])
-            for p in pairs]
+    """(support score, supported?) for each own pair, scored as the node scores a sentence citing one chunk."""
+    return [(node_support(cited(p["sentence"]), p["chunk"]), p["supported"]) for p in pairs]
+
+
+def scored_rows(rows: list[dict]) -> list[tuple[float, bool]]:
+    return [(node_support(row["answer"], row["chunk"]), row["supported"]) for row in rows]
 
 
 BETA = 0.5  # F-beta weighs precision twice as much as recall: a false "weak" on a good citation costs trust
@@ -82,9 +111,47 @@ def false_alarms(scores: list[tuple[float, bool]], threshold: float) -> float:
     return sum(score < threshold for score in supported) / len(supported) if supported else 0.0
 
 
-def choose_threshold(scores: list[tuple[float, bool]]) -> float:
-    """The grid threshold with the best F0.5 (the lowest on a tie: fewer false alarms)."""
-    return max(GRID, key=lambda t: (round(weak_flag_quality(scores, t)[2], 9), -t))
+def auroc(scores: list[tuple[float, bool]]) -> float:
+    """The probability that a supported pair scores above an unsupported one (ties count half)."""
+    ordered = sorted(scores, key=lambda pair: pair[0])
+    rank_sum, i = 0.0, 0
+    while i < len(ordered):
+        j = i
+        while j < len(ordered) and ordered[j][0] == ordered[i][0]:
+            j += 1
+        rank_sum += (i + j + 1) / 2 * sum(1 for _, s in ordered[i:j] if s)
+        i = j
+    positive = sum(1 for _, s in scores if s)
+    negative = len(scores) - positive
+    if not positive or not negative:
+        return float("nan")
+    return (rank_sum - positive * (positive + 1) / 2) / (positive * negative)
+
+
+def figures(scores: list[tuple[float, bool]], threshold: float = SUPPORT_THRESHOLD) -> dict:
+    precision, recall, _ = weak_flag_quality(scores, threshold)
+    return {"pairs": len(scores), "auroc": auroc(scores), "precision": precision, "recall": recall,
+            "flagged_supported": false_alarms(scores, threshold)}
+
+
+def meets(name: str, figure: dict) -> bool:
+    low_auroc, low_precision, low_recall, high_flagged = TARGETS[name]
+    return ((low_auroc is None or figure["auroc"] >= low_auroc)
+            and (low_precision is None or figure["precision"] >= low_precision)
+            and (low_recall is None or figure["recall"] >= low_recall)
+            and (high_flagged is None or figure["flagged_supported"] <= high_flagged))
+
+
+def dev_threshold(scores: dict[str, list[tuple[float, bool]]]) -> float | None:
+    """The rule the shipped threshold comes from, on the development splits ("wice", "ocnli", "own" scores): the
+    grid threshold at which every precision/recall/flagged target holds, the best WiCE F0.5 among several; None
+    when no threshold meets them all."""
+    def holds(t: float) -> bool:
+        return all(meets(name, {**figures(s, t), "auroc": 1.0}) for name, s in scores.items())
+    passing = [t for t in GRID if holds(t)]
+    if not passing:
+        return None
+    return max(passing, key=lambda t: (round(weak_flag_quality(scores["wice"], t)[2], 9), -t))
 
 
 # --- cost on a long answer ---------------------------------------------------------------------------------
@@ -132,50 +199,99 @@ def cost(repeat: int = 21) -> tuple[int, float, float]:
     return len(answer), best_stream, best_check
 
 
-def run() -> bool:
-    pairs = labelled_pairs()
-    scores = scored(pairs)
-    chosen = choose_threshold(scores)
-    by_lang = {lang: scored([p for p in pairs if p["lang"] == lang]) for lang in ("zh", "en")}
-    counts = {lang: len(s) for lang, s in by_lang.items()}
+def threshold_table(name: str, scores: list[tuple[float, bool]]) -> None:
     rows = []
     for t in GRID:
         p, r, f = weak_flag_quality(scores, t)
         mark = " <- SUPPORT_THRESHOLD" if abs(t - SUPPORT_THRESHOLD) < 1e-9 else ""
-        rows.append((f"{t:.2f}{mark}", f"{p:.3f}", f"{r:.3f}", f"{f:.3f}", f"{false_alarms(scores, t):.3f}",
-                     *(f"{weak_flag_quality(by_lang[lang], t)[0]:.2f}/{weak_flag_quality(by_lang[lang], t)[1]:.2f}"
-                       for lang in ("zh", "en"))))
-    unsupported = sum(not s for _, s in scores)
-    print_table(f"Support check: weak flag (support < threshold) on {len(pairs)} labelled pairs "
-                f"({counts['zh']} zh, {counts['en']} en; {unsupported} unsupported)",
-                ("threshold", "precision", "recall", "F0.5", "false alarms", "zh P/R", "en P/R"), rows)
+        rows.append((f"{t:.2f}{mark}", f"{p:.3f}", f"{r:.3f}", f"{f:.3f}", f"{false_alarms(scores, t):.3f}"))
+    print_table(f"Support check on {name}: weak flag (support < threshold), {len(scores)} pairs "
+                f"({sum(not s for _, s in scores)} unsupported)",
+                ("threshold", "precision", "recall", "F0.5", "supported flagged"), rows)
+
+
+def figure_rows(name: str, key: str, figure: dict) -> list[tuple[str, str, str, str]]:
+    low_auroc, low_precision, low_recall, high_flagged = TARGETS[key]
+    out = []
+    for label, value, target, ok in (
+            ("AUROC", figure["auroc"], low_auroc, low_auroc is None or figure["auroc"] >= low_auroc),
+            ("weak precision", figure["precision"], low_precision,
+             low_precision is None or figure["precision"] >= low_precision),
+            ("weak recall", figure["recall"], low_recall, low_recall is None or figure["recall"] >= low_recall),
+            ("supported flagged weak", figure["flagged_supported"], high_flagged,
+             high_flagged is None or figure["flagged_supported"] <= high_flagged)):
+        sign = "<=" if label.startswith("supported") else ">="
+        out.append((f"{name}: {label}", f"{value:.3f}", f"{sign} {target}" if target is not None else "report",
+                    ("met" if ok else "MISSED") if target is not None else "-"))
+    return out
+
+
+def run() -> bool:
+    """Prints the figures; fails (False) when the own-data or the cost target is missed. The public samples'
+    targets are printed as met/MISSED but do not fail the run: a sample of a few hundred rows moves a figure by a
+    few hundredths (docs/support-check.md gives the full held-out splits' figures)."""
+    pairs = labelled_pairs()
+    own = scored(pairs)
+    threshold_table("our labelled pairs (tests/data/support_pairs.json)", own)
     kinds = sorted({p["kind"] for p in pairs})
     kind_rows = []
     for kind in kinds:
-        ks = [score for (score, _), p in zip(scores, pairs) if p["kind"] == kind]
+        ks = [score for (score, _), p in zip(own, pairs) if p["kind"] == kind]
         flagged = sum(s < SUPPORT_THRESHOLD for s in ks)
         kind_rows.append((kind, len(ks), f"{flagged / len(ks):.2f}", f"{sum(ks) / len(ks):.2f}"))
-    print_table(f"By kind at {SUPPORT_THRESHOLD}", ("kind", "pairs", "share flagged weak", "mean support"), kind_rows)
-    # a held-out estimate: choose on even rows, measure on odd rows (and back)
-    held = []
-    for a, b in ((0, 1), (1, 0)):
-        t = choose_threshold(scores[a::2])
-        held.append((t, *weak_flag_quality(scores[b::2], t)[:2]))
+    print_table(f"Own pairs by kind at {SUPPORT_THRESHOLD}", ("kind", "pairs", "share flagged weak", "mean support"),
+                kind_rows)
+    rows = []
+    for lang in ("zh", "en"):
+        rows += figure_rows(f"own {lang}", "own", figures([s for s, p in zip(own, pairs) if p["lang"] == lang]))
+    own_figure = figures(own)
+    rows += figure_rows("own (both)", "own", own_figure)
+    for (name, path), key in zip(SAMPLES.items(), ("wice", "ocnli")):
+        if not path.exists():  # see bench/data/README.md (licences)
+            rows.append((f"{name} sample", "absent", "rebuild: python -m bench.data.convert", "-"))
+            continue
+        scores = scored_rows(public_rows(path))
+        rows += figure_rows(f"{name} sample, {len(scores)} pairs", key, figures(scores))
     length, t_stream, t_check = cost()
-    p, r, _ = weak_flag_quality(scores, SUPPORT_THRESHOLD)
-    print_table("Support check targets", ("figure", "measured", "target", "result"), [
-        ("threshold chosen by F0.5", f"{chosen:.2f}", f"= {SUPPORT_THRESHOLD}", "met" if chosen == SUPPORT_THRESHOLD else "MISSED"),
-        ("weak precision at threshold", f"{p:.3f}", "report", "-"),
-        ("weak recall at threshold", f"{r:.3f}", "report", "-"),
-        ("supported pairs flagged weak", f"{false_alarms(scores, SUPPORT_THRESHOLD):.3f}", "report", "-"),
-        ("held-out P/R (chosen on half)", "; ".join(f"t={t:.2f} {hp:.2f}/{hr:.2f}" for t, hp, hr in held), "report", "-"),
+    rows += [
         (f"stream, {length:,} chars, 30 chunks (ms)", f"{t_stream * 1e3:.2f}", "report", "-"),
-        (f"support check in result() (ms)", f"{t_check * 1e3:.2f}", "a few", "-"),
+        ("support check in result() (ms)", f"{t_check * 1e3:.2f}", "report", "-"),
         verdict("check time / stream time (x)", t_check / t_stream, "<= 2", t_check / t_stream <= 2),
-    ])
-    return chosen == SUPPORT_THRESHOLD and t_check / t_stream <= 2
+    ]
+    print_table(f"Support check targets at SUPPORT_THRESHOLD = {SUPPORT_THRESHOLD}", ("figure", "measured", "target",
+                                                                                    "result"), rows)
+    return meets("own", own_figure) and t_check / t_stream <= 2
+
+
+def run_dev(directory: Path) -> None:
+    """The development splits' figures and the threshold `dev_threshold` picks from them."""
+    scores = {"wice": scored_rows(public_rows(directory / "wice.dev.jsonl")),
+              "ocnli": scored_rows(public_rows(directory / "ocnli.train.10k.jsonl")), "own": scored(labelled_pairs())}
+    for name, s in scores.items():
+        threshold_table(f"{name} (development split)", s)
+        print(f"AUROC {name}: {auroc(s):.3f}")
+    print(f"\nthreshold by the rule: {dev_threshold(scores)} (shipped: {SUPPORT_THRESHOLD})")
+
+
+def run_held_out(directory: Path) -> None:
+    """The full held-out splits' figures at the shipped threshold (for docs/support-check.md)."""
+    rows = []
+    for name, key, file in (("WiCE test", "wice", "wice.test.jsonl"), ("OCNLI dev", "ocnli", "ocnli.dev.jsonl")):
+        scores = scored_rows(public_rows(directory / file))
+        rows += figure_rows(f"{name}, {len(scores)} pairs", key, figures(scores))
+    print_table(f"Held-out splits at SUPPORT_THRESHOLD = {SUPPORT_THRESHOLD}", ("figure", "measured", "target",
+                                                                              "result"), rows)
 
 
 if __name__ == "__main__":
     import sys
-    sys.exit(0 if run() else 1)
+    parser = argparse.ArgumentParser(description="the support check's figures")
+    parser.add_argument("--dev", type=Path, help="directory of `bench.data.convert --full`: choose the threshold")
+    parser.add_argument("--held-out", type=Path, help="directory of `bench.data.convert --full`: full held-out splits")
+    args = parser.parse_args()
+    if args.dev:
+        run_dev(args.dev)
+    elif args.held_out:
+        run_held_out(args.held_out)
+    else:
+        sys.exit(0 if run() else 1)

@@ -15,7 +15,8 @@ The protocol (SSE; each event is `event: <name>` + `data: <one JSON object>`):
 - `cite`     `{"numbers": [...], "ids": [...], "new": [...]}` a citation at this point of the text;
 - `replace`  `{"text": ...}` Dify's `message_replace`: drop what was shown for this answer, show this text;
 - `done`     `{"status", "citations": [C, ...], "invalid_ids", "conversation", "message_id"}` (+ the validator's
-             support flags when it provides them); C = {"number", "id", "count"} + the keys of S;
+             support flags when it provides them: per citation `support`, `weak`, and why a weak one is weak,
+             `reasons` [{"kind", …}] and `reason` (one line)); C = {"number", "id", "count"} + the keys of S;
 - `error`    `{"code", "message"}` ends the stream; the message is safe to show, details stay in the log.
 
 Nothing else of Dify's stream passes: no node's inputs or outputs, except the chunk list's whitelisted fields and
@@ -36,7 +37,7 @@ EVENTS = ("ready", "sources", "text", "cite", "replace", "done", "error")
 SOURCE_KEYS = ("id", "source_type", "document_title", "display_subtitle", "site_name", "published_date", "url",
                "snippet")
 CITATION_KEYS = ("number", "id", "count") + SOURCE_KEYS
-SUPPORT_CITATION_KEYS = ("support", "weak")  # per citation, when the validator provides them
+SUPPORT_CITATION_KEYS = ("support", "weak", "reasons", "reason")  # per citation, when the validator provides them
 SUPPORT_DONE_KEYS = ("uncited_sentences", "citation_recall_proxy", "citation_precision_proxy")
 DONE_KEYS = ("status", "citations", "invalid_ids", "conversation", "message_id")
 SOURCE_TYPES = ("rag", "web")

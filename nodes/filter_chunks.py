@@ -61,10 +61,15 @@ def read_int(digits):
     return int(digits) if len(digits) <= MAX_NUMBER_DIGITS else float(digits)
 
 
+DECODER = json.JSONDecoder(parse_int=read_int)  # built once: json.loads(text, parse_int=…) builds one per call
+
+
 def load_json(text):
     """json.loads, with integers past MAX_NUMBER_DIGITS read as floats; nesting too deep is TooDeep."""
+    if text.startswith("\ufeff"):  # what json.loads refuses before decoding
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
     try:
-        return json.loads(text, parse_int=read_int)
+        return DECODER.decode(text)
     except RecursionError:
         raise TooDeep("nested too deeply") from None
 
@@ -360,6 +365,103 @@ def holds(node, doc_meta, case_sensitive):
     return compare(op, field, actual, expected, case_sensitive)
 
 
+def evaluator(node, case_sensitive):
+    """`holds(node, ·, case_sensitive)` as a function of a document's metadata, built once per run: the groups
+    as loops over their members, each comparison with its expected value prepared (see `comparison`)."""
+    if "all" in node or "any" in node:
+        members = [evaluator(member, case_sensitive) for member in node["all" if "all" in node else "any"]]
+        if "all" in node:
+            def every(doc_meta):
+                for member in members:
+                    if not member(doc_meta):
+                        return False
+                return True
+            return every
+
+        def some(doc_meta):
+            for member in members:
+                if member(doc_meta):
+                    return True
+            return False
+        return some
+    if "not" in node:
+        inner = evaluator(node["not"], case_sensitive)
+        return lambda doc_meta: not inner(doc_meta)
+    field, op = node["field"], node["op"]
+    if op == "empty":
+        return lambda doc_meta: is_empty(doc_meta.get(field))
+    if op == "not_empty":
+        return lambda doc_meta: not is_empty(doc_meta.get(field))
+    test = comparison(op, field, node.get("value"), case_sensitive)
+    known = {}  # a text value -> its result, or the message of the Uncomparable it raised: each text read once
+
+    def leaf(doc_meta):
+        actual = doc_meta.get(field)
+        if actual is None:
+            return False  # a missing field is `empty`; every other comparison on it is false
+        if type(actual) is not str:
+            return test(actual)
+        result = known.get(actual)
+        if result is None:
+            try:
+                result = test(actual)
+            except Uncomparable as error:
+                result = str(error)
+            known[actual] = result
+        if result is True or result is False:
+            return result
+        raise Uncomparable(result)
+    return leaf
+
+
+def comparison(op, field, expected, case_sensitive):
+    """`compare(op, field, ·, expected, case_sensitive)` with what depends on `expected` alone worked out once."""
+    try:
+        if op in ("is", "is_not"):
+            number = float(expected) if is_number(expected) else None
+            text, equal = as_text(expected, case_sensitive), op == "is"
+
+            def same(actual):
+                if number is not None and is_number(actual):
+                    return (float(actual) == number) is equal
+                return (as_text(actual, case_sensitive) == text) is equal
+            return same
+        if op in ("in", "not_in"):
+            texts, inside = {as_text(v, case_sensitive) for v in expected}, op == "in"
+            return lambda actual: (as_text(actual, case_sensitive) in texts) is inside
+        if op == "contains":
+            needle = as_text(expected, case_sensitive)
+
+            def contains(actual):
+                elements = as_list(actual)
+                if elements is not None:
+                    return needle in {as_text(e, case_sensitive) for e in elements}
+                return needle in as_text(actual, case_sensitive)
+            return contains
+        if op == "intersects":
+            texts = {as_text(v, case_sensitive) for v in expected}
+
+            def intersects(actual):
+                try:
+                    roles = parse_roles(actual)
+                except Malformed as error:
+                    raise Uncomparable(f"{field}: {error}") from None
+                return bool(fold(roles or set(), case_sensitive) & texts)
+            return intersects
+        if op in NUMBER_OPS:
+            bound = float(expected)
+            return {"gt": lambda actual: as_number(actual, field) > bound,
+                    "gte": lambda actual: as_number(actual, field) >= bound,
+                    "lt": lambda actual: as_number(actual, field) < bound,
+                    "lte": lambda actual: as_number(actual, field) <= bound}[op]
+        instant = as_instant(expected)
+        if op == "before":
+            return lambda actual: as_instant(actual, field) < instant
+        return lambda actual: as_instant(actual, field) > instant
+    except (Uncomparable, ValueError, TypeError, OverflowError):  # not for a checked condition: compare each time
+        return lambda actual: compare(op, field, actual, expected, case_sensitive)
+
+
 def compare(op, field, actual, expected, case_sensitive):
     if op in ("is", "is_not"):
         if is_number(expected) and is_number(actual):
@@ -439,7 +541,9 @@ def main(rag_chunks=None, user_roles=None, acl_field="access_roles", condition="
     expression = parse_condition(condition)
     items = parse_items(rag_chunks, "rag_chunks")
 
-    kept, dropped, tagged, fields_seen = [], [], 0, set()
+    holds_for = None if expression is None else evaluator(expression, case_sensitive)
+    verdicts = {}  # an ACL text -> its verdict: the chunks of one document repeat it, and it is read once
+    kept, dropped, tagged = [], [], 0
     for index, item in enumerate(items):
         if not isinstance(item, dict):
             dropped.append(drop(index, item, "not_an_object", f"item is {type(item).__name__}"))
@@ -449,13 +553,18 @@ def main(rag_chunks=None, user_roles=None, acl_field="access_roles", condition="
         except Malformed as error:
             dropped.append(drop(index, item, "malformed_acl", str(error)))
             continue
-        tagged += doc_meta.get(acl_field) is not None
-        if len(fields_seen) < 10:
-            fields_seen.update(LONE_SURROGATE.sub("\ufffd", str(name)[:60]) for name in list(doc_meta)[:10])
-        verdict = acl_verdict(doc_meta, acl_field, roles, missing_acl, case_sensitive)
-        if verdict is None and expression is not None:
+        value = doc_meta.get(acl_field)
+        if type(value) is str:
+            tagged += 1
+            verdict = verdicts.get(value, False)
+            if verdict is False:
+                verdict = verdicts[value] = acl_verdict(doc_meta, acl_field, roles, missing_acl, case_sensitive)
+        else:
+            tagged += value is not None
+            verdict = acl_verdict(doc_meta, acl_field, roles, missing_acl, case_sensitive)
+        if verdict is None and holds_for is not None:
             try:
-                if not holds(expression, doc_meta, case_sensitive):
+                if not holds_for(doc_meta):
                     verdict = ("condition_false", "the condition does not hold")
             except Uncomparable as error:
                 verdict = ("uncomparable_value", str(error))
@@ -466,6 +575,7 @@ def main(rag_chunks=None, user_roles=None, acl_field="access_roles", condition="
 
     warnings = []
     if items and tagged == 0:
+        fields_seen = fields_of(items)
         warnings.append(
             f"no chunk carries the ACL field {acl_field[:60]!r}: check its name"
             + (" - with missing_acl='visible' every chunk is public" if missing_acl == "visible" else "")
@@ -477,6 +587,22 @@ def main(rag_chunks=None, user_roles=None, acl_field="access_roles", condition="
         kept = kept[:max_chunks]
     return {"chunks": kept, "kept_count": len(kept), "dropped_count": len(dropped), "dropped": capped(dropped),
             "warnings": capped_strings(warnings)}
+
+
+def fields_of(items):
+    """The metadata field names the warning shows: of each chunk's first 10, until 10 or more are known."""
+    fields_seen = set()
+    for item in items:
+        if len(fields_seen) >= 10:
+            break
+        if not isinstance(item, dict):
+            continue
+        try:
+            doc_meta = doc_metadata_of(item)
+        except Malformed:
+            continue
+        fields_seen.update(LONE_SURROGATE.sub("\ufffd", str(name)[:60]) for name in list(doc_meta)[:10])
+    return fields_seen
 
 
 def capped(dropped):
@@ -496,5 +622,16 @@ def capped_strings(lines):
 
 def drop(index, item, reason, detail):
     detail = detail if len(detail) <= MAX_DETAIL else detail[:MAX_DETAIL - 3] + "..."
-    segment_id = LONE_SURROGATE.sub("\ufffd", segment_id_of(item)[:200])
-    return {"index": index, "segment_id": segment_id, "reason": reason, "detail": LONE_SURROGATE.sub("\ufffd", detail)}
+    return {"index": index, "segment_id": no_surrogate(segment_id_of(item)[:200]), "reason": reason,
+            "detail": no_surrogate(detail)}
+
+
+def no_surrogate(text):
+    """`text` with each lone surrogate as U+FFFD; text that encodes as UTF-8 holds none and is returned as it is."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return LONE_SURROGATE.sub("\ufffd", text)
+    return text

@@ -44,6 +44,9 @@ FOLD_LOOKALIKES = str.maketrans({
     "\ua4da": "C", "\u2236": ":", "\ua789": ":", "\u02f8": ":", "\u0589": ":", "\u05c3": ":", "\u2045": "[",
     "\u2046": "]",
 })
+# The characters whose fold may differ from themselves: all but ASCII (never folded), the CJK unified ideographs
+# and the Hangul syllables (no decomposition, no format character or mark: each folds to itself).
+MAY_FOLD = re.compile("[^\x00-\x7f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3]")
 
 # --- Web result field priority --------------------------------------------------------------------------
 TITLE_FIELDS = ("title", "name")
@@ -69,6 +72,7 @@ WEB_RESULT_PATHS = (
 )
 RAG_RESULT_KEYS = ("result", "results", "chunks")
 TOOL_ENVELOPE_KEY = "json"  # a Dify tool node's outputs {text, files, json}
+ENVELOPE_KEYS = frozenset([TOOL_ENVELOPE_KEY] + [path[0] for path in WEB_RESULT_PATHS])  # an envelope has one
 
 DEFAULT_MAX_WEB_RESULTS = 5
 DEFAULT_MAX_CHUNKS = 30  # the most objects a Dify Code node may output in one array
@@ -85,6 +89,10 @@ HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
 ISO_DATE = re.compile(r"^(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?:$|[T ]\d)")
 WHITESPACE_RUN = re.compile(r"\s+")
 URL_IGNORED = re.compile(r"[\t\r\n]")
+# http(s)://, a host of ASCII letters, digits, dots and hyphens, an optional port, then anything: urlsplit gives
+# each such URL the scheme http(s) and a host, without an error (web_url needs no split for it).
+PLAIN_WEB_URL = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9.-]+(?::[0-9]*)?(?:[/?#].*)?", re.DOTALL)
+URL_LEADING = "".join(map(chr, range(33)))  # what urlsplit strips from the start of a URL (C0 controls, space)
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # cannot be encoded as UTF-8 (nor stored by Dify): becomes U+FFFD
 
 
@@ -192,6 +200,8 @@ def dig(obj, path):
 
 def envelope_results(obj):
     """The result list inside a provider's response object, or None when `obj` is not an envelope."""
+    if ENVELOPE_KEYS.isdisjoint(obj):  # a result (no key an envelope starts with): the usual case, made quick
+        return None
     if isinstance(obj.get(TOOL_ENVELOPE_KEY), list):
         return obj[TOOL_ENVELOPE_KEY]
     for path in WEB_RESULT_PATHS:
@@ -261,7 +271,10 @@ def web_items(raw, skipped):
 def first_text(item, fields, clean=str.strip):
     """The first of `fields` whose value, cleaned, is not empty."""
     for field in fields:
-        text = clean(text_of(item.get(field)))
+        value = item.get(field)
+        if value is None:  # text_of(None) is "": nothing to clean
+            continue
+        text = clean(text_of(value))
         if text:
             return text
     return ""
@@ -297,11 +310,17 @@ def to_int(value):
 
 def plain_text(value):
     """Provider text without HTML tags and entities (`<em>Dify</em> &amp; co` -> `Dify & co`)."""
-    return html.unescape(HTML_TAG.sub("", value)).strip()
+    if "<" in value:  # a tag starts with "<"; html.unescape itself returns text without "&" at once
+        value = HTML_TAG.sub("", value)
+    return html.unescape(value).strip()
 
 
 def one_line(value):
-    return cut(WHITESPACE_RUN.sub(" ", value).strip(), MAX_LINE_CHARS)
+    # Fast path: printable text holds no whitespace but the ASCII space (str.isprintable), so with no double
+    # space there is no run to collapse.
+    if not value.isprintable() or "  " in value:
+        value = WHITESPACE_RUN.sub(" ", value)
+    return cut(value.strip(), MAX_LINE_CHARS)
 
 
 def cut(text, limit):
@@ -311,14 +330,38 @@ def cut(text, limit):
 def web_url(value):
     """The URL when it is http(s) with a host (and not absurdly long), else "". Tabs and line breaks are removed,
     as a browser (and urlsplit) reads the URL without them."""
-    value = URL_IGNORED.sub("", value.strip())
-    if len(value) > MAX_URL_CHARS:
-        return ""
+    if "\t" in value or "\r" in value or "\n" in value:
+        value = URL_IGNORED.sub("", value)
+    value = value.strip()
+    if len(value) <= MAX_URL_CHARS and PLAIN_WEB_URL.fullmatch(value):
+        return value  # what urlsplit reads at once as http(s) with a host
+    found = web_split(value)
+    return found[0] if found else ""
+
+
+def web_split(value):
+    """(web_url(value), its urlsplit parts, its hostname) when it is a web URL, else None: the URL split once."""
+    if "\t" in value or "\r" in value or "\n" in value:
+        value = URL_IGNORED.sub("", value)
+    value = value.strip()
+    if len(value) > MAX_URL_CHARS or not value.lstrip(URL_LEADING)[:5].lower().startswith(("http:", "https")):
+        return None  # urlsplit (which strips the same leading characters) would find another scheme
     try:
         parts = urlsplit(value)
-        return value if parts.scheme.lower() in ("http", "https") and parts.hostname else ""
+        host = parts.hostname
     except ValueError:
-        return ""
+        return None
+    return (value, parts, host) if host and parts.scheme.lower() in ("http", "https") else None
+
+
+def web_address(value):
+    """(web_url(value), host_of(it), url_identity(it)); ("", "", "") when it is no web URL."""
+    found = web_split(value)
+    if found is None:
+        return "", "", ""
+    url, parts, host = found
+    identity = urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, ""))
+    return url, host[4:] if host.startswith("www.") else host, identity
 
 
 def host_of(url):
@@ -364,9 +407,13 @@ def neutralise_markers(text):
     parenthesis, and so does the closing bracket that matches it (`[C:9]` -> `(C:9)`, `［Ｃ：９］` -> `（Ｃ：９）`)."""
     table = {}
     if not text.isascii():
-        for char in set(text):
-            if char >= "\x80" and fold_char(char) != char:
-                table[ord(char)] = fold_char(char)
+        for char in set(MAY_FOLD.findall(text)):
+            form = fold_char(char)
+            if form != char:
+                table[ord(char)] = form
+    forms = "".join(table.values())
+    if "[" not in text and "【" not in text and "[" not in forms and "【" not in forms:
+        return text  # no opening bracket, as written or folded: no marker opens (the usual case, made quick)
     folded = text.translate(table) if table else text
     targets = []
     for match in MARKER_OPENING.finditer(folded):
@@ -421,16 +468,32 @@ def web_subtitle(site_name, host, date):
 # --- Normalising one item --------------------------------------------------------------------------------
 
 def text_of(value):
-    if value is None or isinstance(value, (dict, list, bool)):
+    if type(value) is str:  # the usual case, without the checks below
+        text = value.strip()
+    elif value is None or isinstance(value, (dict, list, bool)):
         return ""
+    else:
+        try:
+            text = str(value).strip()
+        except ValueError:  # an int too long to print
+            return ""
+    return text if text.isascii() or encodable(text) else LONE_SURROGATE.sub("\ufffd", text)
+
+
+def encodable(text):
+    """True when `text` holds no lone surrogate (it encodes as UTF-8): quicker than searching for one."""
     try:
-        text = str(value).strip()
-    except ValueError:  # an int too long to print
-        return ""
-    return text if text.isascii() else LONE_SURROGATE.sub("\ufffd", text)
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def line_of(value):
+    if type(value) is str:
+        text = value.strip()
+        if text.isprintable() and "  " not in text:  # no surrogate (not printable), no whitespace but single spaces
+            return text if len(text) <= MAX_LINE_CHARS else cut(text, MAX_LINE_CHARS)
     return one_line(text_of(value))
 
 
@@ -445,13 +508,20 @@ def stored_url(value, show_storage_urls):
     return text if len(text) <= MAX_URL_CHARS else ""
 
 
-def rag_chunk(item, show_storage_urls=False):
+def rag_chunk(item, show_storage_urls=False, seen=None):
+    """A knowledge chunk as a UnifiedChunk. `seen` (a dict kept over one merge) remembers the document fields
+    already read: the chunks of one document repeat them, and each is read once."""
     metadata = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
     doc_meta = metadata.get("doc_metadata") if isinstance(metadata.get("doc_metadata"), dict) else {}
-    document_name = line_of(doc_meta.get("document_name")) or line_of(metadata.get("document_name"))
-    title = line_of(doc_meta.get("document_title")) or document_name or line_of(item.get("title"))
-    dataset_name = line_of(metadata.get("dataset_name"))
-    source_file_url = stored_url(doc_meta.get("source_file_url"), show_storage_urls)
+    names = (doc_meta.get("document_name"), metadata.get("document_name"), doc_meta.get("document_title"),
+             item.get("title"), metadata.get("dataset_name"), doc_meta.get("source_file_url"))
+    if seen is not None and TEXT_KINDS.issuperset(map(type, names)):  # equal text reads the same (1 == 1.0 …)
+        fields = seen.get(names)
+        if fields is None:
+            fields = seen[names] = document_fields(*names, show_storage_urls)
+    else:
+        fields = document_fields(*names, show_storage_urls)
+    document_name, title, item_title, dataset_name, source_file_url = fields
     return {
         "source_type": "rag",
         "content": text_of(item.get("content")),
@@ -459,7 +529,7 @@ def rag_chunk(item, show_storage_urls=False):
         "url": source_file_url,
         "score": to_score(metadata.get("score")),
         "display_subtitle": dataset_name,
-        "document_name": document_name or line_of(item.get("title")),
+        "document_name": document_name or item_title,
         "dataset_name": dataset_name,
         "site_name": "",
         "site_host": "",
@@ -473,9 +543,20 @@ def rag_chunk(item, show_storage_urls=False):
     }
 
 
+TEXT_KINDS = frozenset((str, type(None)))
+
+
+def document_fields(doc_name, meta_name, doc_title, item_title, dataset_name, source_file_url, show_storage_urls):
+    """(document_name, title, the item's title, dataset_name, source_file_url) of a knowledge chunk."""
+    document_name = line_of(doc_name) or line_of(meta_name)
+    item_title = line_of(item_title)
+    title = line_of(doc_title) or document_name or item_title
+    return document_name, title, item_title, line_of(dataset_name), stored_url(source_file_url, show_storage_urls)
+
+
 def web_chunk(item):
-    url = web_url(first_text(item, URL_FIELDS))
-    host = host_of(url)
+    """A web result as (a UnifiedChunk, the identity of its URL for finding duplicates: "" when it has none)."""
+    url, host, identity = web_address(first_text(item, URL_FIELDS))
     site_name = one_line(first_text(item, SITE_FIELDS, plain_text))
     date = normalise_date(one_line(first_text(item, DATE_FIELDS)))
     title = one_line(first_text(item, TITLE_FIELDS, plain_text)) or site_name or host
@@ -497,24 +578,24 @@ def web_chunk(item):
         "document_id": "",
         "segment_id": "",
         "provider": line_of(item.get("provider")),
-    }
+    }, identity
 
 
 # --- Merging ---------------------------------------------------------------------------------------------
 
-def unique_chunks(items, source, to_chunk, identity, skipped, limit=None):
-    """Normalise `items` into (input index, chunk) pairs. Unusable items are recorded in `skipped`;
-    duplicates are merged keeping the higher score; only the first `limit` distinct chunks are kept."""
+def unique_chunks(items, source, to_chunk, skipped, limit=None):
+    """Normalise `items` into (input index, chunk) pairs; `to_chunk` gives (chunk, identity: "" for none).
+    Unusable items are recorded in `skipped`; duplicates are merged keeping the higher score; only the first
+    `limit` distinct chunks are kept."""
     kept, position_of = [], {}
     for index, item in enumerate(items):
         if not isinstance(item, dict):
             skipped.append(skip(source, index, f"not an object ({type(item).__name__})"))
             continue
-        chunk = to_chunk(item)
+        chunk, key = to_chunk(item)
         if not chunk["content"]:
             skipped.append(skip(source, index, "no text"))
             continue
-        key = identity(chunk)
         if key and key in position_of:
             at = position_of[key]
             if chunk["score"] > kept[at][1]["score"]:
@@ -554,16 +635,20 @@ def main(rag_chunks=None, web_chunks=None, max_web_results=DEFAULT_MAX_WEB_RESUL
     if web_text is not None and not isinstance(web_text, (str, int, float)):
         raise ValueError(f"web_text: expected the search tool's text output, got {type(web_text).__name__}")
     skipped = []
-    rag = unique_chunks(rag_items(rag_chunks), "rag", lambda item: rag_chunk(item, show_storage_urls),
-                        lambda c: c["segment_id"], skipped)
+    documents = {}  # the document fields read so far (see rag_chunk)
+
+    def rag_pair(item):
+        chunk = rag_chunk(item, show_storage_urls, documents)
+        return chunk, chunk["segment_id"]
+
+    rag = unique_chunks(rag_items(rag_chunks), "rag", rag_pair, skipped)
     found = web_items(web_chunks, skipped)
     if not found and not any(s["reason"].startswith("search provider error") for s in skipped):
         # The official Tavily tool reports a failed search as its text output, with `json` [{"data": []}].
         message = line_of(web_text)  # the search tool's `text` as one short line ("" when there is none)
         if message:
             skipped.append(skip("web", -1, f"search provider error: {message}"))
-    web = unique_chunks(found, "web", web_chunk,
-                        lambda c: url_identity(c["url"]) if c["url"] else "", skipped, limit=max_web_results)
+    web = unique_chunks(found, "web", web_chunk, skipped, limit=max_web_results)
     merged = ordered(rag + web)
     for index, chunk in merged[max_chunks:]:
         skipped.append(skip(chunk["source_type"], index, "over max_chunks"))

@@ -30,6 +30,9 @@ FOLD_LOOKALIKES = str.maketrans({
     "\ua4da": "C", "\u2236": ":", "\ua789": ":", "\u02f8": ":", "\u0589": ":", "\u05c3": ":", "\u2045": "[",
     "\u2046": "]",
 })
+# The characters whose fold may differ from themselves: all but ASCII (never folded), the CJK unified ideographs
+# and the Hangul syllables (no decomposition, no format character or mark: each folds to itself).
+MAY_FOLD = re.compile("[^\x00-\x7f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3]")
 DEFAULT_MAX_TURNS = 3
 TURN_LABELS = ("用户：", "助手：")  # how `history_text` labels the user's and the assistant's words
 MAX_TURNS = 30  # `history` is an array[object]: a Code node outputs at most 30 objects in one array
@@ -53,9 +56,13 @@ def neutralise_markers(text):
     parenthesis, and so does the closing bracket that matches it (`[C:9]` -> `(C:9)`, `［Ｃ：９］` -> `（Ｃ：９）`)."""
     table = {}
     if not text.isascii():
-        for char in set(text):
-            if char >= "\x80" and fold_char(char) != char:
-                table[ord(char)] = fold_char(char)
+        for char in set(MAY_FOLD.findall(text)):
+            form = fold_char(char)
+            if form != char:
+                table[ord(char)] = form
+    forms = "".join(table.values())
+    if "[" not in text and "【" not in text and "[" not in forms and "【" not in forms:
+        return text  # no opening bracket, as written or folded: no marker opens (the usual case, made quick)
     folded = text.translate(table) if table else text
     targets = []
     for match in MARKER_OPENING.finditer(folded):

@@ -3,10 +3,12 @@
 // It is also the reference for other front ends. What it does, in order:
 //   1. gets a token: from the URL fragment (#token=…), or from postMessage of the embedding site, never a query string;
 //   2. POSTs {query, conversation} to ./chat with `Authorization: Bearer <token>` and reads the SSE stream
-//      (events ready, sources, text, cite, replace, done, error — see the README's protocol section);
-//   3. draws the answer from `text` and `cite` events: text through a small markdown renderer that only creates
-//      elements and text nodes (never parsed HTML), each citation a superscript number;
-//   4. on `done`, draws the sources bar from `done.citations` (only cited sources, in display order).
+//      (events ready, sources, text, cite, replace, done, error — see docs/protocol.md);
+//   3. draws the answer from `text` and `cite` events as they come (appending, not redrawing): text through a small
+//      markdown renderer that only creates elements and text nodes (never parsed HTML), each citation a superscript
+//      number kept on one line with the character before it and the punctuation after it;
+//   4. on `done`, draws the sources bar from `done.citations` (only cited sources, in display order); a weak
+//      citation's popover says why it is weak.
 // All model and source text enters the page through textContent / createTextNode.
 
 const TEXT = {
@@ -15,6 +17,16 @@ const TEXT = {
     sources: "Sources", rag: "Knowledge base", web: "Web", open: "Open source", close: "Close",
     insufficient: "The available sources do not answer this question.",
     weak: "This source may not support the sentence that cites it", hideWeak: "Hide weak citations",
+    examples: "Try asking",
+    list: (items) => items.map((x) => `“${x}”`).join(", "),
+    reasons: {  // why a citation is weak (the validator's `reasons`); c = the sentence's side, s = the source's
+      missing: (items) => `Not found in the source: ${items}`,
+      negation: (c, s) => (c ? `The sentence negates it (“${c}”), the source does not` : `The source negates it (“${s}”)`),
+      antonym: (c, s) => `Opposite words: “${c}” in the sentence, “${s}” in the source`,
+      number: (c, s) => `Another number: ${c} in the sentence, ${s} in the source`,
+      roles: (c, s) => `Roles swapped: “${c}” in the sentence, “${s}” in the source`,
+      scope: (c) => `The source does not say “${c}”`,
+    },
     noToken: "No access token: open this page with #token=… or embed it and send the token with postMessage.",
     errors: {
       connection: "The connection was lost before the answer was complete.",
@@ -29,6 +41,16 @@ const TEXT = {
     sources: "来源", rag: "知识库", web: "网页", open: "打开来源", close: "关闭",
     insufficient: "现有资料无法回答这个问题。",
     weak: "该来源可能不支持引用它的句子", hideWeak: "隐藏弱引用",
+    examples: "可以这样问",
+    list: (items) => items.map((x) => `“${x}”`).join("、"),
+    reasons: {
+      missing: (items) => `来源中未找到：${items}`,
+      negation: (c, s) => (c ? `句子作了否定（“${c}”），来源没有` : `来源作了否定（“${s}”）`),
+      antonym: (c, s) => `意思相反：句中是“${c}”，来源是“${s}”`,
+      number: (c, s) => `数字不同：句中是 ${c}，来源是 ${s}`,
+      roles: (c, s) => `主客颠倒：句中是“${c}”，来源是“${s}”`,
+      scope: (c) => `来源中没有“${c}”这样的说法`,
+    },
     noToken: "缺少访问令牌：请用 #token=… 打开本页，或嵌入本页后通过 postMessage 发送令牌。",
     errors: {
       connection: "回答尚未完成，连接已中断。",
@@ -72,10 +94,20 @@ export async function* readEvents(response) {
 // ---------------------------------------------------------------------------------------------------------------
 // A safe markdown renderer: paragraphs, headings, lists, **strong**, *em*, `code`, fenced code. It builds nodes;
 // markdown links, images and HTML stay literal text. CITE (a private-use character, removed from model text) marks
-// where each citation goes; `cite(i)` returns the node for the i-th one.
+// where each citation goes; `cite(k)` returns the node for the k-th one. Every CITE of the text becomes a node,
+// whatever construct it sits in or after (a fence line too), so the k-th node is always the k-th citation.
+//
+// It appends: `feed(text)` adds text at the end. What no later character can change is drawn once: finished lines,
+// and the start of the unfinished line (its block, and its text up to the first `*`, `_` or backtick that may still
+// open a construct). Only the rest of the unfinished line is drawn again by the next `feed`, undoing what drawing it
+// changed. An event costs that rest, not the whole answer.
 
 export const CITE = "\uE000";
 const INLINE = /(`[^`\n]+`)|(\*\*[^*\n]+?\*\*|__[^_\n]+?__)|(\*[^*\s][^*\n]*?\*|_[^_\s][^_\n]*?_)|(\uE000)/g;
+const CLOSE = /[.,;:!?%)\]}»”’、。，．；：！？％）］｝】」』》〉…]/;  // punctuation that must not start a line
+const CLOSING = new RegExp(`${CLOSE.source}+`, "y");
+const FENCE = /^\s*```(.*)$/;
+const GROUP = 32;
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -84,73 +116,156 @@ function el(tag, className, text) {
   return node;
 }
 
-function inline(parent, text, cite) {
-  let last = 0;
-  for (const m of text.matchAll(INLINE)) {
-    if (m.index > last) parent.append(document.createTextNode(text.slice(last, m.index)));
-    if (m[1]) parent.append(codeWithCites(m[1].slice(1, -1), cite));
-    else if (m[2]) inline(parent.appendChild(el("strong")), m[2].slice(2, -2), cite);
-    else if (m[3]) inline(parent.appendChild(el("em")), m[3].slice(1, -1), cite);
-    else parent.append(cite());
-    last = m.index + m[0].length;
-  }
-  if (last < text.length) parent.append(document.createTextNode(text.slice(last)));
-}
-
-function codeWithCites(text, cite, tag = "code") {
-  const code = el(tag);
-  text.split(CITE).forEach((part, i) => {
-    if (i) code.append(cite());
-    code.append(document.createTextNode(part));
-  });
-  return code;
-}
-
-/** Renders markdown `text` into a DocumentFragment; each CITE character becomes `cite()` (called in order). */
-export function renderMarkdown(text, cite = () => document.createTextNode("")) {
-  const out = document.createDocumentFragment();
-  const lines = text.split("\n");
-  let paragraph = null, list = null;
-  const closeBlocks = () => { paragraph = null; list = null; };
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i];
-    if (/^\s*```/.test(line)) {
-      const body = [];
-      while (++i < lines.length && !/^\s*```/.test(lines[i])) body.push(lines[i]);
-      const pre = el("pre");
-      pre.append(codeWithCites(body.join("\n"), cite));
-      out.append(pre);
-      closeBlocks();
-      continue;
+/** How much of an unfinished line's inline text is final: never inside a construct, up to the first `*`, `_` or
+ *  backtick that may still open one (an `*` or `_` before a space cannot, nor a backtick before a backtick), never
+ *  just before a citation or a closing punctuation mark (they join what precedes them), and never the last
+ *  character (a citation may follow it). */
+function settled(text) {
+  const cuttable = (i) => i < text.length - 1 && text[i] !== CITE && !CLOSE.test(text[i]);
+  const open = (i) => (text[i] === "`" ? text[i + 1] !== "`" : "*_".includes(text[i]) && !/\s/.test(text[i + 1] || "x"));
+  let cut = 0, p = 0;
+  for (const m of [...text.matchAll(INLINE), { index: text.length, 0: "" }]) {
+    for (; p <= m.index; p++) {
+      if (cuttable(p)) cut = p;
+      if (p < m.index && open(p)) return cut;
     }
-    if (!line.trim()) { closeBlocks(); continue; }
+    p = m.index + m[0].length;
+  }
+  return cut;
+}
+
+export class Markdown {
+  constructor(root, cite = () => document.createTextNode("")) {
+    this.root = root;
+    this.cite = cite;
+    // where the next line goes; `line`: the element the unfinished line's text goes on into, once its block is drawn
+    this.at = { paragraph: null, list: null, code: null, group: null, line: null, cites: 0 };
+    this.rest = "";     // the unfinished line (from where its drawing stopped for good)
+    this.drawn = null;  // what drawing `rest` changed: {at: the state before, nodes: the nodes it added}
+  }
+
+  feed(text) {
+    if (this.drawn) {
+      for (const node of this.drawn.nodes) node.remove();
+      this.at = this.drawn.at;
+      this.drawn = null;
+    }
+    const lines = (this.rest + text).split("\n");
+    this.rest = lines.pop();
+    for (const line of lines) this.line(line);
+    const at = this.at;
+    if (!at.line && !at.code && /^\s*\S[^]{11}/.test(this.rest) && /\S/.test(this.rest.at(-1))
+        && !FENCE.test(this.rest)) {
+      [at.line, this.rest] = this.block(this.rest);  // its kind can no longer change: draw its block, keep its text
+    }
+    if (at.line) {
+      const cut = settled(this.rest);
+      this.inline(at.line, this.rest.slice(0, cut));
+      this.rest = this.rest.slice(cut);
+    }
+    if (this.rest) {
+      this.drawn = { at: { ...at }, nodes: [] };
+      this.line(this.rest);
+    }
+    return this;
+  }
+
+  line(text) {
+    const [parent, inline] = this.at.line ? [this.at.line, text] : this.block(text);
+    this.at.line = null;
+    if (parent) this.inline(parent, inline);
+  }
+
+  /** Draws the block a line starts or continues; returns the element its inline text goes into, and that text. */
+  block(line) {
+    const at = this.at;
+    const fence = FENCE.exec(line);
+    if (at.code) {  // inside a fenced block
+      if (!fence) {
+        this.code(at.code, (at.code.hasChildNodes() ? "\n" : "") + line);
+        return [];
+      }
+      const pre = at.code.parentNode;
+      at.code = null;
+      return [pre, fence[1]];  // what follows the closing fence (a citation) ends the block
+    }
+    if (fence) {
+      at.paragraph = at.list = null;
+      const pre = this.add(this.group(), el("pre"));
+      this.code(pre, fence[1].replace(/[^\uE000]/g, ""));  // the info string (a language) is not shown, its citations are
+      at.code = pre.appendChild(el("code"));
+      return [];
+    }
+    if (!line.trim()) { at.paragraph = at.list = null; return []; }
     const heading = /^(#{1,6})\s+(.*)$/.exec(line);
     const item = /^\s*([-*+]|\d{1,9}[.)])\s+(.*)$/.exec(line);
     if (heading) {
-      closeBlocks();
-      inline(out.appendChild(el(`h${Math.min(6, heading[1].length + 2)}`)), heading[2], cite);
-    } else if (item) {
-      const tag = /\d/.test(item[1]) ? "ol" : "ul";
-      if (!list || list.tagName.toLowerCase() !== tag) {
-        list = out.appendChild(el(tag));
-        if (tag === "ol") list.start = parseInt(item[1], 10);
-      }
-      paragraph = null;
-      inline(list.appendChild(el("li")), item[2], cite);
-    } else if (list && /^\s+/.test(line)) {
-      inline(list.lastChild, " " + line.trim(), cite);  // continuation of a list item
-    } else {
-      list = null;
-      if (paragraph) paragraph.append(el("br"));
-      else paragraph = out.appendChild(el("p"));
-      inline(paragraph, line, cite);
+      at.paragraph = at.list = null;
+      return [this.add(this.group(), el(`h${Math.min(6, heading[1].length + 2)}`)), heading[2]];
     }
+    if (item) {
+      const tag = /\d/.test(item[1]) ? "OL" : "UL";
+      if (!at.list || at.list.tagName !== tag) {
+        at.list = this.add(this.group(), el(tag));
+        if (tag === "OL") at.list.start = parseInt(item[1], 10);
+      }
+      at.paragraph = null;
+      return [this.add(at.list, el("li")), item[2]];
+    }
+    if (at.list && /^\s+/.test(line)) return [at.list.lastChild, " " + line.trimStart()];  // a list item goes on
+    at.list = null;
+    if (at.paragraph) this.add(at.paragraph, el("br"));
+    else at.paragraph = this.add(this.group(), el("p"));
+    return [at.paragraph, line];
   }
-  return out;
+
+  group() {  // blocks go in groups of GROUP: the browser's layout then walks a few groups, not every paragraph
+    if (!this.at.group || this.at.group.childElementCount >= GROUP) this.at.group = this.add(this.root, el("div", "gc-group"));
+    return this.at.group;
+  }
+
+  add(parent, node) {
+    parent.append(node);
+    if (this.drawn) this.drawn.nodes.push(node);
+    return node;
+  }
+
+  inline(parent, text) {
+    let last = 0;
+    for (const m of text.matchAll(INLINE)) {
+      let before = text.slice(last, m.index);
+      last = m.index + m[0].length;
+      if (m[4]) {  // a citation, glued to the character before it and to the closing punctuation after it
+        const glue = el("span", "gc-glue");
+        const char = /\S$/u.exec(before);
+        if (char) before = before.slice(0, char.index);
+        CLOSING.lastIndex = last;
+        const after = CLOSING.exec(text);
+        if (after) last += after[0].length;
+        glue.append(char ? char[0] : "", this.cite(this.at.cites++), after ? after[0] : "");
+        if (before) this.add(parent, document.createTextNode(before));
+        this.add(parent, glue);
+        continue;
+      }
+      if (before) this.add(parent, document.createTextNode(before));
+      if (m[1]) this.code(this.add(parent, el("code")), m[1].slice(1, -1));
+      else if (m[2]) this.inline(this.add(parent, el("strong")), m[2].slice(2, -2));
+      else this.inline(this.add(parent, el("em")), m[3].slice(1, -1));
+    }
+    if (last < text.length) this.add(parent, document.createTextNode(text.slice(last)));
+  }
+
+  code(parent, text) {  // text as it is, each CITE a citation
+    text.split(CITE).forEach((part, i) => {
+      if (i) this.add(parent, this.cite(this.at.cites++));
+      this.add(parent, document.createTextNode(part));
+    });
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// One answer: its state, drawn again on every event (answers are short, and a full redraw keeps it simple).
+// One answer: its state, and what the page shows of it. Text and citations are appended as they come; `done` and
+// `error` add to what is shown; only `replace` draws the answer whole again.
 
 /** http(s) URLs only, else "" (the endpoint already guarantees it; a front end checks again). */
 export function safeUrl(url) {
@@ -171,43 +286,70 @@ function icon(type) {
   svg.setAttribute("class", "gc-icon");
   svg.setAttribute("aria-hidden", "true");
   const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
-  path.setAttribute("d", ICONS[type] || ICONS.rag);
+  path.setAttribute("d", type === "web" ? ICONS.web : ICONS.rag);
   svg.append(path);
   return svg;
+}
+
+/** Why a weak citation is weak, as lines in the page's language: from its `reasons` (objects with a `kind`), else
+ *  its one-line `reason`, else a bare `missing` list. Unknown kinds are shown as they are. */
+export function reasons(citation) {
+  const text = (x) => (typeof x === "string" || typeof x === "number" ? String(x) : "");
+  const list = (items) => T.list((Array.isArray(items) ? items : []).map(text).filter(Boolean));
+  if (Array.isArray(citation.reasons) && citation.reasons.length) {
+    return citation.reasons.map((r) => {
+      const kind = text(r && r.kind);
+      if (kind === "missing") return list(r.items) && T.reasons.missing(list(r.items));
+      if (Object.hasOwn(T.reasons, kind)) return T.reasons[kind](text(r.claim), text(r.source));
+      return kind;
+    }).filter(Boolean);
+  }
+  if (text(citation.reason)) return [text(citation.reason)];
+  if (Array.isArray(citation.missing) && citation.missing.length) return [T.reasons.missing(list(citation.missing))];
+  return [];
 }
 
 export class Answer {
   constructor(container, popover) {
     this.container = container;   // element the answer is drawn into
     this.popover = popover;
-    this.parts = [];               // {text} or {cite: {numbers, ids}} in stream order
+    this.text = "";                // the answer so far, each citation a CITE character
+    this.cites = [];               // the numbers of each citation, in order
     this.sources = new Map();      // chunk id -> source (from the `sources` event)
     this.byNumber = new Map();     // display number -> source or citation (citation once `done` came)
     this.status = "streaming";     // streaming | cited | uncited | insufficient_evidence | error
     this.error = null;
     this.done = null;
+    this.draw();
   }
 
   /** Applies one protocol event; returns true when the answer is finished (done or error). */
   apply(event, data) {
+    data = data && typeof data === "object" ? data : {};
     switch (event) {
       case "sources":
         for (const s of data.sources || []) this.sources.set(String(s.id), s);
-        break;
+        return false;
       case "text":
-        this.parts.push({ text: String(data.text || "") });
-        break;
-      case "cite":
-        (data.numbers || []).forEach((n, i) => {
-          if (!this.byNumber.has(n)) this.byNumber.set(n, this.sources.get(String(data.ids[i])) || { id: data.ids[i] });
+        this.append(String(data.text || "").replaceAll(CITE, "\uFFFD"));
+        return false;
+      case "cite": {
+        const numbers = data.numbers || [], ids = data.ids || [], known = this.byNumber.size;
+        numbers.forEach((n, i) => {
+          if (!this.byNumber.has(n)) this.byNumber.set(n, this.sources.get(String(ids[i])) || { id: ids[i] });
         });
-        this.parts.push({ cite: { numbers: data.numbers || [] } });
-        break;
+        this.cites.push(numbers);
+        this.append(CITE);
+        if (this.byNumber.size > known) this.drawSources();
+        return false;
+      }
       case "replace":  // Dify's message_replace: drop what was shown for this answer
-        this.parts = [{ text: String(data.text || "") }];
+        this.text = String(data.text || "").replaceAll(CITE, "\uFFFD");
+        this.cites = [];
         this.byNumber.clear();
-        break;
-      case "done":
+        this.draw();
+        return false;
+      case "done":  // what the stream drew stays: the numbers take the citations' flags, the bar their sources
         this.done = data;
         this.status = data.status;
         this.byNumber.clear();
@@ -215,56 +357,83 @@ export class Answer {
         if ((data.citations || []).some((c) => c.weak === true)) {
           document.getElementById("gc-weak-toggle")?.removeAttribute("hidden");
         }
-        break;
+        for (const button of this.body.querySelectorAll(".gc-num")) this.mark(button, Number(button.dataset.number));
+        this.show();
+        return true;
       case "error":
         this.status = "error";
         this.error = data;
-        break;
+        this.show();
+        return true;
       default:
         return false;  // ready, and events a newer server may add
     }
-    this.draw();
-    return event === "done" || event === "error";
   }
 
   fail(code, message) { return this.apply("error", { code, message }); }
 
-  draw() {
+  append(text) {
+    if (!text) return;
+    this.thinking?.remove();
+    this.text += text;
+    this.markdown.feed(text);
+  }
+
+  draw() {  // the whole answer, from its text
+    this.container.replaceChildren();
+    this.body = this.container.appendChild(el("div", "gc-body"));
+    this.markdown = new Markdown(this.body, (k) => this.superscript(this.cites[k] || []));
+    this.markdown.feed(this.text);
+    this.thinking = this.text ? null : this.body.appendChild(el("p", "gc-thinking", T.thinking));
+    this.bar = null;
+    this.show();
+  }
+
+  show() {  // what the answer's status adds to its text
     const box = this.container;
-    box.replaceChildren();
     box.classList.toggle("gc-streaming", this.status === "streaming");
     box.classList.toggle("gc-failed", this.status === "error");
-    const text = this.parts.map((p) => (p.cite ? CITE : p.text.replaceAll(CITE, "\uFFFD"))).join("");
-    const cites = this.parts.filter((p) => p.cite);
-    let next = 0;
-    const body = el("div", "gc-body");
-    body.append(renderMarkdown(text, () => this.superscript(cites[next++].cite.numbers)));
-    if (this.status === "streaming" && !text) body.append(el("p", "gc-thinking", T.thinking));
-    box.append(body);
-    if (this.status === "insufficient_evidence") box.append(el("div", "gc-insufficient", T.insufficient));
-    if (this.status === "error") {
-      const known = T.errors[this.error.code];
-      box.append(el("div", "gc-error", this.error.message || known || T.errors.http));
+    if (this.status !== "streaming") this.thinking?.remove();
+    if (this.status === "insufficient_evidence") {  // said once: the model's own words, or the page's when it said none
+      if (this.text.trim()) this.body.classList.add("gc-insufficient");
+      else this.body.append(el("p", "gc-insufficient", T.insufficient));
     }
+    if (this.status === "error") {
+      const code = String(this.error.code);
+      const known = Object.hasOwn(T.errors, code) ? T.errors[code] : "";  // the page's own codes only
+      const message = typeof this.error.message === "string" ? this.error.message : "";
+      box.append(el("div", "gc-error", message || known || T.errors.http));
+    }
+    this.drawSources();
+  }
+
+  drawSources() {
     const numbers = [...this.byNumber.keys()].sort((a, b) => a - b);
-    if (numbers.length) box.append(this.sourcesBar(numbers));
+    const bar = numbers.length ? this.sourcesBar(numbers) : document.createTextNode("");
+    if (this.bar) this.bar.replaceWith(bar);
+    else this.container.append(bar);
+    this.bar = bar;
   }
 
   superscript(numbers) {
     const sup = el("sup", "gc-cite");
     numbers.forEach((n) => {
-      const source = this.byNumber.get(n) || {};
-      const button = el("button", `gc-num gc-${source.source_type === "web" ? "web" : "rag"}`, String(n));
+      const button = el("button", "", String(n));
       button.type = "button";
       button.dataset.number = n;
-      if (source.weak === true) {
-        button.classList.add("gc-weak");
-        button.title = `${T.weak}${typeof source.support === "number" ? ` (${source.support.toFixed(2)})` : ""}`;
-      }
+      this.mark(button, n);
       button.addEventListener("click", (e) => this.showSource(n, e.currentTarget));
       sup.append(button);
     });
     return sup;
+  }
+
+  mark(button, n) {  // a superscript number's look: its source's type, hollow when weak
+    const source = this.byNumber.get(n) || {};
+    const weak = source.weak === true;
+    button.className = `gc-num gc-${source.source_type === "web" ? "web" : "rag"}${weak ? " gc-weak" : ""}`;
+    if (weak) button.title = `${T.weak}${typeof source.support === "number" ? ` (${source.support.toFixed(2)})` : ""}`;
+    else button.removeAttribute("title");
   }
 
   sourcesBar(numbers) {
@@ -314,9 +483,14 @@ export class Answer {
     close.addEventListener("click", () => { pop.hidden = true; });
     head.append(close);
     pop.append(head, el("div", "gc-pop-title", s.document_title || ""));
-    const sub = [s.display_subtitle, s.site_name, s.published_date].filter(Boolean);
-    if (sub.length) pop.append(el("div", "gc-pop-sub", [...new Set(sub)].join(" · ")));
-    if (s.weak === true) pop.append(el("div", "gc-pop-weak", T.weak));
+    const sub = [s.display_subtitle, s.site_name, s.published_date].map((x) => (typeof x === "string" ? x : ""))
+      .filter((x, i, all) => x && !all.slice(0, i).some((before) => before.includes(x)));  // each said once
+    if (sub.length) pop.append(el("div", "gc-pop-sub", sub.join(" · ")));
+    if (s.weak === true) {
+      pop.append(el("div", "gc-pop-weak", T.weak));
+      const why = reasons(s);
+      if (why.length) pop.appendChild(el("ul", "gc-pop-reasons")).append(...why.map((line) => el("li", "", line)));
+    }
     if (s.snippet) pop.append(el("blockquote", "gc-pop-snippet", s.snippet));
     const href = safeUrl(s.url || "");
     if (href) {
@@ -355,7 +529,6 @@ export class Chat {
     const turn = this.thread.appendChild(el("section", "gc-turn"));
     turn.append(el("div", "gc-question", query));
     const answer = new Answer(turn.appendChild(el("div", "gc-answer")), this.popover);
-    answer.draw();
     this.onBusy(true);
     try {
       const body = { query };
@@ -387,7 +560,8 @@ export class Chat {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// The page: wiring, the token sources, and (served by `gcite serve` with #local) the sample-user picker.
+// The page: wiring, the token sources, and (served by `gcite serve` with #local) the sample-user picker with each
+// sample user's example questions.
 //
 // Embedding: <iframe src="https://<dify>/e/<hook>/gcite/#parent=https://app.example.com">. The page posts
 // {type: "gcite:ready"} to the parent (target origin = that `parent` value), and accepts
@@ -412,10 +586,24 @@ export function start() {
     popover: $("gc-popover"),
     onBusy: (busy) => { send.disabled = busy || !chat.token; document.body.classList.toggle("gc-busy", busy); },
   });
-  const useToken = (token) => {
+  const examples = $("gc-examples");
+  const offer = (questions) => {  // an empty page offers the user's example questions; clicking one asks it
+    if (questions && !Array.isArray(questions)) questions = Object.hasOwn(questions, lang) ? questions[lang] : [];
+    const list = (Array.isArray(questions) ? questions : []).filter((q) => typeof q === "string" && q.trim());
+    examples.querySelector(".gc-example-list").replaceChildren(...list.slice(0, 3).map((q) => {
+      const button = el("button", "gc-example", q);
+      button.type = "button";
+      button.addEventListener("click", () => { query.value = q; form.requestSubmit(); });
+      return button;
+    }));
+    examples.hidden = !list.length;
+  };
+  const useToken = (token, questions) => {
     if (!token) return;
-    if (subject(token) !== subject(chat.token || "")) chat.reset(token);
-    else chat.token = token;
+    if (subject(token) !== subject(chat.token || "")) {
+      chat.reset(token);
+      offer(questions);
+    } else chat.token = token;
     notice.hidden = true;
     send.disabled = false;
   };
@@ -425,6 +613,7 @@ export function start() {
     const q = query.value.trim();
     if (!q || !chat.token || send.disabled) return;
     query.value = "";
+    examples.hidden = true;
     chat.ask(q);
   });
   query.addEventListener("keydown", (e) => {
@@ -466,9 +655,11 @@ async function localUsers(useToken) {
     option.value = u.token;
     picker.append(option);
   }
-  picker.addEventListener("change", () => useToken(picker.value));
+  // `examples` (optional): the user's example questions, a list or one list per language ({"en": […], "zh": […]})
+  const pick = () => useToken(picker.value, users[picker.selectedIndex].examples);
+  picker.addEventListener("change", pick);
   document.getElementById("gc-user-picker").hidden = false;
-  useToken(picker.value);
+  pick();
 }
 
 if (document.getElementById("gc-ask")) start();

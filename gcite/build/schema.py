@@ -53,6 +53,10 @@ class Citation(BaseModel):
     support: float | None = Field(description="How well the cited chunk backs the sentences citing it, 0..1 (the "
                                               "lowest over those sentences); null when the chunk's text is unknown")
     weak: bool = Field(description="support is below the validator's threshold: the chunk may not back the claim")
+    reasons: list[dict[str, Any]] = Field(description="What lowered support (docs/support-check.md): objects with "
+                                                      "kind missing (items), negation, antonym, number, roles or "
+                                                      "scope (claim, source); [] when nothing did")
+    reason: str = Field(description="The reasons as one line, e.g. 'missing: [\"460 mm\"]; number: 60 ≠ 40'")
 
 
 def json_schema_of(model: type[BaseModel]) -> dict[str, Any]:

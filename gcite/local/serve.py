@@ -25,11 +25,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-SAMPLE_USERS = (
-    {"id": "wang", "name": "王经理 Manager Wang", "roles": ["物业经理"]},
-    {"id": "li", "name": "李工 Engineer Li", "roles": ["运维工程师"]},
-    {"id": "chen", "name": "陈前台 Receptionist Chen", "roles": ["前台"]},
-    {"id": "guest", "name": "访客 Guest", "roles": []},
+SAMPLE_USERS = (  # `examples`: questions the page offers each user, ones the sample data answers for their roles
+    {"id": "wang", "name": "王经理 Manager Wang", "roles": ["物业经理"],
+     "examples": {"zh": ["冷水机组供水温度设定是多少？", "巡更时发现异常怎么上报？", "电梯困人怎么办？"],
+                  "en": ["What is the chiller's supply water temperature set to?",
+                         "How do I report an anomaly on patrol?", "What do I do when someone is trapped in a lift?"]}},
+    {"id": "li", "name": "李工 Engineer Li", "roles": ["运维工程师"],
+     "examples": {"zh": ["冷水机组供水温度设定是多少？", "会议室怎么预约？"],
+                  "en": ["What is the chiller's supply water temperature set to?", "How do I book a meeting room?"]}},
+    {"id": "chen", "name": "陈前台 Receptionist Chen", "roles": ["前台"],
+     "examples": {"zh": ["访客怎么登记？", "会议室怎么预约？"],
+                  "en": ["How do I register a visitor?", "How do I book a meeting room?"]}},
+    {"id": "guest", "name": "访客 Guest", "roles": [],
+     "examples": {"zh": ["会议室怎么预约？", "巡更时发现异常怎么上报？"],
+                  "en": ["How do I book a meeting room?", "How do I report an anomaly on patrol?"]}},
 )
 TOKEN_HOURS = 12
 DEFAULT_PORT = 8765
@@ -206,7 +215,7 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/" and self.command == "GET":
             self._plain(302, "", {"Location": f"{prefix}/gcite/#local"})
         elif path == "/local/users" and self.command == "GET":
-            users = [{k: u[k] for k in ("id", "name", "roles", "token")} for u in self.local.users]
+            users = [{k: u[k] for k in ("id", "name", "roles", "token", "examples")} for u in self.local.users]
             self._plain(200, json.dumps(users, ensure_ascii=False), {"Content-Type": "application/json; charset=utf-8",
                                                                      "Cache-Control": "no-store"})
         elif self.path.startswith(prefix + "/"):

@@ -259,3 +259,16 @@ def test_an_llm_that_is_not_the_answers_does_not_end_it():
 def test_an_empty_llm_answer_shows_nothing_of_the_appended_list():
     events = run(dify_stream([], CHUNKS, references="- [C:1] 标题"))
     assert answer_text(events) == "" and events[-1][1]["status"] == "uncited"
+
+
+def test_a_weak_citation_reaches_the_front_end_with_its_reasons():
+    chunks = [chunk(1, "会议室须提前一天预约，每次最多使用 2 小时。")]
+    events = list(translate(dify_stream(["会议室每次最多使用 5 小时[C:1]。"], chunks)))
+    done = next(data for name, data in events if name == "done")
+    cited = done["citations"][0]
+    assert cited["weak"] is True and cited["support"] < 0.25
+    assert any(r["kind"] == "number" for r in cited["reasons"]), cited["reasons"]
+    assert isinstance(cited["reason"], str) and "5" in cited["reason"]
+    supported = list(translate(dify_stream(["会议室须提前一天预约[C:1]。"], chunks)))
+    strong = next(data for name, data in supported if name == "done")["citations"][0]
+    assert strong["weak"] is False and not strong.get("reasons")

@@ -30,6 +30,17 @@ def test_sample_users_get_tokens_for_their_roles(local):
         assert (claims["sub"], claims["roles"]) == (user["id"], user["roles"]) and claims["exp"] > 0
 
 
+def test_each_sample_user_is_offered_example_questions_in_both_languages(local):
+    from gcite.local.knowledge import load_json, result_items
+
+    users = requests.get(f"http://127.0.0.1:{local.port}/local/users", timeout=30).json()
+    base = load_json("knowledge_base.json")
+    for user in users:
+        assert set(user["examples"]) == {"zh", "en"} and all(1 <= len(q) <= 3 for q in user["examples"].values())
+        for question in user["examples"]["zh"] + user["examples"]["en"]:
+            assert result_items(base, question), (user["id"], question)  # the knowledge base has something to cite
+
+
 def test_page_comes_from_the_plugin_with_its_headers(local):
     response = requests.get(f"{local.base}/gcite/", timeout=30)
     assert response.status_code == 200 and response.text == (ROOT / "endpoints/page/index.html").read_text("utf-8")

@@ -90,7 +90,7 @@ def test_search_body_replaces_a_lone_surrogate():
 REPEATED = [  # (node, node, names): rules a Code node must repeat because it stands alone (each says so in place)
     ("merge_chunks", "remember_turn", ("MARKER_OPENING", "NEUTRAL_BRACKET", "CLOSING_BRACKET", "ANY_BRACKET",
                                        "FOLD_REMOVED", "FOLD_INVISIBLE", "FOLD_LOOKALIKES", "fold_char",
-                                       "neutralise_markers", "original_positions")),
+                                       "MAY_FOLD", "neutralise_markers", "original_positions")),
     ("merge_chunks", "filter_chunks", ("python_data",)),
 ]
 

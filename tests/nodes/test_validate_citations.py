@@ -83,7 +83,8 @@ def test_renumbering_by_first_appearance_and_counts():
     assert result["id_map"] == {"7": 1, "3": 2, "12": 3}
     assert result["citations"][0] == {"index": 1, "id": "7", "count": 2, "document_title": "Doc 7", "source_type": "rag",
                                       "url": "https://e.com/7", "display_subtitle": "sub 7", "site_name": "",
-                                      "published_date": "", "support": None, "weak": False}
+                                      "published_date": "", "support": None, "weak": False,
+                                      "reasons": [], "reason": ""}
 
 
 def test_invalid_ids_get_no_number_and_disappear():
@@ -114,7 +115,7 @@ def test_chunk_metadata_as_json_text_and_unknown_list():
     assert unknown["answer"] == "x[1] y[2]" and unknown["invalid_ids"] == []
     assert unknown["citations"][0] == {"index": 1, "id": "42", "count": 1, "document_title": "", "source_type": "",
                                        "url": "", "display_subtitle": "", "site_name": "", "published_date": "",
-                                       "support": None, "weak": False}
+                                       "support": None, "weak": False, "reasons": [], "reason": ""}
     assert main("x[C:1]", [])["invalid_ids"] == ["1"]
 
 
@@ -623,9 +624,9 @@ def test_the_checks_outputs_do_not_depend_on_the_split(answer, cuts):
         assert got[key] == expected[key]
 
 
-# --- the labelled set the threshold comes from ------------------------------------------------------------
+# --- the labelled set the threshold must hold on ------------------------------------------------------------
 
-def test_the_labelled_set_is_large_bilingual_and_sets_the_threshold():
+def test_the_labelled_set_is_large_bilingual_and_holds_at_the_threshold():
     from bench import support
     data = support.load()
     assert " ".join(data["construction"])  # the file documents how it was built
@@ -636,8 +637,7 @@ def test_the_labelled_set_is_large_bilingual_and_sets_the_threshold():
     kinds = {p["kind"] for p in pairs}
     assert {"paraphrase", "partial_quote", "numbers", "wrong_fact", "neighbour", "number_changed"} <= kinds
     assert any(p["supported"] for p in pairs) and any(not p["supported"] for p in pairs)
-    scores = support.scored(pairs)
-    assert support.choose_threshold(scores) == SUPPORT_THRESHOLD
+    scores = support.scored(pairs)  # the threshold comes from the development splits (bench.support.dev_threshold)
     precision, recall, _ = support.weak_flag_quality(scores, SUPPORT_THRESHOLD)
     assert precision >= 0.9 and recall >= 0.85  # a regression guard: `make bench` prints the measured values
 
