@@ -43,16 +43,21 @@ def os_error_text(error: OSError) -> str:
     return f"{error.filename}: {reason}" if error.filename else reason
 
 
+def read_text(path, kind: str = "a YAML file") -> str:
+    """A file's UTF-8 text, or a CliError saying in one line why it cannot be read (`kind`: what it should be)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise CliError(f"{path}: not {kind} (not UTF-8 text)") from None
+    except OSError as error:
+        raise CliError(f"{path}: cannot read it ({type(error).__name__}: {error.strerror or error})") from None
+
+
 def load_chatflow(path) -> str:
     """The text of a chatflow DSL file, or a CliError saying in one line why it is not one."""
     import yaml
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise CliError(f"{path}: not a YAML file (not UTF-8 text)") from None
-    except OSError as error:
-        raise CliError(f"{path}: cannot read it ({type(error).__name__}: {error.strerror or error})") from None
+    text = read_text(path)
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as error:

@@ -109,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     from gcite.cli import acl as acl_cli
 
     acl_cli.add_parser(commands)
+    from gcite.cli import retrofit as retrofit_cli
+
+    retrofit_cli.add_parser(commands)
     return parser
 
 
@@ -151,6 +154,10 @@ def dispatch(args: argparse.Namespace) -> int:
             from gcite.cli import acl as acl_cli
 
             return acl_cli.command(args)
+        if args.command == "retrofit":
+            from gcite.cli import retrofit as retrofit_cli
+
+            return retrofit_cli.command(args)
         if args.command == "secret":
             import secrets
 

@@ -52,6 +52,8 @@ from gcite.local.dify_rules import (FormInputRejected, check_nested_text, check_
                                     pydantic_json, start_variables, validate_query, validate_start_inputs)
 from gcite.local.knowledge import load_json, result_items
 from gcite.local.llm import ExtractiveModel
+from gcite.local.nodes_extra import LocalOnlyHttpClient
+from gcite.local.nodes_extra import create_node as create_extra_node
 from gcite.local.plugin_process import PluginProcess
 from gcite.local.web_search import SampleSearchHttpClient, tavily_messages
 
@@ -257,11 +259,20 @@ class LocalNodeFactory(SlimDslNodeFactory):
     services: Services
     code_settings: Any = None
 
+    def with_runtime_state(self, graph_runtime_state: GraphRuntimeState) -> "LocalNodeFactory":
+        """The factory an iteration's or loop's inner graph builds its nodes with: the same local services."""
+        factory = super().with_runtime_state(graph_runtime_state)
+        factory.services, factory.code_settings = self.services, self.code_settings
+        return factory
+
     def create_node(self, node_config: Any) -> Node:
         request = self._node_request(node_config)
         payload, node_type = request.data_payload, request.node_type
         common = {"node_id": request.node_id, "graph_init_params": self.graph_init_params,
                   "graph_runtime_state": self.graph_runtime_state}
+        extra = create_extra_node(self, node_type, payload, common, self.services.llm, (GCITE_PLUGIN, TAVILY_PLUGIN))
+        if extra is not None:  # the other node types real chatflows contain (gcite/local/nodes_extra.py)
+            return extra
         if node_type == BuiltinNodeTypes.KNOWLEDGE_RETRIEVAL:
             node = LocalKnowledgeRetrievalNode(data=KnowledgeRetrievalData.model_validate(payload), **common)
             node.knowledge_base = self.services.knowledge_base
@@ -290,7 +301,7 @@ class LocalNodeFactory(SlimDslNodeFactory):
                                        tool_file_manager_factory=_TextOnlyHttpResponseFileManager,
                                        file_manager=_UnsupportedHttpRequestFileManager(),
                                        file_reference_factory=_UnsupportedHttpFileReferenceFactory(),
-                                       http_client=self.services.search_http), **common)
+                                       http_client=LocalOnlyHttpClient(self.services.search_http)), **common)
         return super().create_node(node_config)
 
 

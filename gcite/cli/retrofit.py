@@ -1,0 +1,94 @@
+"""`python -m gcite retrofit IN.yml`: G-Cite wired into an exported Dify app (the library: gcite/build/retrofit.py)."""
+
+import argparse
+from pathlib import Path
+
+from gcite.cli.common import CliError, os_error_text, read_text
+
+SUFFIX = ".gcite"
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    from gcite.build import retrofit
+
+    parser = commands.add_parser(
+        "retrofit", help="add G-Cite citations to an exported Dify chatflow or workflow (DSL YAML)",
+        description="Reads an app DSL exported from Dify (any 1.x DSL version, or the export API's {\"data\": …} "
+                    "form) and wires G-Cite in for every LLM node whose context comes from Knowledge Retrieval: a "
+                    "merge node, the context rewired, citation rules added to the system prompt, a validate node "
+                    "after the LLM. One line per change; a second run changes nothing. Exit status 2 with one "
+                    "line when the file is not a Dify app DSL, has no retrieval → LLM context path, or has a shape "
+                    "that cannot be rewired safely. Docs: docs/retrofit.md.")
+    parser.add_argument("dsl", metavar="IN.yml", help="the exported app DSL")
+    parser.add_argument("--out", metavar="OUT.yml",
+                        help=f"where to write the result (default: IN{SUFFIX}.yml beside IN; IN itself when its name "
+                             f"already ends in {SUFFIX}.yml)")
+    parser.add_argument("--nodes", choices=retrofit.NODES, default=retrofit.NODES[0],
+                        help="G-Cite's nodes: plugin (the G-Cite plugin's tools, default) or code (Code nodes, no "
+                             "plugin needed)")
+    parser.add_argument("--web", choices=retrofit.WEBS, default=retrofit.WEBS[0],
+                        help="web search: none (default) or gcite (the plugin's web_search tool, beside the "
+                             "retrieval, into the merge node)")
+    parser.add_argument("--acl", metavar="FIELD",
+                        help="pre-filter by role: the document metadata field holding the roles (adds the hidden "
+                             "user_roles input, the retrieval conditions and the filter node)")
+    parser.add_argument("--slots", type=int, metavar="N",
+                        help="with --acl: role slots of the pre-filter, the most roles one user may have (default: 3)")
+    parser.add_argument("--memory", action="store_true",
+                        help="multi-turn memory without citation markers (chatflows only)")
+    parser.add_argument("--lang", choices=retrofit.LANGS, default="auto",
+                        help="language of the added rules and labels (default: auto, the prompt's own)")
+    parser.add_argument("--dry-run", action="store_true", help="print the changes and write nothing")
+
+
+def default_out(path: Path) -> Path:
+    """IN.gcite.yml beside IN (YAML whatever IN was: the export API's JSON form too); IN when already so named."""
+    stem = path.name[:-len(path.suffix)] if path.suffix else path.name
+    if stem.endswith(SUFFIX) and path.suffix in (".yml", ".yaml"):
+        return path
+    return path.with_name(f"{stem}{SUFFIX}.yml")
+
+
+def command(args: argparse.Namespace) -> int:
+    from gcite.build import retrofit
+    from gcite.build.chatflows import ROLE_SLOTS
+
+    if args.slots is not None and args.acl is None:
+        raise CliError("--slots needs --acl FIELD: the slots are the pre-filter's")
+    source = Path(args.dsl)
+    text = read_text(source, "a Dify app DSL")
+    try:
+        options = retrofit.Options(nodes=args.nodes, web=args.web, acl=args.acl, memory=args.memory, lang=args.lang,
+                                   slots=ROLE_SLOTS if args.slots is None else args.slots)
+    except ValueError as error:
+        raise CliError(f"--{error}") from None
+    try:
+        result = retrofit.retrofit(text, options)
+    except retrofit.RetrofitRefusal as error:
+        raise CliError(f"{source}: {error}") from None
+    for line in result.changes:
+        print(line)
+    for note in result.notes:
+        print(f"note: {note}")
+    out = Path(args.out) if args.out else default_out(source)
+    if not result.changed:
+        print(f"no change: {source} already has G-Cite wired in for every retrieval → LLM context path")
+    if args.dry_run:
+        print(f"dry run: {len(result.changes)} change(s), nothing written")
+        return 0
+    if not result.changed and out == source:
+        return 0
+    try:
+        current = out.read_text(encoding="utf-8") if out.exists() else None
+    except (OSError, UnicodeDecodeError):
+        current = None
+    if current == result.text:
+        if result.changed or out != source:
+            print(f"{out} already holds this result")
+        return 0
+    try:
+        out.write_text(result.text, encoding="utf-8")
+    except OSError as error:
+        raise CliError(f"--out {out}: cannot write it ({os_error_text(error)})") from None
+    print(f"wrote {out}: import it in Dify (Studio → Import DSL file)")
+    return 0

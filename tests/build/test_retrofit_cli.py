@@ -1,0 +1,99 @@
+"""`python -m gcite retrofit`: one line per change, the file written beside the input, a second run a no-op that
+says so, --dry-run writing nothing, and every refusal one `error:` line with exit status 2."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gcite.cli.main import main
+from tests.support import ROOT
+
+FIXTURES = ROOT / "tests" / "fixtures" / "retrofit"
+APP = FIXTURES / "svcvit-image-knowledge-base.zh.yml"
+
+
+def copy(tmp_path: Path, source: Path = APP) -> Path:
+    target = tmp_path / "app.yml"
+    shutil.copyfile(source, target)
+    return target
+
+
+def test_retrofit_writes_beside_the_input_and_a_second_run_changes_nothing(tmp_path, capsys):
+    app = copy(tmp_path)
+    assert main(["retrofit", str(app), "--nodes", "code"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    out = tmp_path / "app.gcite.yml"
+    assert lines[-1].startswith(f"wrote {out}") and any(line.startswith("node added: ") for line in lines)
+    assert any(line.startswith("selector rewired: ") for line in lines)
+    assert app.read_bytes() == APP.read_bytes()  # the input is never overwritten
+    written = out.read_text(encoding="utf-8")
+    assert "gcite_merge_1743994891832" in written
+    assert main(["retrofit", str(out), "--nodes", "code"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"no change: {out} already has G-Cite wired in for every retrieval → LLM context path"]
+    assert out.read_text(encoding="utf-8") == written
+
+
+def test_the_export_api_form_becomes_a_yaml_file_beside_it(tmp_path, capsys):
+    exported = tmp_path / "export.json"
+    exported.write_text(json.dumps({"data": APP.read_text(encoding="utf-8")}, ensure_ascii=False), encoding="utf-8")
+    assert main(["retrofit", str(exported)]) == 0
+    assert "note: read the export API's" in capsys.readouterr().out
+    assert yaml.safe_load((tmp_path / "export.gcite.yml").read_text(encoding="utf-8"))["app"]["mode"] == "advanced-chat"
+
+
+def test_dry_run_writes_nothing(tmp_path, capsys):
+    app = copy(tmp_path)
+    assert main(["retrofit", str(app), "--dry-run", "--out", str(tmp_path / "x.yml")]) == 0
+    out = capsys.readouterr().out
+    assert "dry run:" in out and "node added: " in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.yml"]
+
+
+def test_out_and_options_reach_the_result(tmp_path, capsys):
+    app = copy(tmp_path)
+    target = tmp_path / "sub.yml"
+    assert main(["retrofit", str(app), "--out", str(target), "--acl", "dept", "--slots", "2", "--lang", "en",
+                 "--web", "gcite"]) == 0
+    document = yaml.safe_load(target.read_text(encoding="utf-8"))
+    nodes = {n["id"]: n["data"] for n in document["workflow"]["graph"]["nodes"]}
+    assert nodes["gcite_filter_1743994891832"]["tool_configurations"]["acl_field"] == "dept"
+    assert {"role_1", "role_2"} == {k for k in nodes["gcite_acl_roles_1743994826325"]["outputs"] if k[5:].isdigit()}
+    assert nodes["gcite_web_1743994891832"]["tool_name"] == "web_search"
+    assert "# Citation rules (G-Cite)" in nodes["1743994891832"]["prompt_template"][0]["text"]
+
+
+@pytest.mark.parametrize("name,argv,message", [
+    ("refuse/own-chat-mode.en.yml", [], "app mode 'chat' has no workflow graph to rewire"),
+    ("refuse/dify-knowledge-chatbot-context-disabled.en.yml", [],
+     'no Knowledge Retrieval → LLM context path; LLM nodes looked at: "LLM" (1711528917469): context disabled'),
+    ("refuse/own-not-yaml.txt.yml", [], "not a Dify app DSL: the file is not valid YAML"),
+    ("svcvit-image-knowledge-base.zh.yml", ["--slots", "2"], "--slots needs --acl FIELD"),
+    ("svcvit-image-knowledge-base.zh.yml", ["--acl", "access_roles", "--slots", "0"], "--slots: expected a whole "
+                                                                                       "number from 1 to 20"),
+    ("dify-text-summarization-workflow.en.yml", ["--memory"], "--memory: a workflow-mode app has no conversation"),
+    ("missing.yml", [], "missing.yml: cannot read it"),
+])
+def test_refusals_are_one_error_line_with_status_2(name, argv, message, tmp_path, capsys):
+    path = FIXTURES / name
+    assert main(["retrofit", str(path), "--out", str(tmp_path / "out.yml"), *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith("error: ") and message in captured.err
+    assert not (tmp_path / "out.yml").exists()
+
+
+def test_help_shows_the_command():
+    done = subprocess.run([sys.executable, "-m", "gcite", "retrofit", "--help"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and "usage: python -m gcite retrofit" in done.stdout
+    for option in ("--out", "--nodes", "--web", "--acl", "--slots", "--memory", "--lang", "--dry-run"):
+        assert option in done.stdout
+    listed = subprocess.run([sys.executable, "-m", "gcite", "--help"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=60)
+    assert "retrofit" in listed.stdout
