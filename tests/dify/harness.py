@@ -18,12 +18,13 @@ import pytest
 import requests
 import yaml
 
+from gcite.build import retrofit
 from gcite.local.knowledge import load_json
 from gcite.local.plugin_process import PluginProcess
 from gcite.local.search_server import SearchServer
 from tests.dify import stack as st
 from tests.dify.console import Console, Knowledge
-from tests.dify.daemon import Daemon
+from tests.dify.daemon import MODEL, OPENAI_IDENTIFIER, Daemon
 from tests.dify.sandbox import Sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,6 +33,9 @@ PLACEHOLDER_DATASET = "00000000-0000-4000-8000-000000000000"  # the shipped DSLs
 BOCHA_URL = "https://api.bochaai.com"
 BOCHA_KEY_PLACEHOLDER = "REPLACE_WITH_YOUR_BOCHA_API_KEY"
 LLM_PROVIDER = "langgenius/openai/openai"
+RETROFIT_FIXTURE = ROOT / "tests" / "fixtures" / "retrofit" / "svcvit-image-knowledge-base.zh.yml"  # a builder's own
+RETROFIT_APP = "retrofit:" + RETROFIT_FIXTURE.name  # its `gcite retrofit --nodes code` output, among run.apps
+RETROFIT_OPTIONS = retrofit.Options(nodes="code")  # Code nodes: no plugin tool needed
 TOOL_PROVIDER = "gcite/gcite/gcite"
 METADATA_FIELDS = ("document_title", "source_file_url", "access_roles", "updated")
 ENDPOINT_SECRET = "test-dify-endpoint-secret-0123456789-abcdef"
@@ -64,6 +68,7 @@ class DifyRun:
     metadata_ids: dict[str, str] = field(default_factory=dict)
     documents: dict[str, str] = field(default_factory=dict)  # sample document_id -> Dify document id
     apps: dict[str, App] = field(default_factory=dict)
+    retrofitted: retrofit.Result | None = None  # what `gcite retrofit` made of RETROFIT_FIXTURE (RETROFIT_APP)
     kb: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
@@ -138,7 +143,7 @@ def _boot(run: DifyRun, tarball: Path, python: Path, work: Path) -> None:
         run.console.setup_and_login()
         run.tenant_id = run.console.tenant_id()
         run.daemon.tenant_id = run.tenant_id
-        run.console.set_llm(LLM_PROVIDER, "gpt-4o-mini", {"openai_api_key": "scripted-llm-needs-no-key"})
+        run.console.set_llm(LLM_PROVIDER, MODEL, {"openai_api_key": "scripted-llm-needs-no-key"})
         run.console.add_tool_credentials(TOOL_PROVIDER, run.search.credentials(("bocha",)))
     with phase("economy knowledge base with the sample documents and their metadata"):
         build_knowledge_base(run)
@@ -149,6 +154,14 @@ def _boot(run: DifyRun, tarball: Path, python: Path, work: Path) -> None:
             run.console.publish(app.app_id)
             app.key = run.console.app_api_key(app.app_id)
             run.apps[name] = app
+    with phase("retrofit a builder's chatflow (gcite retrofit --nodes code), import, publish and key it"):
+        run.retrofitted = retrofit.retrofit(builder_export_for_dify(RETROFIT_FIXTURE.read_text(encoding="utf-8"),
+                                                                    run), RETROFIT_OPTIONS)
+        app = App(RETROFIT_APP, run.retrofitted.text)  # retrofit's output as it is, nothing edited after
+        app.app_id, app.import_result = run.console.import_app(app.dsl_text)
+        run.console.publish(app.app_id)
+        app.key = run.console.app_api_key(app.app_id)
+        run.apps[RETROFIT_APP] = app
     run.daemon.endpoint_settings[HOOK_ID] = {
         "app": {"app_id": run.apps["gcite_chatflow.yml"].app_id}, "token_secret": ENDPOINT_SECRET,
         "allowed_origins": "", "snippet_length": "300"}
@@ -173,6 +186,31 @@ def dsl_for_dify(text: str, run: DifyRun) -> str:
         credentials = run.search.credentials(("bocha",))
         text = text.replace(BOCHA_KEY_PLACEHOLDER, credentials["bocha_api_key"]).replace(BOCHA_URL, run.search.base_url)
     return text
+
+
+def builder_export_for_dify(text: str, run: DifyRun) -> str:
+    """A builder's chatflow as THIS Dify would export it, before `gcite retrofit` runs on it: its knowledge retrieval
+    on this Dify's dataset, its LLM on the model the stand-in daemon serves (LLM_PROVIDER, MODEL) and that model's
+    plugin as its one dependency, as Dify's export lists a model's plugin. A reranking model it names stays: with
+    reranking_enable false and one dataset Dify never calls it (api/core/rag/retrieval/dataset_retrieval.py)."""
+    dsl = yaml.safe_load(text)
+    kinds: dict[str, int] = {}
+    for node in dsl["workflow"]["graph"]["nodes"]:
+        data = node["data"]
+        if data.get("type") == "knowledge-retrieval":
+            assert data["dataset_ids"], node["id"]
+            config = data.get("multiple_retrieval_config") or {}
+            assert not config.get("reranking_enable"), f"{node['id']}: the stand-in daemon serves no reranking model"
+            data["dataset_ids"] = [run.dataset_id]
+        elif data.get("type") == "llm":
+            data["model"].update(provider=LLM_PROVIDER, name=MODEL)
+        else:
+            continue
+        kinds[data["type"]] = kinds.get(data["type"], 0) + 1
+    assert set(kinds) == {"knowledge-retrieval", "llm"}, kinds  # both were pointed at this Dify
+    dsl["dependencies"] = [{"current_identifier": None, "type": "marketplace",
+                            "value": {"marketplace_plugin_unique_identifier": OPENAI_IDENTIFIER}}]
+    return yaml.safe_dump(dsl, allow_unicode=True, sort_keys=False)
 
 
 def build_knowledge_base(run: DifyRun) -> None:

@@ -2,7 +2,8 @@
 
 In file order: the operator's set-up (console, knowledge base), then per chatflow two streaming turns, the ACL
 for a user without the role, 40 unknown citation ids; then `gcite acl audit` / `acl fix --apply` against the real
-Knowledge API; then the plugin's endpoint through the stand-in daemon into Dify's real app. Each step asserts.
+Knowledge API; then a builder's own chatflow after `gcite retrofit`; then the plugin's endpoint through the
+stand-in daemon into Dify's real app. Each step asserts.
 """
 
 import json
@@ -20,7 +21,10 @@ import yaml
 from gcite.protocol import EVENTS, parse_gcite_sse
 from nodes.filter_chunks import parse_roles
 from tests.dify.console import chat
-from tests.dify.harness import DSL_FILES, ENDPOINT_SECRET, HOOK_ID, METADATA_FIELDS, ROOT, dump, stored_metadata
+from tests.dify.scripted_llm import is_title_request
+from gcite.build.retrofit import PREFIX, new_id
+from tests.dify.harness import (DSL_FILES, ENDPOINT_SECRET, HOOK_ID, METADATA_FIELDS, RETROFIT_APP, ROOT, dump,
+                                stored_metadata)
 
 MARKER = re.compile(r"\[C:(\d+)\]")
 VISITOR_QUERY = "访客来访需要怎么登记？"  # the visitor document: roles 前台 and 物业经理
@@ -56,14 +60,14 @@ def workflow_status(events: list[dict]) -> dict[str, Any]:
     return ends[0]["data"]
 
 
-def assert_cited_turn(events: list[dict]) -> tuple[list[dict], str]:
+def assert_cited_turn(events: list[dict], merge: str = "merge") -> tuple[list[dict], str]:
     """Succeeded; the merge node's chunk list comes before the first `message`; the answer cites only its ids."""
     assert workflow_status(events)["status"] == "succeeded", dump(events[-1:])
     names = [(e.get("event"), (e.get("data") or {}).get("node_id")) for e in events]
-    merge_at = names.index(("node_finished", "merge"))
+    merge_at = names.index(("node_finished", merge))
     first_message = names.index(("message", None))
     assert merge_at < first_message, names
-    chunks = finished(events, "merge")["outputs"]["chunk_metadata"]
+    chunks = finished(events, merge)["outputs"]["chunk_metadata"]
     ids = {c["id"] for c in chunks}
     answer = answer_of(events)
     cited = set(MARKER.findall(answer))
@@ -94,9 +98,9 @@ def llm_prompt(dify, app_id: str, query: str) -> str:
 
 # --- the operator's set-up ----------------------------------------------------------------------------------------
 
-def test_console_setup_imports_all_four_chatflows(dify):
+def test_console_setup_imports_all_four_chatflows_and_the_retrofitted_one(dify):
     assert dify.tenant_id and dify.console.http.cookies.get("access_token")
-    assert set(dify.apps) == set(DSL_FILES)
+    assert set(dify.apps) == {*DSL_FILES, RETROFIT_APP}
     for app in dify.apps.values():
         assert app.import_result["status"] in ("completed", "completed-with-warnings"), app.import_result
         assert app.import_result["imported_dsl_version"] and app.key.startswith("app-")
@@ -161,6 +165,33 @@ def test_forty_unknown_ids_leave_the_validate_node_succeeded(dify, dsl):
     ids = [i for i in listed if not re.fullmatch(r"…and \d+ more", i)]  # a Code node's list holds 30 at most
     assert ids and set(ids) <= UNKNOWN_IDS, listed
     assert not MARKER.search(outputs["answer"] or "")
+
+
+# --- a builder's own chatflow after `gcite retrofit --nodes code` (harness: RETROFIT_FIXTURE) -------------------------
+
+def test_a_retrofitted_builder_chatflow_cites_in_real_dify(dify):
+    document = dify.retrofitted.document
+    nodes = {n["id"]: n["data"]["type"] for n in document["workflow"]["graph"]["nodes"]}
+    llm = next(node_id for node_id, kind in nodes.items() if kind == "llm" and not node_id.startswith(PREFIX))
+    merge, validate = new_id("merge", llm), new_id("validate", llm)
+    assert nodes[merge] == nodes[validate] == "code", nodes  # --nodes code: no plugin tool
+    builders = {node_id for node_id in nodes if not node_id.startswith(PREFIX)}
+    assert {nodes[b] for b in builders} == {"start", "knowledge-retrieval", "llm", "answer"}, nodes
+    status, events = chat(dify.base_url, dify.apps[RETROFIT_APP].key, VISITOR_QUERY, {}, user="builder")
+    assert status == 200, events  # no Start input: the builder's chatflow has none, and retrofit adds none here
+    chunks, answer = assert_cited_turn(events, merge)
+    assert any(c["source_type"] == "rag" and c["document_title"] == "访客管理制度" for c in chunks), chunks
+    checked = finished(events, validate)
+    assert checked["status"] == "succeeded", checked.get("error")
+    assert checked["outputs"]["invalid_ids"] == [], checked["outputs"]
+    assert set(checked["outputs"]["id_map"]) == set(MARKER.findall(answer)), checked["outputs"]  # what it cites
+    for node_id in builders | {merge}:
+        assert finished(events, node_id)["status"] == "succeeded", (node_id, finished(events, node_id).get("error"))
+    calls = [r for r in dify.daemon.llm_requests if r.get("app_id") == dify.apps[RETROFIT_APP].app_id
+             and not is_title_request(r["data"]["prompt_messages"])]
+    assert len(calls) == 1, calls  # the LLM node's; no memory, so the prompt is the builder's system prompt alone
+    prompt = "\n".join(m["content"] for m in calls[0]["data"]["prompt_messages"] if m["role"] == "system")
+    assert "注意保留图片信息" in prompt and "[C:" in prompt, prompt[-800:]  # the builder's prompt, with the chunks
 
 
 # --- gcite acl against the real Knowledge API ------------------------------------------------------------------------
