@@ -4,7 +4,7 @@ import json
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nodes import filter_chunks, merge_chunks, remember_turn
@@ -59,7 +59,7 @@ URL_PARTS = st.sampled_from(["http", "https", "HTTP", "Https", "ftp", "oss", "ja
                              "é", "\\"])
 
 
-@settings(max_examples=600)
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(URL_PARTS, max_size=10).map("".join))
 def test_a_url_split_once_reads_as_it_did_split_three_times(value):
     assert merge_chunks.web_address(value) == reference_web_address(value)
@@ -106,7 +106,7 @@ def outcome(function):
         return ("uncomparable", str(error))
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(CONDITIONS, st.lists(st.dictionaries(st.sampled_from("abc"), VALUES), min_size=1, max_size=6), st.booleans())
 def test_the_condition_built_once_holds_where_the_condition_read_each_time_holds(condition, docs, case_sensitive):
     filter_chunks.check_condition(condition, "condition")
@@ -165,7 +165,7 @@ NESTED = st.recursive(st.one_of(st.none(), st.text(max_size=3), st.integers()),
                       max_leaves=10)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(KEYS, NESTED, max_size=5))
 def test_the_quick_envelope_check_misses_no_envelope(obj):
     assert merge_chunks.envelope_results(obj) is envelope_read_in_full(obj)
