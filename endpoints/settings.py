@@ -1,7 +1,7 @@
 """The endpoint group's settings (group/gcite_endpoint.yaml), read in one place for the chat endpoint and the page.
 
-`read_settings` checks all of them for `POST /gcite/chat`; the page needs only `allowed_origins`
-(`allowed_origins`), read by the same rule. A problem raises SettingError naming the setting; the endpoints answer
+`read_settings` checks all of them for `POST /gcite/chat`; the page needs only `allowed_origins`, read by the
+same rule. A problem raises SettingError naming the setting; the endpoints answer
 it as `not_configured` and log the message (it never names a secret's value) to `logger`, the endpoints' log.
 """
 

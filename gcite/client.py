@@ -255,11 +255,8 @@ def collect(events: Iterable[Event]) -> dict[str, Any]:
     """Fold events into one JSON-able object: the answer text with display numbers, and `done`'s fields; on an error,
     `status` is "error" with `error` {code, message} and no partial answer."""
     text: list[str] = []
-    sources: dict[str, dict[str, str]] = {}
     for event in events:
-        if isinstance(event, Sources):
-            sources = {s.get("id", ""): s for s in event.sources}
-        elif isinstance(event, Text):
+        if isinstance(event, Text):
             text.append(event.text)
         elif isinstance(event, Cite):
             text.append("".join(f"[{n}]" for n in event.numbers))
