@@ -297,15 +297,36 @@ def number_words(words, exact):
 
 
 WORD_UNITS = {}  # word -> its unit ("" for a stop word), a bounded cache
-GENERIC_UNITS = frozenset((w[:-1] if len(w) > 3 and w.endswith("s") else w)[:5] for w in GENERIC_WORDS)
+INFLECTIONS = ("ing", "ed", "es", "s")
+VOWELS = frozenset("aeiou")
+
+
+def stem(word):
+    """A lower-case word without its inflection, folded, in its first five letters: -ing, -ed, -es or -s comes off
+    when three letters stay (not the -s of -ss), then a doubled final consonant (`banned`), a final e (`write`) or
+    y (`study` -> `studi`): `opens`, `opened`, `opening` are all `open`; `writes`, `writing` both `writ`."""
+    if len(word) > 3:
+        for ending in INFLECTIONS:
+            if word.endswith(ending) and len(word) - len(ending) >= 3 and not (ending == "s" and word.endswith("ss")):
+                word = word[:-len(ending)]
+                if ending in ("ing", "ed") and word[-1] == word[-2] and word[-1] not in VOWELS and word[-1] not in "ls":
+                    word = word[:-1]
+                break
+        if len(word) > 3 and word[-1] == "e":
+            word = word[:-1]
+        elif len(word) > 3 and word[-1] == "y":
+            word = word[:-1] + "i"
+    return word[:5]
+
+
+GENERIC_UNITS = frozenset(map(stem, GENERIC_WORDS))
 
 
 def word_unit(word):
-    """A lower-case word's unit: its first five letters after a plural s; "" for a stop word."""
+    """A lower-case word's unit: its `stem`; "" for a stop word."""
     unit = WORD_UNITS.get(word)
     if unit is None:
-        stem = word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
-        unit = "" if word in STOP_WORDS or len(word) < 2 else stem[:5]
+        unit = "" if word in STOP_WORDS or len(word) < 2 else stem(word)
         if len(WORD_UNITS) < 20_000:
             WORD_UNITS[word] = unit
     return unit
@@ -506,11 +527,7 @@ NUMBER_BEFORE = re.compile(r"([A-Za-z]+)\s+(\d+(?:\.\d+)?)")
 CHUNK_SENTENCE = re.compile(r"(?:[^。！？!?；;\n.]|\.(?!\s))+(?:[。！？!?；;\n]+|\.\s+|\.?$)")
 
 
-def stem5(word):
-    return word[:5]
-
-
-SYNONYM_GROUPS_EN = [frozenset(stem5(w) for w in group) for group in SYNONYMS_EN]
+SYNONYM_GROUPS_EN = [frozenset(map(stem, group)) for group in SYNONYMS_EN]
 ANTONYM_STEMS_EN = [(a, b, a, b) for a, b in ANTONYMS_EN]
 
 
