@@ -358,14 +358,14 @@ def content_units(text, question=None, weights=True, normalized=False):
         exact.update("#" + number if number[0] != "0" and "." not in number else number_unit(number)
                      for number in NUMBER_TOKENS.findall(text))
     words = WORD_TOKENS.findall(text)
-    if words and EN_NUMBERS.keys() & set(map(str.casefold, words)):
+    if words and not EN_NUMBERS.keys().isdisjoint(map(str.casefold, words)):
         words = number_words(words, exact)
     runs = CJK_RUNS.findall(text)
     grams = {run[i:i + 2] for run in runs for i in range(len(run) - 1)}
     if not weights:
         units = grams | exact
         units.update(*runs)
-        units.update(WORD_UNITS.get(word) or word_unit(word) for word in map(str.casefold, words))
+        units.update(map(word_unit, map(str.casefold, words)))
         units.discard("")
         return units
     units = dict.fromkeys(grams, 1.0)
@@ -380,7 +380,7 @@ def content_units(text, question=None, weights=True, normalized=False):
         for gram in GENERIC_ZH.intersection(grams):
             units[gram] = WEIGHT_GENERIC
     for position, word in enumerate(words):
-        unit = WORD_UNITS.get(word.casefold()) or word_unit(word.casefold())
+        unit = word_unit(word.casefold())
         if unit:
             weight = (WEIGHT_GENERIC if unit in GENERIC_UNITS else WEIGHT_NAME if position and word[0].isupper()
                       else 1.0 if len(word) > 4 else WEIGHT_SHORT)
@@ -1012,13 +1012,14 @@ def roles_cue(sentence_text, passage):
     return None
 
 
-def judge(text, units, view, others=None, parts=()):
+def judge(text, units, view, others=None, parts=(), covered=None):
     """(score, reasons) for a sentence (its `folded` text, weighted units and parts) citing the chunk `view`.
 
     The score is the weighted share of the sentence's content the chunk holds, lower the more weight is missing
     (MISSING_DECAY per unit of weight, MISSING_EXACT per number or code), pulled toward its weakest clause
-    (PART_WEIGHT), times CUE_FACTOR for each contradiction cue relative to the chunk's matching passage."""
-    found, needed, missing = coverage(units, view.units, others)
+    (PART_WEIGHT), times CUE_FACTOR for each contradiction cue relative to the chunk's matching passage.
+    `covered`: `coverage(units, view.units, others)` when the caller has it already."""
+    found, needed, missing = covered or coverage(units, view.units, others)
     if needed == 0:
         return 1.0, []
     if missing and view.converted():
@@ -1271,11 +1272,17 @@ def check_support(pieces, chunks, threshold=SUPPORT_THRESHOLD, question="", phra
                 continue
             claims += 1
             holders = {unit: sum(unit in units_of(i) for i in known) for unit in units} if len(known) > 1 else None
-            together = units_of(known[0]) if holders is None else {unit for unit, n in holders.items() if n}
-            if support_score(units, together) >= threshold:
+            if holders is None:  # one chunk: its coverage is the plain share's and the start of `judge`'s score
+                covered = coverage(units, units_of(known[0]))
+                found, needed, missing = covered
+                plain = 1.0 if needed == 0 else found / needed * MISSING_EXACT ** missing
+            else:
+                covered = None
+                plain = support_score(units, {unit for unit, n in holders.items() if n})
+            if plain >= threshold:
                 backed += 1
             for chunk_id in known:
-                score, cues = judge(said, units, view_of(chunk_id), holders, parts)
+                score, cues = judge(said, units, view_of(chunk_id), holders, parts, covered)
                 if chunk_id not in support or score < support[chunk_id]:
                     support[chunk_id] = score
                     lowest[chunk_id] = (sentence, cues, holders)
@@ -1318,36 +1325,32 @@ def is_factual(sentence, units, kind, phrases):
 
 
 class Backing:
-    """Does some chunk back a sentence? An index unit -> chunks, built on first use; the work it may do in one
-    answer is bounded (MAX_BACKING_WORK chunk look-ups), after which it answers no."""
+    """Does some chunk back a sentence? The chunks are tried in turn and the first that holds `threshold` of the
+    sentence's weight answers yes; the work in one answer is bounded (MAX_BACKING_WORK unit look-ups), after which
+    it answers no."""
 
     def __init__(self, chunk_units):
         self._chunk_units = chunk_units  # a callable giving each chunk's units (None: no text): called on first use
-        self._index = None
+        self._chunks = None
         self._work = MAX_BACKING_WORK
 
     def backs(self, units, threshold):
         if units is None:  # not a candidate
             return False
-        if self._index is None:
-            self._index = {}
-            chunks = [chunk for chunk in self._chunk_units() if chunk is not None]
-            self._count = len(chunks)
-            for position, chunk in enumerate(chunks):
-                for unit in chunk:
-                    self._index.setdefault(unit, []).append(position)
-        if not self._index:  # no chunk text to compare with
-            return False
+        if self._chunks is None:
+            self._chunks = [chunk for chunk in self._chunk_units() if chunk]
         needed = sum(units.values())
-        found = [0.0] * self._count
-        for unit, weight in units.items():
-            holders = self._index.get(unit, ())
-            self._work -= len(holders)
+        if needed <= 0:
+            return False
+        enough = threshold * needed
+        items = list(units.items())
+        for chunk in self._chunks:
+            self._work -= len(items)
             if self._work < 0:
                 return False
-            for position in holders:
-                found[position] += weight
-        return needed > 0 and max(found) / needed >= threshold
+            if sum(weight for unit, weight in items if unit in chunk) >= enough:
+                return True
+        return False
 
 
 # --- Joining the text around removed markers ------------------------------------------------------------
