@@ -297,11 +297,14 @@ VALIDATE_OUTPUTS = {"answer": "string", "answer_without_markers": "string", "cit
                     "citation_precision_proxy": "number"}
 
 
+SOURCE_LIST = "references_by_marker_markdown"  # the validate node's output an Answer node lists the sources with
+
+
 def source_list(validate: str) -> str:
     """What an Answer node shows after the LLM's text to list the cited sources: a blank line, then the validate
     node's list labelled with the raw markers the streamed LLM text carries (docs/validator.md, "Stream, then list
     the sources"). The endpoint (endpoints/chat_protocol.py `AnswerText`) drops it from the answer text."""
-    return f"\n\n{{{{#{validate}.references_by_marker_markdown#}}}}"
+    return f"\n\n{{{{#{validate}.{SOURCE_LIST}#}}}}"
 
 
 def common_nodes(v: Variant) -> list[dict[str, Any]]:
