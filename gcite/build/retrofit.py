@@ -11,7 +11,10 @@ of retrieval results — `retrofit` adds, beside what they join:
   LLM also outputs its `citations`;
 - `acl`: the hidden `user_roles` Start input, the pre-filter slots node after Start, the pre-filter conditions on
   each retrieval node and a filter node before the merge, as in our own chatflows; `memory`: the multi-turn memory of
-  our chatflows (conversation variables, the remember and save nodes, the history section of the prompt).
+  our chatflows (conversation variables, the remember and save nodes, the history section of the prompt);
+  `sources_in_answer`: each Answer node showing the LLM's text (`{{#<llm>.text#}}`) then lists the cited sources, as
+  our chatflows' Answer node does (`chatflows.source_list`), and in a workflow each End node after the LLM outputs that
+  list as `references`; an Answer showing two retrofitted LLMs' texts is refused (two chunk lists, one numbering).
 Everything else (ids, variables, model settings, features, positions of existing nodes) is kept.
 
 The node shapes, prompt text, pre-filter and memory come from `gcite.build.chatflows` (our own chatflows' generator) and
