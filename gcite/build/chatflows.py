@@ -297,6 +297,16 @@ VALIDATE_OUTPUTS = {"answer": "string", "answer_without_markers": "string", "cit
                     "citation_precision_proxy": "number"}
 
 
+SOURCE_LIST = "references_by_marker_markdown"  # the validate node's output an Answer node lists the sources with
+
+
+def source_list(validate: str) -> str:
+    """What an Answer node shows after the LLM's text to list the cited sources: a blank line, then the validate
+    node's list labelled with the raw markers the streamed LLM text carries (docs/validator.md, "Stream, then list
+    the sources"). The endpoint (endpoints/chat_protocol.py `AnswerText`) drops it from the answer text."""
+    return f"\n\n{{{{#{validate}.{SOURCE_LIST}#}}}}"
+
+
 def common_nodes(v: Variant) -> list[dict[str, Any]]:
     t = v.text
     slots = [f"{{{{#acl_roles.role_{n}#}}}}" for n in range(1, v.slots + 1)]
@@ -331,7 +341,7 @@ def common_nodes(v: Variant) -> list[dict[str, Any]]:
             "vision": {"enabled": False},
         }),
         node("answer", 2130, 200, {"type": "answer", "title": t["answer"], "variables": [],
-                                   "answer": "{{#llm.text#}}\n\n{{#validate.references_by_marker_markdown#}}"}),
+                                   "answer": "{{#llm.text#}}" + source_list("validate")}),
         code_node("remember", 2130, 420, t["remember"], "remember_turn",
                   {"history": ["conversation", "history"], "query": ["sys", "query"],
                    "answer": ["validate", "answer_without_markers"]},

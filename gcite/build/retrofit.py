@@ -11,7 +11,10 @@ of retrieval results — `retrofit` adds, beside what they join:
   LLM also outputs its `citations`;
 - `acl`: the hidden `user_roles` Start input, the pre-filter slots node after Start, the pre-filter conditions on
   each retrieval node and a filter node before the merge, as in our own chatflows; `memory`: the multi-turn memory of
-  our chatflows (conversation variables, the remember and save nodes, the history section of the prompt).
+  our chatflows (conversation variables, the remember and save nodes, the history section of the prompt);
+  `sources_in_answer`: each Answer node showing the LLM's text (`{{#<llm>.text#}}`) then lists the cited sources, as
+  our chatflows' Answer node does (`chatflows.source_list`), and in a workflow each End node after the LLM outputs that
+  list as `references`; an Answer showing two retrofitted LLMs' texts is refused (two chunk lists, one numbering).
 Everything else (ids, variables, model settings, features, positions of existing nodes) is kept.
 
 The node shapes, prompt text, pre-filter and memory come from `gcite.build.chatflows` (our own chatflows' generator) and
@@ -44,6 +47,7 @@ GCITE_PLUGIN = "gcite/gcite:"
 RULE_HEADINGS = {"zh": "# 引用规则（G-Cite）", "en": "# Citation rules (G-Cite)"}
 DEFAULT_SIZE = (244, 90)
 GAP = 40
+END_SOURCE_LIST = "references"  # the End output name for it in a workflow (Dify: variable names of 30 at most)
 
 
 class RetrofitRefusal(ValueError):
@@ -58,6 +62,7 @@ class Options:
     slots: int = dsl_build.ROLE_SLOTS
     memory: bool = False
     lang: str = "auto"
+    sources_in_answer: bool = False  # the Answer nodes list the cited sources after the LLM's text
     identifier: str | None = None  # the plugin's unique identifier (default: computed from this checkout)
 
     def __post_init__(self) -> None:
@@ -373,6 +378,8 @@ class Retrofitter:
             self.notes.append("left as they are (their context is not retrieval results): " + "; ".join(looked))
         for target in targets:
             self.check_shape(target)
+        if self.options.sources_in_answer:
+            self.check_answers([t.llm for t in targets] + done)
         for target in targets:
             self.wire(target)
         for llm_id in done:
@@ -441,6 +448,8 @@ class Retrofitter:
         self.change(f"selector rewired: LLM {g.title(llm)} context {old} → {merge}.formatted_chunks")
         self.prompt(llm, lang)
         validate = self.validate_node(target, v, merge)
+        if o.sources_in_answer:
+            self.source_list(llm, validate)
         if o.memory:
             self.memory(target, v, validate)
         if (g.by_id[llm]["data"].get("memory") or {}).get("window") is not None:
@@ -459,6 +468,8 @@ class Retrofitter:
         validate = new_id("validate", llm_id)
         if validate not in g.by_id:
             validate = self.validate_node(Target(llm_id, merge, [merge, "formatted_chunks"], []), v, merge)
+        if self.options.sources_in_answer:
+            self.source_list(llm_id, validate)
         if self.options.memory:
             self.memory(Target(llm_id, merge, [], []), v, validate)
         if self.options.acl:
@@ -578,19 +589,72 @@ class Retrofitter:
             return query_selector(self.graph, Target("", "", [], [kr["id"]]))
         return ["sys", "query"]
 
-    def end_outputs(self, llm_id: str, validate: str) -> None:
+    def end_outputs(self, llm_id: str, validate: str, output: str = "citations", value_type: str = "array[object]",
+                    name: str = "citations") -> None:
+        """Each End node after the LLM outputs the validate node's `output` (as `name`, or `name_2`, … when taken)."""
         g = self.graph
         for end in sorted(n for n in g.downstream(llm_id) if g.type_of(n) == "end"):
             outputs = g.by_id[end]["data"].setdefault("outputs", [])
-            if any(list(o.get("value_selector") or []) == [validate, "citations"] for o in outputs):
+            if any(list(o.get("value_selector") or []) == [validate, output] for o in outputs):
                 continue
             names = {o.get("variable") for o in outputs}
-            name = next(n for n in (f"citations{'' if k == 1 else f'_{k}'}" for k in range(1, 100)) if n not in names)
-            outputs.append({"variable": name, "value_selector": [validate, "citations"], "value_type": "array[object]"})
-            self.change(f"output added: End {g.title(end)} outputs {name} = {validate}.citations")
+            name = next(n for n in (f"{name}{'' if k == 1 else f'_{k}'}" for k in range(1, 100)) if n not in names)
+            outputs.append({"variable": name, "value_selector": [validate, output], "value_type": value_type})
+            self.change(f"output added: End {g.title(end)} outputs {name} = {validate}.{output}")
             if not g.has_edge(validate, end):
                 g.add_edge(validate, end)
                 self.change(f"edge added: {validate} → {g.title(end)}")
+
+    # -- the source list in the answer -----------------------------------------------------------------------
+    def answers_showing(self, llm_id: str) -> list[str]:
+        """The Answer nodes whose template shows the LLM's own text (`{{#<llm>.text#}}`)."""
+        g, shown = self.graph, template_of([llm_id, "text"])
+        return [n["id"] for n in g.nodes if g.type_of(n["id"]) == "answer" and shown in str(n["data"].get("answer") or "")]
+
+    def check_answers(self, llms: list[str]) -> None:
+        """An Answer showing the text of two retrofitted LLMs would list two sources under one marker: each LLM's
+        merge node numbers its own chunks from 1."""
+        g = self.graph
+        shown: dict[str, list[str]] = {}
+        for llm_id in llms:
+            for answer in self.answers_showing(llm_id):
+                shown.setdefault(answer, []).append(llm_id)
+        for answer, of in shown.items():
+            if len(of) > 1:
+                raise RetrofitRefusal(f"--sources-in-answer: Answer {g.title(answer)} shows the text of LLMs "
+                                      f"{' and '.join(g.title(x) for x in of)}, whose [C:N] markers number different "
+                                      f"chunk lists, so one source list cannot serve both; split the Answer node or "
+                                      f"leave the option out")
+
+    def source_list(self, llm_id: str, validate: str) -> None:
+        """--sources-in-answer: each Answer node showing the LLM's text then lists the cited sources, wired as in our
+        own chatflows (`dsl_build.source_list`); in a workflow, each End node after the LLM outputs the list."""
+        g = self.graph
+        if self.mode == "workflow":
+            self.end_outputs(llm_id, validate, dsl_build.SOURCE_LIST, "string", END_SOURCE_LIST)
+            return
+        answers = self.answers_showing(llm_id)
+        appended = dsl_build.source_list(validate)
+        if not answers:
+            self.notes.append(f"--sources-in-answer: no Answer node shows {template_of([llm_id, 'text'])} (the text "
+                              f"of LLM {g.title(llm_id)} reaches the answer through other nodes): no source list "
+                              f"added; append {appended.strip()} to the Answer by hand where it fits")
+            return
+        for answer in answers:
+            node = g.by_id[answer]
+            template = str(node["data"]["answer"])
+            if f"{{{{#{validate}.references" in template:  # listed already (by an earlier run, or by hand)
+                continue
+            if node.get("parentId"):
+                self.notes.append(f"--sources-in-answer: Answer {g.title(answer)} is inside an iteration or loop: "
+                                  f"no source list added")
+                continue
+            node["data"]["answer"] = template.rstrip() + appended
+            self.change(f"answer extended: Answer {g.title(answer)} lists the cited sources after its text "
+                        f"({validate}.{dsl_build.SOURCE_LIST})")
+            if not g.has_edge(validate, answer):
+                g.add_edge(validate, answer)
+                self.change(f"edge added: {validate} → {g.title(answer)}")
 
     # -- access control --------------------------------------------------------------------------------------
     def acl(self, target: Target, v: dsl_build.Variant) -> None:

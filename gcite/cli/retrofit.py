@@ -36,6 +36,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                         help="with --acl: role slots of the pre-filter, the most roles one user may have (default: 3)")
     parser.add_argument("--memory", action="store_true",
                         help="multi-turn memory without citation markers (chatflows only)")
+    parser.add_argument("--sources-in-answer", action="store_true",
+                        help="each Answer node showing the LLM's text then lists the cited sources, as in G-Cite's own "
+                             "chatflows (a workflow: each End node after the LLM outputs the list as references)")
     parser.add_argument("--lang", choices=retrofit.LANGS, default="auto",
                         help="language of the added rules and labels (default: auto, the prompt's own)")
     parser.add_argument("--dry-run", action="store_true", help="print the changes and write nothing")
@@ -59,7 +62,7 @@ def command(args: argparse.Namespace) -> int:
     text = read_text(source, "a Dify app DSL")
     try:
         options = retrofit.Options(nodes=args.nodes, web=args.web, acl=args.acl, memory=args.memory, lang=args.lang,
-                                   slots=ROLE_SLOTS if args.slots is None else args.slots)
+                                   sources_in_answer=args.sources_in_answer, slots=ROLE_SLOTS if args.slots is None else args.slots)
     except ValueError as error:
         raise CliError(f"--{error}") from None
     try:

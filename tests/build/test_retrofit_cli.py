@@ -55,6 +55,28 @@ def test_dry_run_writes_nothing(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.yml"]
 
 
+def test_sources_in_answer_dry_run_prints_the_answer_line_and_a_second_run_says_no_change(tmp_path, capsys):
+    app = copy(tmp_path)
+    assert main(["retrofit", str(app), "--sources-in-answer", "--nodes", "code", "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert 'answer extended: Answer "直接回复" (answer) lists the cited sources after its text ' \
+           "(gcite_validate_1743994891832.references_by_marker_markdown)" in lines
+    assert 'edge added: gcite_validate_1743994891832 → "直接回复" (answer)' in lines
+    assert lines[-1].startswith("dry run: ") and sorted(p.name for p in tmp_path.iterdir()) == ["app.yml"]
+    assert main(["retrofit", str(app), "--sources-in-answer", "--nodes", "code"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "app.gcite.yml"
+    answer = next(n for n in yaml.safe_load(out.read_text(encoding="utf-8"))["workflow"]["graph"]["nodes"]
+                  if n["id"] == "answer")
+    assert answer["data"]["answer"] == ("{{#1743994891832.text#}}\n\n"
+                                        "{{#gcite_validate_1743994891832.references_by_marker_markdown#}}")
+    written = out.read_text(encoding="utf-8")
+    assert main(["retrofit", str(out), "--sources-in-answer", "--nodes", "code"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"no change: {out} already has G-Cite wired in for every retrieval → LLM context path"]
+    assert out.read_text(encoding="utf-8") == written
+
+
 def test_out_and_options_reach_the_result(tmp_path, capsys):
     app = copy(tmp_path)
     target = tmp_path / "sub.yml"
@@ -88,11 +110,26 @@ def test_refusals_are_one_error_line_with_status_2(name, argv, message, tmp_path
     assert not (tmp_path / "out.yml").exists()
 
 
+def test_an_answer_showing_two_retrofitted_llms_is_one_error_line(tmp_path, capsys):
+    document = yaml.safe_load((FIXTURES / "dify-qc-knowledge-chatbot.en.yml").read_text(encoding="utf-8"))
+    answer = next(n for n in document["workflow"]["graph"]["nodes"] if n["id"] == "1711528833796")
+    answer["data"]["answer"] = "{{#1711528802931.text#}}\n{{#1711528815414.text#}}"
+    app = tmp_path / "app.yml"
+    app.write_text(yaml.safe_dump(document, allow_unicode=True), encoding="utf-8")
+    assert main(["retrofit", str(app), "--sources-in-answer"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith(f"error: {app}: --sources-in-answer: Answer \"Answer 2\" (1711528833796) shows "
+                                   f"the text of LLMs")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.yml"]
+
+
 def test_help_shows_the_command():
     done = subprocess.run([sys.executable, "-m", "gcite", "retrofit", "--help"], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0 and "usage: python -m gcite retrofit" in done.stdout
-    for option in ("--out", "--nodes", "--web", "--acl", "--slots", "--memory", "--lang", "--dry-run"):
+    for option in ("--out", "--nodes", "--web", "--acl", "--slots", "--memory", "--sources-in-answer", "--lang",
+                   "--dry-run"):
         assert option in done.stdout
     listed = subprocess.run([sys.executable, "-m", "gcite", "--help"], cwd=ROOT, capture_output=True, text=True,
                             timeout=60)
