@@ -5,8 +5,9 @@ Three sets, each scored exactly as the node scores an answer (`main`: the senten
 - held-out samples of two public human-labelled sets, rebuilt by bench/data/convert.py from pinned commits
   (bench/data/README.md): WiCE test (English Wikipedia claims against the web page they cite; supported vs partially
   or not supported) and OCNLI dev (Chinese; entailment vs contradiction).
-The threshold the node ships (`SUPPORT_THRESHOLD`) was chosen on the development splits (WiCE dev, OCNLI train.10k,
-the own pairs): `dev_threshold` is the rule, `python -m bench.support --dev DIR` runs it on the rows that
+The thresholds the node ships (`SUPPORT_THRESHOLD` for English, `SUPPORT_THRESHOLD_ZH` for Chinese, which `ZH_SCALE`
+maps onto the first) were chosen on the development splits (WiCE dev, OCNLI train.10k, the own pairs):
+`dev_thresholds` is the rule, `python -m bench.support --dev DIR` runs it on the rows that
 `python -m bench.data.convert --full DIR` writes (docs/support-check.md).
 """
 
@@ -18,7 +19,13 @@ from pathlib import Path
 
 from bench.common import print_table, verdict
 from bench.data.convert import cited
-from nodes.validate_citations import SUPPORT_THRESHOLD, CitationStream, main
+from nodes import validate_citations
+from nodes.validate_citations import (
+    SUPPORT_THRESHOLD,
+    SUPPORT_THRESHOLD_ZH,
+    CitationStream,
+    main,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "support_pairs.json"
@@ -142,16 +149,29 @@ def meets(name: str, figure: dict) -> bool:
             and (high_flagged is None or figure["flagged_supported"] <= high_flagged))
 
 
-def dev_threshold(scores: dict[str, list[tuple[float, bool]]]) -> float | None:
-    """The rule the shipped threshold comes from, on the development splits ("wice", "ocnli", "own" scores): the
-    grid threshold at which every precision/recall/flagged target holds, the best WiCE F0.5 among several; None
-    when no threshold meets them all."""
-    def holds(t: float) -> bool:
-        return all(meets(name, {**figures(s, t), "auroc": 1.0}) for name, s in scores.items())
-    passing = [t for t in GRID if holds(t)]
-    if not passing:
-        return None
-    return max(passing, key=lambda t: (round(weak_flag_quality(scores["wice"], t)[2], 9), -t))
+def dev_thresholds(scores: dict[str, list[tuple[float, bool]]]) -> dict[str, float | None]:
+    """The rule the shipped thresholds come from, applied per language to the development splits' raw scores
+    (`raw_scores`): for English ("wice", "own_en") and for Chinese ("ocnli", "own_zh"), the grid thresholds at
+    which that language's precision/recall/flagged targets all hold, and among them the best F0.5 on its public set
+    (WiCE, OCNLI); None when no threshold meets them all."""
+    def pick(public: str, own: str) -> float | None:
+        def holds(t: float) -> bool:
+            return all(meets(name.split("_")[0], {**figures(scores[name], t), "auroc": 1.0}) for name in (public, own))
+        passing = [t for t in GRID if holds(t)]
+        if not passing:
+            return None
+        return max(passing, key=lambda t: (round(weak_flag_quality(scores[public], t)[2], 9), -t))
+    return {"en": pick("wice", "own_en"), "zh": pick("ocnli", "own_zh")}
+
+
+def raw_scores(run):
+    """`run()` with the Chinese scores left raw (ZH_SCALE 1): the scale the Chinese threshold is chosen on."""
+    shipped = validate_citations.ZH_SCALE
+    validate_citations.ZH_SCALE = 1.0
+    try:
+        return run()
+    finally:
+        validate_citations.ZH_SCALE = shipped
 
 
 # --- cost on a long answer ---------------------------------------------------------------------------------
@@ -264,13 +284,20 @@ def run() -> bool:
 
 
 def run_dev(directory: Path) -> None:
-    """The development splits' figures and the threshold `dev_threshold` picks from them."""
-    scores = {"wice": scored_rows(public_rows(directory / "wice.dev.jsonl")),
-              "ocnli": scored_rows(public_rows(directory / "ocnli.train.10k.jsonl")), "own": scored(labelled_pairs())}
-    for name, s in scores.items():
-        threshold_table(f"{name} (development split)", s)
+    """The development splits' figures and the thresholds `dev_thresholds` picks from them."""
+    pairs = labelled_pairs()
+
+    def development() -> dict[str, list[tuple[float, bool]]]:
+        own = scored(pairs)
+        return {"wice": scored_rows(public_rows(directory / "wice.dev.jsonl")),
+                "ocnli": scored_rows(public_rows(directory / "ocnli.train.10k.jsonl")),
+                **{f"own_{lang}": [s for s, p in zip(own, pairs) if p["lang"] == lang] for lang in ("en", "zh")}}
+    for name, s in development().items():
+        threshold_table(f"{name} (development split, as shipped)", s)
         print(f"AUROC {name}: {auroc(s):.3f}")
-    print(f"\nthreshold by the rule: {dev_threshold(scores)} (shipped: {SUPPORT_THRESHOLD})")
+    rule = dev_thresholds(raw_scores(development))
+    print(f"\nthresholds by the rule, on raw scores: English {rule['en']} (shipped SUPPORT_THRESHOLD "
+          f"{SUPPORT_THRESHOLD}), Chinese {rule['zh']} (shipped SUPPORT_THRESHOLD_ZH {SUPPORT_THRESHOLD_ZH})")
 
 
 def run_held_out(directory: Path) -> None:

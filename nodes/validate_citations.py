@@ -17,6 +17,7 @@ The marker grammar (here and nowhere else in this file):
 """
 
 import json
+import math
 import re
 import unicodedata
 from bisect import bisect_left
@@ -214,6 +215,11 @@ def references_by_marker_markdown(citations):
 # the share of the sentence's content found in the chunk, and the cues below (docs/support-check.md).
 
 SUPPORT_THRESHOLD = 0.25  # chosen on the development splits (docs/support-check.md; `make bench` prints the figures)
+# Chinese sentences score lower than English ones for the same support (characters and bigrams against word stems),
+# so the same rule gives them their own threshold, 0.20; a Chinese sentence's score is raised to ZH_SCALE, which
+# puts it on the English scale: a raw 0.20 becomes 0.25, 0 stays 0 and 1 stays 1 (`judge`, `is_chinese`).
+SUPPORT_THRESHOLD_ZH = 0.20
+ZH_SCALE = math.log(SUPPORT_THRESHOLD) / math.log(SUPPORT_THRESHOLD_ZH)
 CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 STOP_CHARS = frozenset("的了是在和与及或等也都就而且这那个之其把被为对从到以于将并要会着过您你我他她它们吗呢吧啊请")
@@ -228,10 +234,12 @@ STOP_WORDS = frozenset(
     "then than so do does did can could will would should may might must shall has have had there their they them "
     "you your we our he she his her which who whom what when where how also all any each such into about up out "
     "more most other some very just but i me my".split())
-WEIGHT_EXACT = 3.0  # a number or a code (B2, GB50016): the facts a wrong citation most often gets wrong
-WEIGHT_NAME = 3.0  # a capitalised word inside a sentence
-WEIGHT_CHAR = 0.5  # one Chinese character (a bigram weighs 1, or 0.5 with a stop character)
-WEIGHT_GENERIC = 0.3  # a word of GENERIC_WORDS: it says little about which fact a sentence states
+# The weights and factors below (WEIGHT_*, MISSING_*, PART_WEIGHT, CUE_FACTOR) were chosen on the development
+# splits by bench/tune_support.py and rounded (docs/support-check.md).
+WEIGHT_EXACT = 3.2  # a number or a code (B2, GB50016): the facts a wrong citation most often gets wrong
+WEIGHT_NAME = 5.0  # a capitalised word inside a sentence
+WEIGHT_CHAR = 1.0  # one Chinese character (as much as a bigram; a bigram with a stop character weighs 0.5)
+WEIGHT_GENERIC = 0.1  # a word of GENERIC_WORDS: it says little about which fact a sentence states
 # English words common in any factual sentence (time, sequence, framing): they weigh WEIGHT_GENERIC, by stem
 GENERIC_WORDS = ("during again later year years since time times same while through including include included "
                  "called between early new once due prior based several many known well often first last "
@@ -243,7 +251,7 @@ GENERIC_ZH = frozenset("有人 某人 人们 一些 一个 这个 那个 东西 
                        "知道 件事 这件 有一 了一 之前 个人".split())
 WEIGHT_SHORT = 0.6  # an English word of four letters or fewer (not a name)
 WEIGHT_QUESTION = 0.3  # factor for what the question itself says (repeating it proves nothing)
-MISSING_EXACT = 0.35  # factor per number or code of the sentence that the chunk does not contain
+MISSING_EXACT = 0.33  # factor per number or code of the sentence that the chunk does not contain
 MIN_FACTUAL_WEIGHT = 3.0  # less content than this is never judged "factual" (greetings, "如下：")
 MAX_BACKING_WORK = 2_000_000  # chunk look-ups for "does some chunk back this uncited sentence?" in one answer
 MAX_PASSAGE_WORK = 20_000_000  # characters the cues' passage searches may read in one answer; then no more cues
@@ -406,11 +414,11 @@ def support_score(units, chunk, others=None):
 # Each cue is one table and one rule below; `judge` combines them into a score and the reasons a citation is weak.
 # The tables are small and hand-made (standard library only): they catch the common cases, not meaning in general.
 
-MISSING_DECAY = 0.85  # factor per word of the sentence that the chunk lacks ("the more is missing, the lower")
+MISSING_DECAY = 0.86  # factor per word of the sentence that the chunk lacks ("the more is missing, the lower")
 WEIGHT_ZH_WORD = 6.0  # the weight a two-character Chinese word's units add up to (see `missing_words`)
-PART_WEIGHT = 0.5  # how much the weakest part of a multi-part sentence counts against the whole sentence's score
+PART_WEIGHT = 0.8  # how much the weakest part of a multi-part sentence counts against the whole sentence's score
 MIN_PART_WEIGHT = 3.0  # a part with less content than this is not judged on its own
-CUE_FACTOR = {"negation": 0.1, "antonym": 0.2, "number": 0.2, "roles": 0.2, "scope": 0.6}  # a cue's factor
+CUE_FACTOR = {"negation": 0.05, "antonym": 0.2, "number": 0.4, "roles": 0.2, "scope": 0.5}  # a cue's factor
 MAX_MISSING_SHOWN = 5
 PASSAGE_MATCH = 0.25  # a cue counts only where the chunk's matching passage holds this share of the sentence
 
@@ -550,7 +558,7 @@ def negated(text):
     """Does `text` (casefolded) hold a negation? (the negation rule; NOT_NEGATIONS words do not count)"""
     if NEGATION_CHARS.search(text) and NEGATION_CHARS.search(NOT_NEGATIONS.sub("", text)):
         return True
-    return NEGATED_EN.search(text) is not None
+    return "n" in text and NEGATED_EN.search(text) is not None  # every English negation holds an n
 
 
 def unit_name(thing):
@@ -942,8 +950,8 @@ def number_cue(sentence_text, units, view):
 
 
 # A date's month or a quantity's unit that differs for the same number (rule: `measure_cue`).
-MONTH_NUMBER = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (\d{1,4})\b"
-                          r"|\b(\d{1,2}) (jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b")
+MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+MONTH_NUMBER = re.compile(rf"\b({'|'.join(MONTHS)})[a-z]*\.? (\d{{1,4}})\b|\b(\d{{1,2}}) ({'|'.join(MONTHS)})[a-z]*\b")
 
 
 # the units (see `content_units`) that let `measure_cue` find something: a unit's or a month's name
@@ -958,6 +966,8 @@ SHORT_MEASURE = re.compile(r"\d\s?(?:m|g|t|l|h|in)\b|\bmay\b")  # what `content_
 def month_numbers(text):
     """{(number, month)} of the dates in a casefolded text (`march 1`, `1 march`, `march 2017`)."""
     found = set()
+    if not any(month in text for month in MONTHS):  # MONTH_NUMBER needs one
+        return found
     for month, number, day, month_after in MONTH_NUMBER.findall(text):
         found.add((number_unit(number or day), month or month_after))
     return found
@@ -1017,7 +1027,8 @@ def judge(text, units, view, others=None, parts=(), covered=None):
 
     The score is the weighted share of the sentence's content the chunk holds, lower the more weight is missing
     (MISSING_DECAY per unit of weight, MISSING_EXACT per number or code), pulled toward its weakest clause
-    (PART_WEIGHT), times CUE_FACTOR for each contradiction cue relative to the chunk's matching passage.
+    (PART_WEIGHT), times CUE_FACTOR for each contradiction cue relative to the chunk's matching passage; for a
+    Chinese sentence, raised to ZH_SCALE.
     `covered`: `coverage(units, view.units, others)` when the caller has it already."""
     found, needed, missing = covered or coverage(units, view.units, others)
     if needed == 0:
@@ -1057,7 +1068,19 @@ def judge(text, units, view, others=None, parts=(), covered=None):
                 reasons.append(cue)
     for reason in reasons:
         score *= CUE_FACTOR[reason["kind"]]
+    if 0.0 < score < 1.0 and is_chinese(units):
+        score **= ZH_SCALE
     return score, reasons
+
+
+def is_chinese(units):
+    """Do Chinese characters and bigrams carry more than half of a sentence's weight? (`ZH_SCALE`)"""
+    chinese = total = 0.0
+    for unit, weight in units.items():
+        total += weight
+        if unit[0] >= "\u3400":
+            chinese += weight
+    return chinese * 2 > total
 
 
 # a number as a reason shows it: with its unit (460 mm, 5%, 40人) when one follows, never a digit inside a code (B2)

@@ -637,9 +637,67 @@ def test_the_labelled_set_is_large_bilingual_and_holds_at_the_threshold():
     kinds = {p["kind"] for p in pairs}
     assert {"paraphrase", "partial_quote", "numbers", "wrong_fact", "neighbour", "number_changed"} <= kinds
     assert any(p["supported"] for p in pairs) and any(not p["supported"] for p in pairs)
-    scores = support.scored(pairs)  # the threshold comes from the development splits (bench.support.dev_threshold)
-    precision, recall, _ = support.weak_flag_quality(scores, SUPPORT_THRESHOLD)
-    assert precision >= 0.9 and recall >= 0.85  # a regression guard: `make bench` prints the measured values
+    scores = support.scored(pairs)  # the thresholds come from the development splits (bench.support.dev_thresholds)
+    for lang in ("zh", "en"):  # a regression guard per language: `make bench` prints the measured values
+        precision, recall, _ = support.weak_flag_quality(
+            [score for score, p in zip(scores, pairs) if p["lang"] == lang], SUPPORT_THRESHOLD)
+        assert precision >= 0.9 and recall >= 0.85, lang
+
+
+def test_the_threshold_rule_picks_per_language_the_best_f05_where_every_target_holds():
+    from bench import support
+    # English: 0.25 and 0.30 meet WiCE's and the own pairs' targets, 0.30 catches more at the same precision
+    wice = [(0.27, False)] * 80 + [(0.1, False)] * 10 + [(0.9, True)] * 30 + [(0.28, True)] * 2
+    own_en = [(0.1, False)] * 20 + [(0.9, True)] * 20
+    # Chinese: from 0.25 up too many supported OCNLI pairs are flagged; 0.15 misses the own pairs' recall
+    ocnli = [(0.1, False)] * 60 + [(0.18, False)] * 10 + [(0.22, True)] * 60 + [(0.9, True)] * 80
+    own_zh = [(0.1, False)] * 15 + [(0.17, False)] * 5 + [(0.9, True)] * 20
+    picked = support.dev_thresholds({"wice": wice, "own_en": own_en, "ocnli": ocnli, "own_zh": own_zh})
+    assert picked == {"en": 0.3, "zh": 0.2}
+    assert support.dev_thresholds({"wice": wice, "own_en": [(0.9, False)] * 5 + [(0.9, True)], "ocnli": ocnli,
+                                   "own_zh": own_zh})["en"] is None  # no threshold meets the own pairs' recall
+
+
+def test_the_weight_search_keeps_only_better_moves_within_range_and_restores_the_node():
+    from bench import support, tune_support
+    from nodes import validate_citations
+    before = tune_support.current()
+    chunk = "The school opened in 2016 with 400 students."
+    rows = {"wice": [{"answer": "The school opened in 2016 [C:1].", "chunk": chunk, "supported": True},
+                     {"answer": "The school closed in 2019 [C:1].", "chunk": chunk, "supported": False},
+                     {"answer": "It has 400 students and a pool [C:1].", "chunk": chunk, "supported": False}],
+            "ocnli": [{"answer": "学校2016年开学[C:1]。", "chunk": "学校于2016年开学。", "supported": True},
+                      {"answer": "学校没有开学[C:1]。", "chunk": "学校于2016年开学。", "supported": False}],
+            "own": [{"sentence": "The school opened in 2016.", "chunk": chunk, "supported": True, "lang": "en"},
+                    {"sentence": "The school has 500 students.", "chunk": chunk, "supported": False, "lang": "en"}]}
+    kept = []
+    best, figures = tune_support.climb(rows, 6, 1, report=kept.append)
+    assert tune_support.current() == before and validate_citations.CUE_FACTOR["negation"] == before["negation"]
+    assert all(low <= best[name] <= high for name, (low, high) in tune_support.SPACE.items() if best[name] != before[name])
+    assert kept[0].startswith("start") and len(figures) == 3
+    start = (support.auroc(support.scored_rows(rows["wice"])), support.auroc(support.scored_rows(rows["ocnli"])),
+             support.auroc(support.scored(rows["own"])))
+    assert tune_support.objective(figures) >= tune_support.objective(start)
+
+
+def test_a_chinese_sentence_is_scored_on_the_english_scale(monkeypatch):
+    from nodes import validate_citations
+    from nodes.validate_citations import SUPPORT_THRESHOLD_ZH, ZH_SCALE, is_chinese
+    assert abs(SUPPORT_THRESHOLD_ZH ** ZH_SCALE - SUPPORT_THRESHOLD) < 1e-9  # a raw 0.20 becomes 0.25
+    assert is_chinese(content_units("巡更人员每2小时巡查一次B区"))
+    assert not is_chinese(content_units("The guards patrol zone B every 2 hours, 巡更"))
+    chunk = "巡更人员每2小时巡查一次，夜间由保安队长带班。"
+    answer = "巡更人员每2小时巡查一次，访客须在前台登记身份证件[C:1]。"
+    shipped = main(answer, [{"id": "1", "content": chunk}])["citations"][0]["support"]
+    monkeypatch.setattr(validate_citations, "ZH_SCALE", 1.0)
+    raw = main(answer, [{"id": "1", "content": chunk}])["citations"][0]["support"]
+    assert 0 < raw < shipped < 1 and abs(shipped - raw ** ZH_SCALE) < 2e-3
+    english = "The guards patrol every 2 hours and visitors sign in at the desk [C:1]."
+    english_chunk = [{"id": "1", "content": "The guards patrol every 2 hours at night."}]
+    monkeypatch.setattr(validate_citations, "ZH_SCALE", 0.5)  # English sentences never take the scale
+    halved = main(english, english_chunk)["citations"][0]["support"]
+    monkeypatch.setattr(validate_citations, "ZH_SCALE", 1.0)
+    assert halved == main(english, english_chunk)["citations"][0]["support"] < 1
 
 
 def test_a_changed_number_is_derived_only_from_numbers_the_chunk_holds():
