@@ -189,6 +189,12 @@ def sources_of_items(items: list[dict[str, Any]], snippet_length: int = DEFAULT_
 
 # --- which `message` deltas are the answer ----------------------------------------------------------------------
 
+def has_node(event: Mapping[str, Any]) -> bool:
+    """Does a `message` event say which node's variable it shows (`from_variable_selector`)?"""
+    selector = event.get("from_variable_selector")
+    return isinstance(selector, (list, tuple)) and bool(selector) and isinstance(selector[0], str)
+
+
 class AnswerText:
     """Decides which `message` deltas are answer text, and which are what the Answer node appends after it.
 
@@ -225,9 +231,8 @@ class AnswerText:
         """The answer text this `message` event adds now ("" for none). Whitespace from a node that is not an LLM
         (the template's blank line before an appended list) is held back until more answer text follows."""
         delta = event["answer"]
-        selector = event.get("from_variable_selector")
-        has_selector = isinstance(selector, (list, tuple)) and bool(selector) and isinstance(selector[0], str)
-        from_llm = has_selector and selector[0] in self.llm_nodes
+        has_selector = has_node(event)
+        from_llm = has_selector and event["from_variable_selector"][0] in self.llm_nodes
         if from_llm:
             self.llm_text_started = True
         elif self.over or (self.llm_text_started and has_selector):
@@ -269,6 +274,7 @@ class Translator:
         self.sources: list[dict[str, str]] | None = None
         self.chunks: list[dict[str, Any]] = []
         self.answer = AnswerText()
+        self.early: list[str] = []  # answer text shown before the chunk list and before the LLM's (see `feed`)
         self.stream: CitationStream | None = None
         self.replaced = False
         self.conversation_id = ""
@@ -300,8 +306,14 @@ class Translator:
             text = self.answer.take(event)
             if not text:
                 return []
+            if self.sources is None and not self.answer.llm_text_started and has_node(event):
+                # an Answer template's own text before the LLM's ("Answer: {{#llm.text#}}") streams at once, before
+                # the retrieval has run: it waits for the chunk list (or the LLM's text, or the end), so that
+                # `sources` still comes first and the answer can cite
+                self.early.append(text)
+                return []
             out = self._sources_first()
-            return out + self._pieces(self._citation_stream().feed_pieces(text))
+            return out + self._pieces(self._citation_stream().feed_pieces(self._early() + text))
         if kind == "message_replace":
             return self._replace(event.get("answer"))
         if kind == "workflow_finished" and data.get("status") in ("failed", "stopped"):
@@ -338,7 +350,14 @@ class Translator:
             return []
         self.chunks = chunk_items(outputs["chunk_metadata"])
         self.sources = sources_of_items(self.chunks, self.snippet_length)
-        return [("sources", {"sources": [dict(s) for s in self.sources]})]
+        out: list[Event] = [("sources", {"sources": [dict(s) for s in self.sources]})]
+        early = self._early()
+        return out + (self._pieces(self._citation_stream().feed_pieces(early)) if early else [])
+
+    def _early(self) -> str:
+        """The held early text, once."""
+        text, self.early = "".join(self.early), []
+        return text
 
     def _sources_first(self) -> list[Event]:
         if self.sources is not None:
@@ -370,6 +389,7 @@ class Translator:
 
     def _replace(self, answer: Any) -> list[Event]:
         out = self._sources_first()
+        self.early = []  # the replacement is the whole answer
         self.replaced = True
         self.stream = self._new_stream()
         pieces = self.stream.feed_pieces(answer if isinstance(answer, str) else "") + self.stream.finish_pieces()
@@ -378,7 +398,8 @@ class Translator:
     def _done(self) -> list[Event]:
         out = self._sources_first()
         stream = self._citation_stream()
-        out += self._pieces(stream.finish_pieces())
+        early = self._early()
+        out += self._pieces((stream.feed_pieces(early) if early else []) + stream.finish_pieces())
         result = stream.result()
         by_id = {source["id"]: source for source in self.sources or []}
         citations = []

@@ -127,6 +127,27 @@ def test_text_before_the_llm_in_the_answer_template_still_shows():
     assert answer_text(run(stream)) == "前言：正文"
 
 
+def test_an_answer_templates_own_text_before_the_retrieval_waits_for_the_chunk_list():
+    # "Answer: {{#llm.text#}}": Dify streams the template's own text at once, before the merge node has run
+    stream = dify_stream(["正文[C:2]"], CHUNKS)
+    stream.insert(1, envelope("message", id="msg-1", answer="回答：", from_variable_selector=["answer", "answer"]))
+    events = run(stream)
+    assert [n for n, _ in events][:3] == ["ready", "sources", "text"] and len(events[1][1]["sources"]) == 3
+    assert answer_text(events) == "回答：正文" and events[2] == ("text", {"text": "回答："})
+    assert [(c["number"], c["id"]) for c in events[-1][1]["citations"]] == [(1, "2")]
+
+
+def test_held_text_is_shown_at_the_end_when_no_chunk_list_and_no_llm_text_come():
+    stream = [envelope("message", id="m", answer="你好[C:1]", from_variable_selector=["answer", "answer"]),
+              envelope("message_end", id="m")]
+    events = run(stream)
+    assert [n for n, _ in events] == ["ready", "sources", "text", "done"] and events[1][1]["sources"] == []
+    assert answer_text(events) == "你好" and events[-1][1]["invalid_ids"] == ["1"]
+    replaced = run([stream[0], envelope("message_replace", id="m", answer="已替换"), stream[1]])
+    assert [n for n, _ in replaced] == ["ready", "sources", "replace", "done"]
+    assert replaced[2][1]["text"] == "已替换" and answer_text(replaced) == ""
+
+
 def test_ping_unknown_events_and_anything_after_done_are_ignored():
     stream = dify_stream(["答[C:1]"], CHUNKS)
     stream[4:4] = [{"event": "ping"}, envelope("agent_log", data={"secret": "x"}), "not a dict"]
