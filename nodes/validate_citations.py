@@ -253,7 +253,7 @@ WEIGHT_SHORT = 0.6  # an English word of four letters or fewer (not a name)
 WEIGHT_QUESTION = 0.3  # factor for what the question itself says (repeating it proves nothing)
 MISSING_EXACT = 0.33  # factor per number or code of the sentence that the chunk does not contain
 MIN_FACTUAL_WEIGHT = 3.0  # less content than this is never judged "factual" (greetings, "如下：")
-MAX_BACKING_WORK = 2_000_000  # chunk look-ups for "does some chunk back this uncited sentence?" in one answer
+MAX_BACKING_WORK = 2_000_000  # unit look-ups for "does some chunk back this uncited sentence?" in one answer
 MAX_PASSAGE_WORK = 20_000_000  # characters the cues' passage searches may read in one answer; then no more cues
 
 SENTENCE_END = re.compile(rf"(?:[。！？!?；;]+|\.(?=\s|$|[{CJK}])|…+(?=\s|$))[”’\"'）)】」』]*")
@@ -406,7 +406,12 @@ def support_score(units, chunk, others=None):
     another cited chunk contains (`others`: unit -> how many of the sentence's cited chunks contain it); times
     MISSING_EXACT for each number or code the chunk lacks. 1.0 when the sentence has no content to back. (The plain
     share; the check itself scores a pair with `judge`.)"""
-    found, needed, missing = coverage(units, chunk, others)
+    return plain_share(coverage(units, chunk, others))
+
+
+def plain_share(covered):
+    """`support_score` from a `coverage` triple (found, needed, missing)."""
+    found, needed, missing = covered
     return 1.0 if needed == 0 else found / needed * MISSING_EXACT ** missing
 
 
@@ -1297,8 +1302,7 @@ def check_support(pieces, chunks, threshold=SUPPORT_THRESHOLD, question="", phra
             holders = {unit: sum(unit in units_of(i) for i in known) for unit in units} if len(known) > 1 else None
             if holders is None:  # one chunk: its coverage is the plain share's and the start of `judge`'s score
                 covered = coverage(units, units_of(known[0]))
-                found, needed, missing = covered
-                plain = 1.0 if needed == 0 else found / needed * MISSING_EXACT ** missing
+                plain = plain_share(covered)
             else:
                 covered = None
                 plain = support_score(units, {unit for unit, n in holders.items() if n})
