@@ -33,9 +33,9 @@ test: $(STAMP) browser
 	timeout 1800 $(PY) -m pytest -q tests -m "not browser"
 	timeout 900 $(PY) -m pytest -q tests -m browser
 
-# the loop while working: everything but the browser tests and the fuzz corpus replay
+# the loop while working: everything but the browser tests and the fuzz corpus replay, in two pytest processes
 test-fast: $(STAMP)
-	$(PY) -m pytest -q tests -m "not browser and not fuzz_replay"
+	PY=$(PY) scripts/test_fast.sh
 
 # every shipped chatflow in Dify's OWN api server (../shared/dify): PostgreSQL, Redis, gunicorn, Celery, on 127.0.0.1
 test-dify: $(STAMP)
