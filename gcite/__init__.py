@@ -3,3 +3,18 @@
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_yaml(text):
+    """`yaml.safe_load`: through libyaml's C loader when PyYAML has it (the same documents in about a tenth of the
+    time; a chatflow DSL takes 0.17 s in pure Python); a text the C loader refuses is read again by the pure-Python
+    one, so that the error and its marks are safe_load's own."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", None)
+    if loader is not None:
+        try:
+            return yaml.load(text, Loader=loader)
+        except yaml.YAMLError:
+            pass
+    return yaml.safe_load(text)

@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from gcite import load_yaml
 from gcite.build import chatflows as dsl_build
 from gcite.build.prefilter import templated_conditions
 
@@ -98,7 +99,7 @@ class Result:
 def parse(text: str) -> tuple[dict[str, Any], bool]:
     """The DSL document, and whether it came in the export API's `{"data": "<yaml>"}` form."""
     try:
-        document = yaml.safe_load(text)
+        document = load_yaml(text)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""

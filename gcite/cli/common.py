@@ -4,6 +4,8 @@ import contextlib
 import sys
 from collections.abc import Iterator
 
+from gcite import load_yaml
+
 
 class CliError(Exception):
     """A bad option or input: printed as one `error:` line, exit status 2."""
@@ -59,7 +61,7 @@ def load_chatflow(path) -> str:
 
     text = read_text(path)
     try:
-        document = yaml.safe_load(text)
+        document = load_yaml(text)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

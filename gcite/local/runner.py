@@ -46,7 +46,7 @@ from gcite.local.engine import (ArrayObjectSegment, BaseNodeData, build_http_req
                                _UnsupportedHttpFileReferenceFactory, _UnsupportedHttpRequestFileManager,
                                _UnsupportedToolFileManager, VariablePool, WorkflowNodeExecutionMetadataKey,
                                WorkflowNodeExecutionStatus, SegmentType, TypeMismatchError, build_segment_with_type)
-from gcite import ROOT
+from gcite import ROOT, load_yaml
 from gcite.local.dify_metadata import admits
 from gcite.local.dify_rules import (FormInputRejected, check_nested_text, check_variable_ids, code_settings,
                                     pydantic_json, start_variables, validate_query, validate_start_inputs)
@@ -470,7 +470,7 @@ class _Translator:
 
 def load_chatflow(dsl_text: str) -> tuple[dict[str, Any], dict[str, Any], str]:
     """The DSL document, its normalized graph and root node id; refused as Dify would refuse it to run."""
-    document = yaml.safe_load(dsl_text)
+    document = load_yaml(dsl_text)
     if not isinstance(document, dict) or not isinstance((document.get("workflow") or {}).get("graph"), dict):
         raise ValueError("not a chatflow DSL: it has no workflow.graph")
     check_variable_ids(document["workflow"])
