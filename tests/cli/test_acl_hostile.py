@@ -2,9 +2,8 @@
 text, pages without end, a body that trickles in. Each run ends soon, with a clear error, after few requests."""
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from gcite import acl as acl_admin
 from gcite.cli import acl as acl_cli
 from gcite.cli.main import main
+from tests.support.local_http import origin, start_server, stop_server
 
 KEY = "dataset-Zq8uSECRETk3yWx41"
 FIELDS = {"doc_metadata": [{"id": "f1", "name": "access_roles", "type": "string", "count": 1}],
@@ -57,17 +57,14 @@ class Liar:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.server = start_server(Handler)
+        self.base_url = f"{origin(self.server)}/v1"
 
     def listings(self):
         return sum(path.endswith("/documents") for path in self.requests)
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        stop_server(self.server)
 
 
 @pytest.fixture

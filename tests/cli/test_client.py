@@ -3,8 +3,7 @@ and cut connections are handled."""
 
 import io
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -14,6 +13,7 @@ from gcite.client import Cite, Done, Error, Ready, Replace, Sources, Text
 from gcite.build.chatflows import PLUGIN_DSL
 from gcite.local.runner import dify_sse, run_chatflow
 from gcite.local.services import local_services
+from tests.support.local_http import origin, start_server, stop_server
 
 QUERY = "巡更时发现异常怎么上报？"
 SOURCE = {"id": "4", "source_type": "web", "document_title": "标题", "display_subtitle": "example.com",
@@ -161,13 +161,11 @@ class _Server:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/e/hook/gcite/chat"
+        self.httpd = start_server(Handler)
+        self.url = f"{origin(self.httpd)}/e/hook/gcite/chat"
 
     def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        stop_server(self.httpd)
 
 
 def test_chat_over_http_sends_token_and_handle_and_reads_errors():

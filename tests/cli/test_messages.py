@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from types import SimpleNamespace
 
 import pytest
@@ -20,6 +20,7 @@ from gcite.cli.main import build_parser
 from gcite.local.serve import DEFAULT_PORT, LocalDify
 
 from tests.support import ROOT
+from tests.support.local_http import origin, start_server, stop_server
 
 
 def gcite(*args, **env):
@@ -115,28 +116,18 @@ class DaemonNotFound(NotFound):
         self.wfile.write(body)
 
 
-def serve(handler):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
 @pytest.fixture
 def daemon():
-    server = serve(DaemonNotFound)
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    server = start_server(DaemonNotFound)
+    yield f"{origin(server)}"
+    stop_server(server)
 
 
 @pytest.fixture
 def not_found_server():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    server = start_server(NotFound)
+    yield f"{origin(server)}"
+    stop_server(server)
 
 
 def chat(*argv):

@@ -29,7 +29,7 @@ import struct
 import threading
 import uuid
 from collections.abc import Iterator, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -39,6 +39,7 @@ import yaml
 
 from gcite.local.plugin_process import daemon_http_request
 from tests.dify import scripted_llm
+from tests.support.local_http import origin, start_server, stop_server
 
 OPENAI_PLUGIN_ID = "langgenius/openai"
 OPENAI_IDENTIFIER = "langgenius/openai:0.3.5@dcc15b5847dbe38c64c2a9fdc1ea2d46466b7028eb4766b251bc363b0eec3af3"
@@ -157,14 +158,11 @@ class Daemon:
             def do_OPTIONS(self) -> None:
                 daemon.handle(self, "OPTIONS")
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = start_server(Handler)
+        self.url = f"{origin(self.server)}"
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        stop_server(self.server)
 
     # --- HTTP -----------------------------------------------------------------------------------------------
 

@@ -12,9 +12,10 @@ import json
 import subprocess
 import tempfile
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+from tests.support.local_http import origin, start_server, stop_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,10 +58,8 @@ class Sandbox:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = start_server(Handler)
+        self.url = f"{origin(self.server)}"
 
     def run(self, body: dict[str, Any]) -> dict[str, Any]:
         if body.get("language") != "python3":
@@ -82,5 +81,4 @@ class Sandbox:
         return answer
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        stop_server(self.server)

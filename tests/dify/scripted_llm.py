@@ -11,6 +11,7 @@ from typing import Any
 
 from gcite.local.engine import AssistantPromptMessage, PromptMessage, SystemPromptMessage, UserPromptMessage
 from gcite.local.llm import DELTA_SIZE, extractive_answer
+from tests.support.local_http import origin, start_server, stop_server
 
 TITLE_PROMPT_START = "You are asked to generate a concise chat title"  # api/core/llm_generator/prompts.py
 
@@ -51,8 +52,7 @@ class OpenAICompatibleServer:
     (`OpenAICompatibleModel`): the differential check gives the runner and Dify the same LLM."""
 
     def __init__(self) -> None:
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from http.server import BaseHTTPRequestHandler
 
         self.requests: list[dict[str, Any]] = []
         server = self
@@ -79,11 +79,8 @@ class OpenAICompatibleServer:
                     self.wfile.write(f"data: {json.dumps(event, ensure_ascii=False)}\n\n".encode())
                 self.wfile.write(b"data: [DONE]\n\n")
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._server = start_server(Handler)
+        self.base_url = f"{origin(self._server)}/v1"
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        stop_server(self._server)

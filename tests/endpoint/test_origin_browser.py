@@ -3,13 +3,13 @@
 a page on another origin sending the same request is refused before any app call."""
 
 import os
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from gcite.local.serve import LocalDify
+from tests.support.local_http import origin, start_server, stop_server
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -53,11 +53,9 @@ def elsewhere():
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Blank)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
+    server = start_server(Blank)
+    yield f"{origin(server)}/"
+    stop_server(server)
 
 
 @pytest.fixture(scope="module")

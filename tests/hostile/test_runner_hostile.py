@@ -7,8 +7,7 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -19,6 +18,7 @@ from gcite.local.llm import OpenAICompatibleModel, sse_lines
 from gcite.local.runner import Services, run_chatflow
 from tests.support import ROOT
 from tests.support.runner_dsl import minimal_dsl
+from tests.support.local_http import origin, start_server, stop_server
 
 CODE_DSL = str(chatflows.CODE_DSL)
 
@@ -114,16 +114,14 @@ def serve(chunks: list[bytes], content_type: str = "text/event-stream"):
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+    return start_server(Handler)
 
 
 def run_with_llm_sending(chunks: list[bytes]) -> list[dict]:
     """The plugin chatflow's events when its LLM is an OpenAI-compatible server writing these bytes."""
     server = serve(chunks)
     try:
-        svc = Services(llm=OpenAICompatibleModel(f"http://127.0.0.1:{server.server_port}/v1", "m", "k"),
+        svc = Services(llm=OpenAICompatibleModel(f"{origin(server)}/v1", "m", "k"),
                        tool_credentials={"langgenius/tavily:": {"tavily_api_key": "tvly-TEST"}})
         try:
             return list(run_chatflow(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), "会议室怎么预约？",
@@ -131,7 +129,7 @@ def run_with_llm_sending(chunks: list[bytes]) -> list[dict]:
         finally:
             svc.close()
     finally:
-        server.shutdown()
+        stop_server(server)
 
 
 def test_an_sse_body_without_charset_is_read_as_utf8_and_u2028_is_not_a_line_end():
@@ -166,13 +164,12 @@ def test_an_llm_error_that_echoes_the_key_never_shows_it():
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = start_server(Echo)
     try:
-        model = OpenAICompatibleModel(f"http://127.0.0.1:{server.server_port}/v1", "m", "sk-TOPSECRET-abc123")
+        model = OpenAICompatibleModel(f"{origin(server)}/v1", "m", "sk-TOPSECRET-abc123")
         with pytest.raises(RuntimeError) as error:
             model.invoke_llm(prompt_messages=[UserPromptMessage(content="hi")], model_parameters={})
     finally:
-        server.shutdown()
+        stop_server(server)
     assert "answered 401" in str(error.value) and "Incorrect API key" in str(error.value)
     assert "TOPSECRET" not in str(error.value)

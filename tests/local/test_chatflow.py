@@ -3,8 +3,7 @@
 import copy
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 import yaml
@@ -16,6 +15,7 @@ from gcite.local.runner import GCITE_PLUGIN, Conversation, Services, run_chatflo
 from gcite.local.services import start_local_services
 from nodes import merge_chunks, web_search_request
 from tests.support import ROOT
+from tests.support.local_http import origin, start_server, stop_server
 
 DSLS = {"plugin": chatflows.PLUGIN_DSL, "code": chatflows.CODE_DSL}
 TAVILY_KEY = "tvly-TEST-SECRET-7f3a9c"
@@ -195,14 +195,13 @@ def test_runner_streams_an_openai_compatible_endpoint():
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = start_server(Handler)
     try:
-        svc = services(llm=OpenAICompatibleModel(f"http://127.0.0.1:{server.server_port}/v1", "test-model", "sk-x"))
+        svc = services(llm=OpenAICompatibleModel(f"{origin(server)}/v1", "test-model", "sk-x"))
         events = run("plugin", "会议室怎么预约？", svc=svc)
         svc.close()
     finally:
-        server.shutdown()
+        stop_server(server)
     assert answer_of(events).startswith("会议室须提前预约[C:1]。")
     assert seen["body"]["model"] == "test-model" and seen["body"]["stream"] is True
     assert [m["role"] for m in seen["body"]["messages"]] == ["system", "user"] and seen["auth"] == "Bearer sk-x"

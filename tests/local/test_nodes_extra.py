@@ -4,8 +4,7 @@ loop, if-else and the variable aggregator, the variable assigner — on Dify's o
 parameter extractor, HTTP request (127.0.0.1 only), document extractor and another plugin's tool."""
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from gcite.local.nodes_extra import classify, extract
 from gcite.local.runner import Conversation, run_chatflow
 from gcite.local.services import start_local_services
 from tests.support.runner_dsl import edge
+from tests.support.local_http import origin, start_server, stop_server
 
 DIFY = Path(__file__).resolve().parent.parent / "fixtures" / "retrofit" / "runner"
 OWN = DIFY.parent
@@ -140,16 +140,14 @@ def test_http_requests_reach_127_0_0_1_only(services):
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = start_server(Handler)
     try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/status"
+        url = f"{origin(server)}/status"
         events = run(one_node_flow(http_node(url), "{{#n.body#}}"), services)
         assert json.loads(answer(events)) == {"path": "/status"}
         assert finished(events, "http-request")[0]["outputs"]["status_code"] == 200
     finally:
-        server.shutdown()
-        server.server_close()
+        stop_server(server)
     events = run(one_node_flow(http_node("https://example.com/status"), "{{#n.body#}}"), services)
     failed = finished(events, "http-request")[0]
     assert failed["status"] == "failed"  # graphon reports the refused request as Dify does

@@ -3,15 +3,15 @@ host, no piece of a key in an error or an output, a total deadline while a body 
 too-deep body costing only what it must."""
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 import requests
 import responses
 
 from tools import web_search_providers as web
+from tests.support.local_http import origin, start_server, stop_server
 
 KEY = "sk-TEST-9f8e7d6c5b4a3210"
 BRAVE_URL = "https://api.search.brave.com/res/v1/web/search"
@@ -177,13 +177,9 @@ class Trickle(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def trickle():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    server = start_server(Trickle)
+    yield f"{origin(server)}"
+    stop_server(server)
 
 
 def test_a_body_that_trickles_in_ends_at_the_deadline(trickle):
