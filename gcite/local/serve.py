@@ -138,7 +138,7 @@ class LocalDify:
 
     def start(self) -> "LocalDify":
         self._endpoint = self._start_endpoint()
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
 

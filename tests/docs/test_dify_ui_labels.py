@@ -6,6 +6,7 @@ plugin → Local Package File**), next to a `→`, after a verb (click **…**, 
 steps of "Where the keys go in Dify". Each such label must be in the record in the page's language, or be one of
 G-Cite's own labels (read from manifest.yaml, provider/, tools/ and group/, which is what Dify shows for them)."""
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -21,6 +22,8 @@ LANGS = {"en": "en_US", "zh": "zh_Hans"}
 BOLD = re.compile(r"\*\*([^*]+?)\*\*")
 VERB = re.compile(r"(?:\b(?:click|choose|select|open|press)|点击|选择|打开)\s*$")
 NODE = re.compile(r"(?:node's|节点的)\s*$")
+ARROW_AFTER = re.compile(r"\s*→")
+ARROW_BEFORE = re.compile(r"→\s*\Z")
 KEYS_SECTION = {"en": "Where the keys go in Dify", "zh": "凭据填在 Dify 的哪里"}
 # Wrong labels in pages another engineer owns right now (reported, not edited): page -> labels to let pass.
 
@@ -29,10 +32,12 @@ def label(entry: dict, lang: str) -> str | None:
     return entry["label_en"] if lang == "en" else entry["label_zh"]
 
 
+@functools.cache
 def yaml_file(path: Path) -> dict:
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
+@functools.cache
 def own_labels(lang: str) -> tuple[str, str, set[str]]:
     """(the plugin's name in the Plugins list, the tool provider's name in the tool picker, every other label)."""
     key = LANGS[lang]
@@ -72,10 +77,10 @@ def ui_labels(markdown: str, lang: str) -> list[tuple[str, list[str]]]:
     found = []
     for m in BOLD.finditer(body):
         inner = " ".join(m.group(1).split())
-        before, after = body[:m.start()], body[m.end():]
+        before = body[max(0, m.start() - 20):m.start()]  # the most the verb and node rules read
         if "→" in inner:
             found.append((inner, [part.strip() for part in inner.split("→")]))
-        elif (re.search(r"→\s*$", before) or re.match(r"\s*→", after) or VERB.search(before[-20:])
+        elif (ARROW_BEFORE.search(body, 0, m.start()) or ARROW_AFTER.match(body, m.end()) or VERB.search(before[-20:])
               or NODE.search(before[-10:])):
             found.append((inner, [inner]))
     for m in BOLD.finditer(keys_steps(body, KEYS_SECTION[lang])):

@@ -10,7 +10,8 @@ def start_server(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
     """`handler` served until `stop_server`; its address is `server_address` ("127.0.0.1", port)."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # serve_forever looks for `shutdown` every poll_interval: 0.05 s rather than its 0.5 s, so stopping is quick
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     return server
 
 
