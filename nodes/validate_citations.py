@@ -355,7 +355,9 @@ def content_units(text, question=None, weights=True, normalized=False):
         text = unicodedata.normalize("NFKC", text)
     if "," in text:
         text = THOUSANDS.sub("", text)
-    text = ZH_NUMBER.sub(lambda m: str(zh_number(m.group())), text)
+    ascii_only = text.isascii()  # no Chinese numeral, run or stop character to look for (str.isascii costs nothing)
+    if not ascii_only:
+        text = ZH_NUMBER.sub(lambda m: str(zh_number(m.group())), text)
     exact = set()
     if DIGIT.search(text):  # numbers and codes (a code holds a digit)
         codes = CODE_TOKENS.findall(text)
@@ -368,7 +370,7 @@ def content_units(text, question=None, weights=True, normalized=False):
     words = WORD_TOKENS.findall(text)
     if words and not EN_NUMBERS.keys().isdisjoint(map(str.casefold, words)):
         words = number_words(words, exact)
-    runs = CJK_RUNS.findall(text)
+    runs = [] if ascii_only else CJK_RUNS.findall(text)
     grams = {run[i:i + 2] for run in runs for i in range(len(run) - 1)}
     if not weights:
         units = grams | exact
@@ -377,8 +379,9 @@ def content_units(text, question=None, weights=True, normalized=False):
         units.discard("")
         return units
     units = dict.fromkeys(grams, 1.0)
-    units.update(dict.fromkeys(set("".join(runs)) - STOP_CHARS, WEIGHT_CHAR))
-    if STOP_CHAR.search(text):  # a bigram with one stop character weighs 0.5, with two nothing
+    if runs:
+        units.update(dict.fromkeys(set("".join(runs)) - STOP_CHARS, WEIGHT_CHAR))
+    if runs and STOP_CHAR.search(text):  # a bigram with one stop character weighs 0.5, with two nothing
         for gram in [gram for gram in grams if gram[0] in STOP_CHARS or gram[1] in STOP_CHARS]:
             if gram[0] in STOP_CHARS and gram[1] in STOP_CHARS:
                 del units[gram]
@@ -956,6 +959,7 @@ def number_cue(sentence_text, units, view):
 
 # A date's month or a quantity's unit that differs for the same number (rule: `measure_cue`).
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+MONTH_HINT = re.compile("|".join(MONTHS))
 MONTH_NUMBER = re.compile(rf"\b({'|'.join(MONTHS)})[a-z]*\.? (\d{{1,4}})\b|\b(\d{{1,2}}) ({'|'.join(MONTHS)})[a-z]*\b")
 
 
@@ -971,7 +975,7 @@ SHORT_MEASURE = re.compile(r"\d\s?(?:m|g|t|l|h|in)\b|\bmay\b")  # what `content_
 def month_numbers(text):
     """{(number, month)} of the dates in a casefolded text (`march 1`, `1 march`, `march 2017`)."""
     found = set()
-    if not any(month in text for month in MONTHS):  # MONTH_NUMBER needs one
+    if not MONTH_HINT.search(text):  # MONTH_NUMBER needs one
         return found
     for month, number, day, month_after in MONTH_NUMBER.findall(text):
         found.add((number_unit(number or day), month or month_after))
@@ -1034,6 +1038,7 @@ def judge(text, units, view, others=None, parts=(), covered=None):
     (MISSING_DECAY per unit of weight, MISSING_EXACT per number or code), pulled toward its weakest clause
     (PART_WEIGHT), times CUE_FACTOR for each contradiction cue relative to the chunk's matching passage; for a
     Chinese sentence, raised to ZH_SCALE.
+    `parts`: the sentence's `sentence_parts`, or None to split it here when the chunk lacks some of its content.
     `covered`: `coverage(units, view.units, others)` when the caller has it already."""
     found, needed, missing = covered or coverage(units, view.units, others)
     if needed == 0:
@@ -1041,12 +1046,14 @@ def judge(text, units, view, others=None, parts=(), covered=None):
     if missing and view.converted():
         found, needed, missing = coverage(units, view.units, others, view.converted())
     score = found / needed * MISSING_EXACT ** missing * MISSING_DECAY ** missing_words(units, view.units, others)
+    if found < needed and parts is None:
+        parts = sentence_parts(text)
     weakest = weakest_part(units, parts, view.units, others) if parts and found < needed else None
     if weakest is not None:
         score = min(score, (1 - PART_WEIGHT) * score + PART_WEIGHT * weakest)
     reasons = []
     cue = (number_cue(text, units, view) if missing else
-           measure_cue(text, view) if (MEASURE_HINTS.intersection(units) or SHORT_MEASURE.search(text))
+           measure_cue(text, view) if (not MEASURE_HINTS.isdisjoint(units) or SHORT_MEASURE.search(text))
            and DIGIT.search(text) else None)
     if cue:
         reasons.append(cue)
@@ -1294,7 +1301,7 @@ def check_support(pieces, chunks, threshold=SUPPORT_THRESHOLD, question="", phra
         units = content_units(normal, question_units, normalized=True)
         if ids:
             said = normal.casefold()
-            parts = sentence_parts(said)
+            parts = None  # `judge` splits the sentence when it needs its parts
             known = [i for i in ids if units_of(i) is not None]
             if not known:
                 continue
