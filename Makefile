@@ -27,10 +27,11 @@ $(STAMP): $(REQS) scripts/find_python.sh
 	@touch $@
 	@echo "==> set-up done"
 
-# two runs: the browser tests get a process of their own (the rest imports dify_plugin, whose gevent patching a
-# browser driver must not share); each run is bounded so that a hang fails instead of holding CI
+# the browser tests get a process of their own (the rest imports dify_plugin, whose gevent patching a browser
+# driver must not share); the rest runs in two processes over disjoint folders (scripts/test_fast.sh). Each run is
+# bounded so that a hang fails instead of holding CI
 test: $(STAMP) browser
-	timeout 1800 $(PY) -m pytest -q tests -m "not browser"
+	TEST_MARKS="not browser" TEST_FAST_TIMEOUT=1800 PY=$(PY) scripts/test_fast.sh
 	timeout 900 $(PY) -m pytest -q tests -m browser
 
 # the loop while working: everything but the browser tests and the fuzz corpus replay, in two pytest processes
