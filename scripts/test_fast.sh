@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `make test-fast`: every test but the browser tests and the fuzz corpus replay, in two pytest processes at once
 # (pytest-xdist cannot be used: dify_plugin's gevent patching kills its workers). `make test` runs it with
-# TEST_MARKS="not browser" (the fuzz replay included), then the browser tests in a process of their own. The two shards are disjoint
-# folder sets, balanced by measured time; every server a test starts listens on a port the system picks, and the
-# package venv (tests/support/package_env.py) is built under a lock, so the shards share nothing else.
+# TEST_MARKS="not browser" (the fuzz replay included), then the browser tests in a process of their own.
+# The two shards are disjoint folder sets, balanced by measured time; every server a test starts listens on a port
+# the system picks, and the package venv (tests/support/package_env.py) is built under a lock, so the shards share
+# nothing else.
 # Each shard is bounded by TEST_FAST_TIMEOUT seconds; the exit status is non-zero when either fails or times out.
 set -u
 cd "$(dirname "$0")/.."

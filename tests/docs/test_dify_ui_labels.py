@@ -80,7 +80,7 @@ def ui_labels(markdown: str, lang: str) -> list[tuple[str, list[str]]]:
         before = body[max(0, m.start() - 20):m.start()]  # the most the verb and node rules read
         if "→" in inner:
             found.append((inner, [part.strip() for part in inner.split("→")]))
-        elif (ARROW_BEFORE.search(body, 0, m.start()) or ARROW_AFTER.match(body, m.end()) or VERB.search(before[-20:])
+        elif (ARROW_BEFORE.search(body, 0, m.start()) or ARROW_AFTER.match(body, m.end()) or VERB.search(before)
               or NODE.search(before[-10:])):
             found.append((inner, [inner]))
     for m in BOLD.finditer(keys_steps(body, KEYS_SECTION[lang])):
