@@ -551,9 +551,17 @@ class Retrofitter:
         node.update(dsl_build.node(node_id, x, y, {}), data=node["data"])
         node["data"]["tool_parameters"]["query"] = dsl_build.mixed(template_of(query))
         self._node(node, f"searches the web for {'.'.join(query)}")
-        parent = g.start_id() if query[0] == "sys" else query[0]
-        g.add_edge(parent, node_id)
-        self.change(f"edge added: {g.title(parent)} → {node_id}")
+        # the search runs exactly when the retrieval does: on the same incoming edges, branch handles included
+        # (wired from Start instead, it would run on every branch and wake the merge node of a skipped one)
+        incoming = [e for e in g.edges if e.get("target") == target.retrievals[0]]
+        if not incoming:  # a retrieval nothing leads to: after what the query comes from
+            parent = g.start_id() if query[0] == "sys" else query[0]
+            incoming = [{"source": parent, "sourceHandle": "source"}]
+        for edge in incoming:
+            handle = str(edge.get("sourceHandle") or "source")
+            g.add_edge(edge["source"], node_id, handle)
+            self.change(f"edge added: {g.title(edge['source'])} → {node_id}"
+                        + ("" if handle == "source" else f" (branch {handle})"))
         return node_id
 
     def validate_node(self, target: Target, v: dsl_build.Variant, merge: str) -> str:

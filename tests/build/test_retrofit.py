@@ -346,6 +346,31 @@ def test_web_search_runs_beside_the_retrieval_and_feeds_the_merge_node():
         svc.close()
 
 
+def test_web_search_runs_only_on_its_retrievals_branch():
+    """A Question Classifier leads to two retrievals: each web search hangs on its retrieval's own branch, so one
+    question runs one branch — one web search, one merge, one LLM, one answer — never both."""
+    svc = start_local_services()
+    try:
+        result = retrofit(load(FIXTURES / "dify-qc-knowledge-chatbot.en.yml"), options(web="gcite"))
+        edges = edges_of(result.document)
+        webs = [i for i in nodes_of(result.document) if i.startswith(f"{PREFIX}web_")]
+        assert len(webs) == 2
+        for web in webs:
+            merge = web.replace("web_", "merge_", 1)
+            retrieval = next(source for source, _, target in edges if target == merge and source != web)
+            into = lambda node: {(source, handle) for source, handle, target in edges if target == node}  # noqa: E731
+            assert into(web) == into(retrieval) and all(handle != "source" for _, handle in into(web)), web
+        events = run(result.text, svc, "How do I book a meeting room?")
+        ran = [d["node_id"] for d in finished(events) if d.get("status") != "skipped"]
+        assert sum(i.startswith(f"{PREFIX}web_") for i in ran) == 1
+        assert sum(i.startswith(f"{PREFIX}merge_") for i in ran) == 1
+        assert sum(nodes_of(result.document)[i]["data"]["type"] == "llm" for i in ran) == 1
+        answer = "".join(e["answer"] for e in events if e["event"] == "message")
+        assert answer.count("[C:") >= 1 and "book" in answer.lower()
+    finally:
+        svc.close()
+
+
 def test_llms_whose_context_is_not_retrieval_are_named_and_left_alone():
     result = retrofit(load(FIXTURES / "svcvit-intent-reply-workflow.zh.yml"), options())
     note = next(n for n in result.notes if n.startswith("left as they are"))
