@@ -75,6 +75,19 @@ def test_package_holds_only_what_the_plugin_runs(built):
     assert built.path.name == "gcite-0.1.0.difypkg"
 
 
+def test_the_docs_give_the_packages_size_and_file_count(built):
+    """docs/packaging.md says "about N KB (M files)" and its Chinese page "约 N KB（M 个文件）": M exactly, N within 10 %."""
+    pages = {"docs/packaging.md": r"about (\d+) KB \((\d+) files\)",
+             "docs/zh/packaging.md": r"约 (\d+) KB（(\d+) 个文件）"}
+    for page, pattern in pages.items():
+        said = re.findall(pattern, (ROOT / page).read_text(encoding="utf-8"))
+        assert len(said) == 1, f"{page}: the package's size and file count are not stated once"
+        kb, files = map(int, said[0])
+        assert files == len(PACKAGE_FILES), f"{page} says {files} files, the package has {len(PACKAGE_FILES)}"
+        assert abs(kb * 1024 - built.size) <= built.size * 0.1, \
+            f"{page} says about {kb} KB, the package is {built.size} bytes"
+
+
 def test_the_package_readme_is_the_short_user_page_not_the_developer_readme(built):
     with zipfile.ZipFile(built.path) as archive:
         readme = archive.read("README.md").decode("utf-8")
