@@ -27,7 +27,7 @@ const TEXT = {
       roles: (c, s) => `Roles swapped: “${c}” in the sentence, “${s}” in the source`,
       scope: (c) => `The source does not say “${c}”`,
     },
-    noToken: "No access token: open this page with #token=… or embed it and send the token with postMessage.",
+    accessMissing: "No access token: open this page with #token=… or embed it and send the token with postMessage.",
     errors: {
       connection: "The connection was lost before the answer was complete.",
       unauthorized: "Your session is not valid (sign in again).",
@@ -51,7 +51,7 @@ const TEXT = {
       roles: (c, s) => `主客颠倒：句中是“${c}”，来源是“${s}”`,
       scope: (c) => `来源中没有“${c}”这样的说法`,
     },
-    noToken: "缺少访问令牌：请用 #token=… 打开本页，或嵌入本页后通过 postMessage 发送令牌。",
+    accessMissing: "缺少访问令牌：请用 #token=… 打开本页，或嵌入本页后通过 postMessage 发送令牌。",
     errors: {
       connection: "回答尚未完成，连接已中断。",
       unauthorized: "登录状态无效，请重新登录。",

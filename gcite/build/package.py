@@ -16,6 +16,7 @@ import hashlib
 import io
 import os
 import re
+import warnings
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -190,8 +191,12 @@ def check_manifest(manifest: dict[str, Any], problems: list[str]) -> None:
 
 def validate(root: Path, files: list[str]) -> tuple[dict[str, Any] | None, list[str]]:
     """Everything the daemon checks before it packages or installs: one message per problem."""
-    from dify_plugin.core.entities.plugin.setup import PluginConfiguration
-    from dify_plugin.entities.tool import ToolConfiguration, ToolProviderConfiguration
+    with warnings.catch_warnings():
+        # importing the SDK patches this process with gevent, which warns that ssl (imported by requests) came
+        # first: a concern of a plugin process, not of a packaging run, and noise on the command's stderr
+        warnings.filterwarnings("ignore", message="Monkey-patching ssl")
+        from dify_plugin.core.entities.plugin.setup import PluginConfiguration
+        from dify_plugin.entities.tool import ToolConfiguration, ToolProviderConfiguration
 
     problems: list[str] = []
     packaged = set(files)

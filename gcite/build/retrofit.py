@@ -64,7 +64,7 @@ class Options:
     memory: bool = False
     lang: str = "auto"
     sources_in_answer: bool = False  # the Answer nodes list the cited sources after the LLM's text
-    identifier: str | None = None  # the plugin's unique identifier (default: computed from this checkout)
+    identifier: str | None = None  # the plugin's unique identifier (default: the unsigned package of this checkout)
 
     def __post_init__(self) -> None:
         if self.nodes not in NODES:
@@ -763,14 +763,23 @@ class Retrofitter:
 
     # -- dependencies ----------------------------------------------------------------------------------------
     def dependencies(self) -> None:
-        if not any(n["data"].get("type") == "tool" and str(n["data"].get("provider_id", "")).startswith("gcite/")
-                   for n in self.graph.nodes):
+        tools = [n for n in self.graph.nodes
+                 if n["data"].get("type") == "tool" and str(n["data"].get("provider_id", "")).startswith("gcite/")]
+        if not tools:
             return
+        for node in tools:  # an earlier run's nodes name the package this run is for (a signed build, a new version)
+            if node["data"].get("plugin_unique_identifier") != self.identifier:
+                node["data"]["plugin_unique_identifier"] = self.identifier
+                self.change(f"plugin identifier updated: {self.graph.title(node['id'])} now names {self.identifier}")
         dependencies = self.document.get("dependencies")
         if dependencies is None:
             dependencies = self.document["dependencies"] = []
         ours = [d for d in dependencies if str(((d or {}).get("value") or {}).get("plugin_unique_identifier")
                                                or "").startswith(GCITE_PLUGIN)]
+        for dependency in ours:
+            if dependency["value"]["plugin_unique_identifier"] != self.identifier:
+                dependency["value"]["plugin_unique_identifier"] = self.identifier
+                self.change(f"dependency updated: the G-Cite plugin package is now {self.identifier}")
         if ours:
             return
         if not dependencies:

@@ -3,6 +3,8 @@
 import argparse
 from pathlib import Path
 
+import yaml
+
 from gcite.cli.common import CliError, os_error_text, read_text
 
 SUFFIX = ".gcite"
@@ -39,9 +41,29 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--sources-in-answer", action="store_true",
                         help="each Answer node showing the LLM's text then lists the cited sources, as in G-Cite's own "
                              "chatflows (a workflow: each End node after the LLM outputs the list as references)")
+    parser.add_argument("--package", metavar="FILE.difypkg",
+                        help="the G-Cite package you install (a signed build, say): the plugin tools and the "
+                             "dependency name its identifier (default: the unsigned package this checkout builds)")
     parser.add_argument("--lang", choices=retrofit.LANGS, default="auto",
                         help="language of the added rules and labels (default: auto, the prompt's own)")
     parser.add_argument("--dry-run", action="store_true", help="print the changes and write nothing")
+
+
+def package_identifier(path: Path) -> str:
+    """The identifier the plugin daemon gives the package at `path` (`--package`), or a one-line error."""
+    import zipfile
+
+    from gcite.build.package import identifier_of_package
+
+    if not path.is_file():
+        raise CliError(f"--package {path}: no such file (build one with `python -m gcite package`)")
+    try:
+        identifier = identifier_of_package(path)
+    except (zipfile.BadZipFile, KeyError, OSError, ValueError, TypeError, yaml.YAMLError):
+        raise CliError(f"--package {path}: not a plugin package (a .difypkg zip with a manifest.yaml)") from None
+    if not identifier.startswith("gcite/gcite:"):
+        raise CliError(f"--package {path}: the package is {identifier.split('@')[0]}, not the G-Cite plugin")
+    return identifier
 
 
 def default_out(path: Path) -> Path:
@@ -60,9 +82,11 @@ def command(args: argparse.Namespace) -> int:
         raise CliError("--slots needs --acl FIELD: the slots are the pre-filter's")
     source = Path(args.dsl)
     text = read_text(source, "a Dify app DSL")
+    identifier = package_identifier(Path(args.package)) if args.package else None
     try:
         options = retrofit.Options(nodes=args.nodes, web=args.web, acl=args.acl, memory=args.memory, lang=args.lang,
-                                   sources_in_answer=args.sources_in_answer, slots=ROLE_SLOTS if args.slots is None else args.slots)
+                                   sources_in_answer=args.sources_in_answer, identifier=identifier,
+                                   slots=ROLE_SLOTS if args.slots is None else args.slots)
     except ValueError as error:
         raise CliError(f"--{error}") from None
     try:

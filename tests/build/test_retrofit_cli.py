@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gcite.build.marketplace import release
+from gcite.build.package import identifier_of_package
+from gcite.build.signing import generate_key_pair, load_private_key
 from gcite.cli.main import main
 from tests.support import ROOT
 
@@ -90,6 +93,49 @@ def test_out_and_options_reach_the_result(tmp_path, capsys):
     assert "# Citation rules (G-Cite)" in nodes["1743994891832"]["prompt_template"][0]["text"]
 
 
+def test_package_names_the_installed_build_in_every_tool_and_the_dependency(tmp_path, capsys):
+    """--package FILE: the identifier the daemon gives FILE (a signed build here), not the checkout's unsigned one,
+    in every G-Cite tool node and in the dependency; an earlier result's identifiers are updated, once."""
+    keys = generate_key_pair(tmp_path / "publisher", bits=2048)
+    signed = release(ROOT, tmp_path / "dist", private_key=load_private_key(keys.private.read_bytes()))
+    identifier = identifier_of_package(signed.path)
+    app = copy(tmp_path)
+    assert main(["retrofit", str(app), "--web", "gcite"]) == 0  # first without --package: the checkout's own
+    out = tmp_path / "app.gcite.yml"
+    unsigned = {n["data"]["plugin_unique_identifier"] for n in gcite_tools(out)}
+    assert len(unsigned) == 1 and identifier not in unsigned
+    capsys.readouterr()
+    assert main(["retrofit", str(out), "--package", str(signed.path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert sum(line.startswith("plugin identifier updated: ") for line in lines) == len(gcite_tools(out)) == 3
+    assert f"dependency updated: the G-Cite plugin package is now {identifier}" in lines
+    assert {n["data"]["plugin_unique_identifier"] for n in gcite_tools(out)} == {identifier}
+    document = yaml.safe_load(out.read_text(encoding="utf-8"))
+    assert [d["value"]["plugin_unique_identifier"] for d in document["dependencies"]
+            if d["value"].get("plugin_unique_identifier", "").startswith("gcite/")] == [identifier]
+    assert main(["retrofit", str(out), "--package", str(signed.path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"no change: {out} already has G-Cite wired in for every retrieval → LLM context path"]
+
+
+def gcite_tools(path: Path) -> list[dict]:
+    nodes = yaml.safe_load(path.read_text(encoding="utf-8"))["workflow"]["graph"]["nodes"]
+    return [n for n in nodes if str(n["data"].get("provider_id", "")).startswith("gcite/")]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--package", "missing.difypkg"], "--package missing.difypkg: no such file"),
+    (["--package", str(APP)], f"--package {APP}: not a plugin package"),
+    (["--package", str(ROOT / "tests" / "fixtures" / "dify-signing" / "dummy_plugin.difypkg")],
+     "the package is test/test:0.0.1, not the G-Cite plugin"),
+])
+def test_a_package_that_is_not_g_cites_is_one_error_line(argv, message, tmp_path, capsys):
+    assert main(["retrofit", str(APP), "--out", str(tmp_path / "out.yml"), *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and message in captured.err
+    assert not (tmp_path / "out.yml").exists()
+
+
 @pytest.mark.parametrize("name,argv,message", [
     ("refuse/own-chat-mode.en.yml", [], "app mode 'chat' has no workflow graph to rewire"),
     ("refuse/dify-knowledge-chatbot-context-disabled.en.yml", [],
@@ -128,8 +174,8 @@ def test_help_shows_the_command():
     done = subprocess.run([sys.executable, "-m", "gcite", "retrofit", "--help"], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0 and "usage: python -m gcite retrofit" in done.stdout
-    for option in ("--out", "--nodes", "--web", "--acl", "--slots", "--memory", "--sources-in-answer", "--lang",
-                   "--dry-run"):
+    for option in ("--out", "--nodes", "--web", "--acl", "--slots", "--memory", "--sources-in-answer", "--package",
+                   "--lang", "--dry-run"):
         assert option in done.stdout
     listed = subprocess.run([sys.executable, "-m", "gcite", "--help"], cwd=ROOT, capture_output=True, text=True,
                             timeout=60)

@@ -72,6 +72,7 @@ def test_package_sign_then_verify(keys, tree):
     assert identifier in (tree / "dsl" / "gcite_chatflow.yml").read_text(encoding="utf-8")
     # only the publisher's details are missing: warnings, not errors
     assert "warning: [manifest] manifest.yaml: repo is missing" in done.stderr and "error:" not in done.stderr
+    assert "Warning" not in done.stderr  # no Python warning (gevent's, on importing the SDK) among the command's own
     ok = gcite("verify", str(package), "--key", f"{stem}.public.pem", cwd=tree)
     assert ok.returncode == 0 and ok.stdout.startswith(f"verified by {stem}.public.pem (signed ")
     assert "category: community" in ok.stdout
