@@ -473,8 +473,11 @@ class Retrofitter:
             self.source_list(llm_id, validate)
         if self.options.memory:
             self.memory(Target(llm_id, merge, [], []), v, validate)
-        if self.options.acl:
-            self.notes.append(f"LLM {g.title(llm_id)} was retrofitted before: --acl is applied on a first run only")
+        if self.options.acl and new_id("filter", llm_id) not in g.by_id:
+            # access control asked for and absent: written without it, the app would show every chunk to everyone
+            raise RetrofitRefusal(f"--acl: LLM {g.title(llm_id)} was retrofitted before without access control, "
+                                  f"which retrofit adds on a first run only: run it with --acl on the app as "
+                                  f"exported before G-Cite (not on its .gcite.yml)")
 
     def prompt(self, llm_id: str, lang: str) -> None:
         g = self.graph

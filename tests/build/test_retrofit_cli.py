@@ -118,6 +118,30 @@ def test_package_names_the_installed_build_in_every_tool_and_the_dependency(tmp_
         f"no change: {out} already has G-Cite wired in for every retrieval → LLM context path"]
 
 
+def test_acl_on_a_file_retrofitted_without_it_is_refused_and_with_it_changes_nothing(tmp_path, capsys):
+    """Access control is added on a first run only: asked for on a file retrofitted without it, it is one error
+    line (exit 2, nothing written) rather than a file that shows every chunk to everyone; asked for again on a file
+    that has it, nothing changes."""
+    app = copy(tmp_path)
+    assert main(["retrofit", str(app), "--nodes", "code"]) == 0
+    plain = tmp_path / "app.gcite.yml"
+    before = plain.read_bytes()
+    capsys.readouterr()
+    assert main(["retrofit", str(plain), "--nodes", "code", "--acl", "access_roles", "--memory"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith(f"error: {plain}: --acl: LLM ") and "without access control" in captured.err
+    assert plain.read_bytes() == before
+    guarded = tmp_path / "guarded.yml"
+    assert main(["retrofit", str(app), "--nodes", "code", "--acl", "access_roles", "--out", str(guarded)]) == 0
+    written = guarded.read_bytes()
+    capsys.readouterr()
+    assert main(["retrofit", str(guarded), "--nodes", "code", "--acl", "access_roles", "--out", str(guarded)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"no change: {guarded} already has G-Cite wired in for every retrieval → LLM context path"]
+    assert guarded.read_bytes() == written
+
+
 def gcite_tools(path: Path) -> list[dict]:
     nodes = yaml.safe_load(path.read_text(encoding="utf-8"))["workflow"]["graph"]["nodes"]
     return [n for n in nodes if str(n["data"].get("provider_id", "")).startswith("gcite/")]
