@@ -24,13 +24,14 @@ def shown_roles(roles: str) -> str:
 
 
 def run(out: TextIO = sys.stdout, queries: tuple[str, ...] = DEMO_TURNS, roles: str = DEMO_ROLES,
-        dsl: Path = PLUGIN_DSL) -> bool:
-    """One conversation: each query is a turn. Returns False when a turn reported an error."""
+        dsl: Path = PLUGIN_DSL, llm_base_url: str | None = None, llm_model: str | None = None) -> bool:
+    """One conversation: each query is a turn; the built-in stand-in model, or the OpenAI-compatible one at
+    `llm_base_url`. Returns False when a turn reported an error."""
     out.write(f"Chatflow: {dsl.name} on graphon (Dify's workflow engine); user_roles = {shown_roles(roles)}\n")
-    out.write(f"LLM: {EXTRACTIVE_LABEL}\n")
+    out.write(f"LLM: {llm_model} at {llm_base_url}\n" if llm_base_url else f"LLM: {EXTRACTIVE_LABEL}\n")
     text = dsl.read_text(encoding="utf-8")
     ok = True
-    with local_services() as services:
+    with local_services(llm_base_url=llm_base_url, llm_model=llm_model) as services:
         conversation = Conversation()
         for turn, query in enumerate(queries, start=1):
             out.write(f"\n===== turn {turn}: {query}\n")

@@ -42,6 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--dsl", default="plugin", metavar="plugin|code|PATH",
                       help="the chatflow: plugin (dsl/gcite_chatflow.yml, default), code "
                            "(dsl/gcite_chatflow_code.yml) or a DSL file")
+    demo.add_argument("--llm-base-url", metavar="URL",
+                      help="an OpenAI-compatible endpoint (key in GCITE_LLM_API_KEY); needs --llm-model; "
+                           "default: the built-in extractive stand-in")
+    demo.add_argument("--llm-model", metavar="NAME", help="model name at --llm-base-url (needs --llm-base-url)")
     demo.add_argument("--verbose", action="store_true",
                       help="also print the workflow engine's log records (graphon, dify_plugin) on stderr")
 

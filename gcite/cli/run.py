@@ -17,7 +17,17 @@ def demo_command(args: argparse.Namespace) -> int:
     if args.query and not queries:
         raise CliError("--query: the question is empty")
     roles = demo.DEMO_ROLES if args.roles is None else args.roles
-    return 0 if demo.run(sys.stdout, queries or demo.DEMO_TURNS, roles, path) else 1
+    check_llm_options(args)
+    return 0 if demo.run(sys.stdout, queries or demo.DEMO_TURNS, roles, path, args.llm_base_url,
+                         args.llm_model) else 1
+
+
+def check_llm_options(args: argparse.Namespace) -> None:
+    """--llm-base-url and --llm-model go together (`demo`, `run`)."""
+    if args.llm_base_url and not args.llm_model:
+        raise CliError("--llm-base-url needs --llm-model")
+    if args.llm_model and not args.llm_base_url:
+        raise CliError("--llm-model needs --llm-base-url (the built-in stand-in has no models to choose)")
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -32,10 +42,7 @@ def run_command(args: argparse.Namespace) -> int:
         query = check_text(args.query, "--query")
     except ValueError as error:
         raise CliError(str(error)) from None
-    if args.llm_base_url and not args.llm_model:
-        raise CliError("--llm-base-url needs --llm-model")
-    if args.llm_model and not args.llm_base_url:
-        raise CliError("--llm-model needs --llm-base-url (the built-in stand-in has no models to choose)")
+    check_llm_options(args)
     if not query.strip():
         raise CliError("--query: the question is empty")
     dsl = load_chatflow(Path(args.dsl))

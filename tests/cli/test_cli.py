@@ -1,6 +1,7 @@
 import json
 import subprocess
 import sys
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 import yaml
@@ -8,6 +9,7 @@ import yaml
 from gcite.cli.main import main
 from gcite.build.prefilter import conditions_for_roles, templated_conditions
 from tests.support import ROOT
+from tests.support.local_http import serving
 
 
 def test_prefilter_command_prints_literal_and_templated_conditions(capsys):
@@ -245,6 +247,35 @@ def test_demo_takes_a_query_roles_and_the_code_chatflow(capsys):
     assert out.startswith("Chatflow: gcite_chatflow_code.yml on graphon") and "user_roles = 前台" in out
     assert out.count("===== turn") == 1 and "===== turn 1: 访客怎么登记？" in out
     assert "访客管理制度" in out.split("-- cited sources")[1]  # 前台 may see the visitor policy, and it is cited
+
+
+def test_demo_talks_to_an_openai_compatible_model_for_every_turn(capsys):
+    """--llm-base-url/--llm-model: each turn's LLM node asks the model at the URL, the second with the first turn
+    in its prompt, without markers; either option alone is one error line."""
+    seen = []
+
+    class Model(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's name
+            seen.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            for piece in ["会议室须提前", "预约[C:", "1]。"]:
+                self.wfile.write(f"data: {json.dumps({'choices': [{'delta': {'content': piece}}]})}\n\n".encode())
+            self.wfile.write(b"data: [DONE]\n\n")
+
+        def log_message(self, *args):
+            pass
+
+    with serving(Model) as url:
+        assert main(["demo", "--llm-base-url", f"{url}/v1", "--llm-model", "m1"]) == 0
+    out = capsys.readouterr().out
+    assert f"LLM: m1 at {url}/v1" in out and out.count("===== turn") == 2
+    assert len(seen) == 2 and {body["model"] for body in seen} == {"m1"}
+    second = "\n".join(str(m["content"]) for m in seen[1]["messages"])
+    assert "会议室须提前预约" in second and "会议室须提前预约[C:" not in second  # the earlier turn, marker-free
+    assert "--llm-model needs --llm-base-url" in one_error_line(capsys, ["demo", "--llm-model", "m1"])
+    assert "--llm-base-url needs --llm-model" in one_error_line(capsys, ["demo", "--llm-base-url", f"{url}/v1"])
 
 
 def test_demo_with_a_role_the_pre_filter_cannot_match_shows_the_error_and_fails(capsys):

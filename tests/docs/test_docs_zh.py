@@ -89,6 +89,18 @@ def test_every_endpoint_setting_is_named(lang):
 
 
 @pytest.mark.parametrize("lang", LANGS)
+def test_the_endpoints_error_table_lists_each_code_it_answers_once(lang):
+    """Each code the chat endpoint answers a refused request with (endpoints/chat.py MESSAGES, but the
+    mid-stream internal_error) is in the page's status table, in a row of its own status, and only there."""
+    from endpoints.chat import MESSAGES
+    from endpoints.chat_protocol import INTERNAL_ERROR
+
+    rows = re.findall(r"^\| (\d{3}) \| (.+?) \|", text(PAGE[lang] / "endpoint.md"), re.MULTILINE)
+    listed = [code for _, codes in rows for code in re.findall(r"`([a-z_]+)`", codes)]
+    assert sorted(listed) == sorted(set(MESSAGES) - {INTERNAL_ERROR}), f"{lang}/endpoint.md"
+
+
+@pytest.mark.parametrize("lang", LANGS)
 def test_every_protocol_event_is_in_the_protocol_table(lang):
     events = section(text(PAGE[lang] / "protocol.md"), EVENTS_HEADING[lang])
     rows = re.findall(r"^\| `([a-z_]+)` \|", events, re.MULTILINE)
