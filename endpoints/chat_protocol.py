@@ -276,6 +276,7 @@ class Translator:
         self.answer = AnswerText()
         self.early: list[str] = []  # answer text shown before the chunk list and before the LLM's (see `feed`)
         self.stream: CitationStream | None = None
+        self.held_cite: dict[str, list[Any]] | None = None  # the citation shown once text follows (see `_pieces`)
         self.replaced = False
         self.conversation_id = ""
         self.message_id = ""
@@ -334,7 +335,7 @@ class Translator:
         if self.finished:
             return []
         self.finished = True
-        return [error_event(code)]
+        return self._cite_held() + [error_event(code)]
 
     # parts
 
@@ -378,18 +379,29 @@ class Translator:
         return CitationStream(chunks, self.phrases)
 
     def _pieces(self, pieces: list[dict[str, Any]]) -> list[Event]:
+        """The validator's pieces as events. Markers with no text between them (`[C:1][C:3]`, as the prompt asks
+        for several sources) are one `cite`, like `[C:1,3]`: a citation is held until text follows or the answer
+        ends (`_cite_held`), so the split into deltas never changes the events."""
         out: list[Event] = []
         for piece in pieces:
-            if piece["type"] == "text":
+            if piece["type"] == "text" and piece["text"]:
+                out += self._cite_held()
                 out.append(("text", {"text": piece["text"]}))
             elif piece["type"] == "cite":
-                out.append(("cite", {"numbers": list(piece["numbers"]), "ids": list(piece["ids"]),
-                                     "new": list(piece["new"])}))
+                held = self.held_cite or {"numbers": [], "ids": [], "new": []}
+                pairs = dict(zip(held["numbers"], held["ids"])) | dict(zip(piece["numbers"], piece["ids"]))
+                self.held_cite = {"numbers": sorted(pairs), "ids": [pairs[n] for n in sorted(pairs)],
+                                  "new": sorted({*held["new"], *piece["new"]})}
         return out
+
+    def _cite_held(self) -> list[Event]:
+        cite, self.held_cite = self.held_cite, None
+        return [("cite", cite)] if cite else []
 
     def _replace(self, answer: Any) -> list[Event]:
         out = self._sources_first()
         self.early = []  # the replacement is the whole answer
+        self.held_cite = None
         self.replaced = True
         self.stream = self._new_stream()
         pieces = self.stream.feed_pieces(answer if isinstance(answer, str) else "") + self.stream.finish_pieces()
@@ -400,6 +412,7 @@ class Translator:
         stream = self._citation_stream()
         early = self._early()
         out += self._pieces((stream.feed_pieces(early) if early else []) + stream.finish_pieces())
+        out += self._cite_held()
         result = stream.result()
         by_id = {source["id"]: source for source in self.sources or []}
         citations = []

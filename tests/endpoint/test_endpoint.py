@@ -290,7 +290,7 @@ def test_a_canned_stream_gives_whitelisted_sources_cut_snippets_and_safe_urls(pl
     assert sources[1]["document_title"] == "<img src=x onerror=1>"  # text; the page shows it as text
     assert len(sources[2]["snippet"]) == 40 and sources[2]["snippet"] == CHUNKS[2]["content"][:40]
     assert answer_text(events) == "巡更需先打卡，异常要上报。"
-    assert [d["numbers"] for n, d in events if n == "cite"] == [[1], [2], [3]]
+    assert [d["numbers"] for n, d in events if n == "cite"] == [[1], [2, 3]]  # [C:2][C:3]: one citation
     done = events[-1][1]
     assert done["status"] == "cited" and done["message_id"] == "msg-1"
     assert done["citations"][2]["snippet"] == sources[2]["snippet"]

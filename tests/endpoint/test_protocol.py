@@ -148,6 +148,24 @@ def test_held_text_is_shown_at_the_end_when_no_chunk_list_and_no_llm_text_come()
     assert replaced[2][1]["text"] == "已替换" and answer_text(replaced) == ""
 
 
+@pytest.mark.parametrize("deltas", [["先看[C:3]。上报[C:1][C:3]。"], ["先看[C:3]。上报[C:1]", "[C:3]。"],
+                                    ["先看[C:3]。上报[C:1]", "[C:", "3]", "。"]])
+def test_adjacent_markers_are_one_citation_with_its_numbers_ascending(deltas):
+    """`[C:1][C:3]` (how the prompt asks for several sources) is one `cite`, as `[C:1,3]` is, however it is split;
+    a marker after text is a citation of its own."""
+    events = run(dify_stream(deltas, CHUNKS))
+    cites = [d for name, d in events if name == "cite"]
+    assert cites == [{"numbers": [1], "ids": ["3"], "new": [1]}, {"numbers": [1, 2], "ids": ["3", "1"], "new": [2]}]
+    assert merged(events)[2:5] == [("text", {"text": "先看"}), ("cite", cites[0]), ("text", {"text": "。上报"})]
+    assert [name for name, _ in events[-3:]] == ["cite", "text", "done"]
+
+
+def test_a_citation_at_the_very_end_still_comes_before_done():
+    events = run(dify_stream(["上报[C:1]", "[C:2]"], CHUNKS))
+    assert [name for name, _ in events][-2:] == ["cite", "done"]
+    assert events[-2][1] == {"numbers": [1, 2], "ids": ["1", "2"], "new": [1, 2]}
+
+
 def test_ping_unknown_events_and_anything_after_done_are_ignored():
     stream = dify_stream(["答[C:1]"], CHUNKS)
     stream[4:4] = [{"event": "ping"}, envelope("agent_log", data={"secret": "x"}), "not a dict"]
