@@ -252,10 +252,23 @@ def prompt_parts(lang: str) -> dict[str, str]:
     return named
 
 
+# Our own prompt puts the chunks below its rules; a builder's prompt may hold its context above them, so the rules
+# retrofit adds say "the numbered chunks" without saying where
+POSITION_FREE = {"en": (("The numbered chunks below come from", "The numbered chunks come from"),
+                        ("strictly on the numbered chunks below.", "strictly on the numbered chunks.")),
+                 "zh": (("下方检索片段可能来自", "检索片段可能来自"), ("严格基于下方编号的检索片段", "严格基于编号的检索片段"))}
+
+
 def citation_rules(lang: str) -> str:
-    """The citation rules of our own chatflows' prompt, one heading level down under G-Cite's heading."""
+    """The citation rules of our own chatflows' prompt, one heading level down under G-Cite's heading, with no word
+    on where the chunks stand (POSITION_FREE)."""
     parts = prompt_parts(lang)
-    return RULE_HEADINGS[lang] + "\n" + "\n\n".join("#" + parts[k] for k in ("sources", "rules"))
+    rules = RULE_HEADINGS[lang] + "\n" + "\n\n".join("#" + parts[k] for k in ("sources", "rules"))
+    for placed, free in POSITION_FREE[lang]:
+        if placed not in rules:
+            raise RuntimeError(f"gcite/build/chatflows.py's prompt no longer says {placed!r} (POSITION_FREE)")
+        rules = rules.replace(placed, free)
+    return rules
 
 
 def history_section(lang: str) -> str:

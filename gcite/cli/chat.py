@@ -147,9 +147,9 @@ def explained(events: Iterable[Event], mode: str, url: str) -> Iterator[Event]:
     for event in events:
         not_found = isinstance(event, Error) and (event.code == "http_404" or "endpoint not found" in event.message)
         if not_found and mode == "--url":
-            event = Error(event.code, f"no G-Cite endpoint at {url} (HTTP 404): the hook or the path is wrong; copy the "
-                                      f"endpoint's URL from Dify: Plugins → G-Cite → Endpoints (it ends in "
-                                      f"/e/<hook>/gcite/chat)")
+            event = Error(event.code, f"no G-Cite endpoint at {url} (HTTP 404): the hook or the path is wrong; "
+                                      f"copy the endpoint's URL from Dify: Plugins → G-Cite citations → Endpoints "
+                                      f"(it ends in /e/<hook>/gcite/chat)")
         elif not_found and mode == "--service-api":
             event = Error(event.code, f"no Dify Service API at {url} (HTTP 404): --service-api is your Dify's API "
                                       f"base, ending in /v1 (the app's API Access page shows it)")

@@ -277,6 +277,8 @@ def test_the_rules_are_added_in_the_prompts_language_keeping_the_builders_prompt
     original = nodes_of(yaml.safe_load(load(FIXTURES / "svcvit-image-knowledge-base.zh.yml")))["1743994891832"]
     assert system.startswith(original["data"]["prompt_template"][0]["text"].rstrip())
     assert citation_rules("zh") in system and system.count(RULE_HEADINGS["zh"]) == 1 and system.count(CONTEXT) == 1
+    # the builder's context may stand above the added rules: they do not say the chunks are below
+    assert "下方" not in citation_rules("zh") and "below" not in citation_rules("en")
     en = retrofit(load(FIXTURES / "dify-qc-knowledge-chatbot.en.yml"), options()).document
     assert all(citation_rules("en") in nodes_of(en)[n]["data"]["prompt_template"][0]["text"]
                for n in ("1711528802931", "1711528815414"))

@@ -141,8 +141,8 @@ def test_a_wrong_hook_says_so_and_where_dify_shows_the_url(not_found_server):
     code, out, err = chat("How do I book a meeting room?", "--url", url, "--token", "t")
     assert code == 1 and out == ""
     assert err.splitlines() == [f"error (http_404): no G-Cite endpoint at {url} (HTTP 404): the hook or the path is "
-                                f"wrong; copy the endpoint's URL from Dify: Plugins → G-Cite → Endpoints (it ends in "
-                                f"/e/<hook>/gcite/chat)"]
+                                f"wrong; copy the endpoint's URL from Dify: Plugins → G-Cite citations → Endpoints "
+                                f"(it ends in /e/<hook>/gcite/chat)"]
 
 
 def test_a_hook_difys_daemon_does_not_know_says_so_too(daemon):
@@ -150,7 +150,7 @@ def test_a_hook_difys_daemon_does_not_know_says_so_too(daemon):
     code, _, err = chat("q", "--url", url, "--token", "t")
     assert code == 1 and len(err.splitlines()) == 1
     assert f"no G-Cite endpoint at {url} (HTTP 404): the hook or the path is wrong" in err
-    assert "Plugins → G-Cite → Endpoints" in err
+    assert "Plugins → G-Cite citations → Endpoints" in err
 
 
 def test_user_against_a_server_that_is_not_gcite_serve(not_found_server):
