@@ -658,6 +658,17 @@ def test_the_threshold_rule_picks_per_language_the_best_f05_where_every_target_h
                                    "own_zh": own_zh})["en"] is None  # no threshold meets the own pairs' recall
 
 
+def test_the_auroc_spread_resamples_whole_groups():
+    from bench import support
+    separated = [(0.9, True), (0.1, False)] * 20
+    assert support.auroc_spread(separated, [str(i) for i in range(40)]) == 0.0  # every resample: AUROC 1
+    mixed = [(0.6, True), (0.4, False), (0.3, True), (0.7, False), (0.8, True)] * 8
+    spread = support.auroc_spread(mixed, [str(i) for i in range(40)])
+    assert 0.02 < spread < 0.3 and spread == support.auroc_spread(mixed, [str(i) for i in range(40)])  # seeded
+    # a group's rows are drawn together: with one group, every resample is the sample itself
+    assert support.auroc_spread(mixed, ["one"] * 40) == 0.0
+
+
 def test_the_weight_search_keeps_only_better_moves_within_range_and_restores_the_node():
     from bench import support, tune_support
     from nodes import validate_citations
