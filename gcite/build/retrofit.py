@@ -256,7 +256,8 @@ def prompt_parts(lang: str) -> dict[str, str]:
 # retrofit adds say "the numbered chunks" without saying where
 POSITION_FREE = {"en": (("The numbered chunks below come from", "The numbered chunks come from"),
                         ("strictly on the numbered chunks below.", "strictly on the numbered chunks.")),
-                 "zh": (("下方检索片段可能来自", "检索片段可能来自"), ("严格基于下方编号的检索片段", "严格基于编号的检索片段"))}
+                 "zh": (("下方检索片段可能来自", "检索片段可能来自"),
+                        ("严格基于下方编号的检索片段", "严格基于编号的检索片段"))}
 
 
 def citation_rules(lang: str) -> str:
@@ -567,17 +568,17 @@ class Retrofitter:
         node.update(dsl_build.node(node_id, x, y, {}), data=node["data"])
         node["data"]["tool_parameters"]["query"] = dsl_build.mixed(template_of(query))
         self._node(node, f"searches the web for {'.'.join(query)}")
-        # the search runs exactly when the retrieval does: on the same incoming edges, branch handles included
-        # (wired from Start instead, it would run on every branch and wake the merge node of a skipped one)
-        incoming = [e for e in g.edges if e.get("target") == target.retrievals[0]]
-        if not incoming:  # a retrieval nothing leads to: after what the query comes from
-            parent = g.start_id() if query[0] == "sys" else query[0]
-            incoming = [{"source": parent, "sourceHandle": "source"}]
-        for edge in incoming:
-            handle = str(edge.get("sourceHandle") or "source")
-            g.add_edge(edge["source"], node_id, handle)
-            self.change(f"edge added: {g.title(edge['source'])} → {node_id}"
-                        + ("" if handle == "source" else f" (branch {handle})"))
+        # the search runs when the LLM's retrievals do: on their incoming edges, branch handles included, so on
+        # whichever of their branches is taken (wired from Start instead, it would run on every branch and wake the
+        # merge node of a skipped one; from one retrieval's edges only, it would miss the other branches)
+        incoming = list(dict.fromkeys((str(e["source"]), str(e.get("sourceHandle") or "source")) for e in g.edges
+                                      if e.get("target") in target.retrievals and e.get("source") in g.by_id))
+        if not incoming:  # retrievals nothing leads to: after what the query comes from
+            incoming = [(g.start_id() if query[0] == "sys" else query[0], "source")]
+        for source, handle in incoming:
+            g.add_edge(source, node_id, handle)
+            branch = "" if handle == "source" else f" (branch {handle})"
+            self.change(f"edge added: {g.title(source)} → {node_id}{branch}")
         return node_id
 
     def validate_node(self, target: Target, v: dsl_build.Variant, merge: str) -> str:
@@ -783,7 +784,8 @@ class Retrofitter:
                  if n["data"].get("type") == "tool" and str(n["data"].get("provider_id", "")).startswith("gcite/")]
         if not tools:
             return
-        for node in tools:  # an earlier run's nodes name the package this run is for (a signed build, a new version)
+        refresh = self.options.identifier is not None  # --package given: an earlier run's nodes name that build
+        for node in tools if refresh else ():
             if node["data"].get("plugin_unique_identifier") != self.identifier:
                 node["data"]["plugin_unique_identifier"] = self.identifier
                 self.change(f"plugin identifier updated: {self.graph.title(node['id'])} now names {self.identifier}")
@@ -792,7 +794,7 @@ class Retrofitter:
             dependencies = self.document["dependencies"] = []
         ours = [d for d in dependencies if str(((d or {}).get("value") or {}).get("plugin_unique_identifier")
                                                or "").startswith(GCITE_PLUGIN)]
-        for dependency in ours:
+        for dependency in ours if refresh else ():
             if dependency["value"]["plugin_unique_identifier"] != self.identifier:
                 dependency["value"]["plugin_unique_identifier"] = self.identifier
                 self.change(f"dependency updated: the G-Cite plugin package is now {self.identifier}")

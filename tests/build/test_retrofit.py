@@ -373,6 +373,22 @@ def test_web_search_runs_only_on_its_retrievals_branch():
         svc.close()
 
 
+@pytest.mark.parametrize("question", ["巡更时发现异常怎么上报？", "紧急：巡更时发现异常怎么上报？"])
+def test_behind_an_aggregator_of_two_branches_the_web_search_runs_on_either(question):
+    """An IF/ELSE leads to two retrievals and a Variable Aggregator joins them: the web search hangs on both
+    branches, so whichever is taken, the merge node gets the web results too."""
+    svc = start_local_services()
+    try:
+        result = retrofit(load(FIXTURES / "own-0.2.0-branch-aggregator.zh.yml"), options(web="gcite"))
+        web = next(i for i in nodes_of(result.document) if i.startswith(f"{PREFIX}web_"))
+        assert {handle for source, handle, target in edges_of(result.document) if target == web} == {"true", "false"}
+        events = run(result.text, svc, question)
+        merge = next(d for d in finished(events) if d["node_id"].startswith(f"{PREFIX}merge_"))
+        assert {c["source_type"] for c in merge["outputs"]["chunk_metadata"]} == {"rag", "web"}
+    finally:
+        svc.close()
+
+
 def test_llms_whose_context_is_not_retrieval_are_named_and_left_alone():
     result = retrofit(load(FIXTURES / "svcvit-intent-reply-workflow.zh.yml"), options())
     note = next(n for n in result.notes if n.startswith("left as they are"))

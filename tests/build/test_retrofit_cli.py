@@ -116,6 +116,10 @@ def test_package_names_the_installed_build_in_every_tool_and_the_dependency(tmp_
     assert main(["retrofit", str(out), "--package", str(signed.path)]) == 0
     assert capsys.readouterr().out.splitlines() == [
         f"no change: {out} already has G-Cite wired in for every retrieval → LLM context path"]
+    # a later run without --package (to add memory, say) keeps the build the file names
+    assert main(["retrofit", str(out), "--memory"]) == 0
+    assert not any("identifier" in line or "dependency" in line for line in capsys.readouterr().out.splitlines())
+    assert {n["data"]["plugin_unique_identifier"] for n in gcite_tools(out)} == {identifier}
 
 
 def test_acl_on_a_file_retrofitted_without_it_is_refused_and_with_it_changes_nothing(tmp_path, capsys):
