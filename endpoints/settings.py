@@ -52,6 +52,9 @@ def is_origin(origin: str) -> bool:
     return bool(match) and (match.group(3) is None or 1 <= int(match.group(3)) <= 65535)
 
 
+KEY_SHAPED = re.compile(r"[A-Za-z0-9_\-+/=]{16,}")  # what `gcite secret` and most API keys look like; no site does
+
+
 def allowed_origins(settings: Mapping[str, Any]) -> list[str]:
     """The `allowed_origins` setting as normalised origins, in order, without repeats ("*" kept as written). An
     entry that is neither "*" nor a well-formed origin raises SettingError naming the setting and the entry."""
@@ -64,7 +67,10 @@ def allowed_origins(settings: Mapping[str, Any]) -> list[str]:
             continue
         origin = normal_origin(entry)
         if origin != "*" and not is_origin(origin):
-            shown = entry if len(entry) <= 60 and entry.isprintable() else repr(entry[:60])
+            # a key pasted into the wrong field (the token secret, say) is never echoed into the plugin's log
+            shown = (f"an entry of {len(entry)} letters and digits (not shown: it looks like a key, not a site)"
+                     if KEY_SHAPED.fullmatch(entry) else
+                     entry if len(entry) <= 60 and entry.isprintable() else repr(entry[:60]))
             raise SettingError(f"setting allowed_origins: {shown} is not an origin; write each site as "
                                "scheme://host[:port], e.g. https://chat.example.com, or * for every site")
         out.append(origin)
@@ -114,4 +120,4 @@ def read_settings(settings: Mapping[str, Any]) -> Config:
         raise problem("jwt_audience", "expected text")
     return Config(app_id=app_id.strip(), secret=secret.encode("utf-8"), origins=allowed,
                   source_node=source_node.strip() if source_node else None, snippet_length=length,
-                  audience=audience.strip() if audience else None)
+                  audience=(audience.strip() or None) if audience else None)  # blank: no `aud`, as documented

@@ -70,6 +70,24 @@ def test_frame_ancestors_take_the_allowed_origins_as_browsers_write_them(endpoin
     assert ancestors_of(endpoint, "*") == ["'self'"]  # every site may call the endpoint; none may frame the page
 
 
+def test_a_blank_jwt_audience_means_no_audience():
+    from endpoints.settings import read_settings
+
+    base = {"app": {"app_id": "app-1"}, "token_secret": "s" * 32, "allowed_origins": "https://app.example.com"}
+    assert read_settings({**base, "jwt_audience": "   "}).audience is None
+    assert read_settings({**base, "jwt_audience": " gcite-chat "}).audience == "gcite-chat"
+
+
+def test_a_key_pasted_into_allowed_origins_is_not_echoed():
+    from endpoints.settings import SettingError, allowed_origins
+
+    for key in ("S3CRETvalue-abcdefghijkl", "q9ZxL0m_-vT3yYb8rN2kWc5HdJ7uP1sA4eGfQiOoR6M", "a" * 64):
+        with pytest.raises(SettingError) as caught:
+            allowed_origins({"allowed_origins": f"https://app.example.com {key}"})
+        assert key not in str(caught.value) and key[:8] not in str(caught.value)
+        assert str(caught.value).startswith(f"setting allowed_origins: an entry of {len(key)} letters and digits")
+
+
 @pytest.mark.parametrize("entry", [
     "http://*", "https://*.example.com", "http://;report-uri", "https://a.example.com';", "javascript:alert(1)",
     "https://x.example.com/path", "https://x.example.com?q", "https://x.example.com#f", "ftp://x.example.com",
