@@ -132,6 +132,22 @@ def parse(text: str) -> tuple[dict[str, Any], bool]:
             raise RetrofitRefusal(f"not a Dify app DSL: workflow.graph.nodes[{n}] has no id or data")
     if not isinstance(graph.get("edges") or [], list):
         raise RetrofitRefusal("not a Dify app DSL: workflow.graph.edges is not a list")
+    for n, edge in enumerate(graph.get("edges") or []):
+        if not isinstance(edge, dict) or not isinstance(edge.get("source"), str) \
+                or not isinstance(edge.get("target"), str):
+            raise RetrofitRefusal(f"not a Dify app DSL: workflow.graph.edges[{n}] is not an edge (a mapping with "
+                                  f"source and target ids)")
+    dependencies = document.get("dependencies")
+    if dependencies is not None and not (isinstance(dependencies, list)
+                                         and all(isinstance(d, dict) for d in dependencies)):
+        raise RetrofitRefusal("not a Dify app DSL: dependencies is not a list of mappings")
+    shapes = {"llm": (("context", dict, "a mapping"), ("prompt_template", (list, dict), "a list")),
+              "end": (("outputs", list, "a list"),), "start": (("variables", list, "a list"),)}
+    for item in graph["nodes"]:  # the node fields retrofit reads, in the shapes Dify writes them
+        data = item["data"]
+        for field, kind, shape in shapes.get(str(data.get("type")), ()):
+            if data.get(field) is not None and not isinstance(data[field], kind):
+                raise RetrofitRefusal(f"not a Dify app DSL: node {item['id']}'s {field} is not {shape}")
     return document, wrapped
 
 
@@ -823,7 +839,14 @@ def retrofit(text: str, options: Options | None = None) -> Result:
     options = options or Options()
     document, wrapped = parse(text)
     worker = Retrofitter(document, options)
-    worker.run()
+    try:
+        worker.run()
+    except RetrofitRefusal:
+        raise
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as error:
+        # a value of a shape `parse` does not check: one line, never a traceback
+        raise RetrofitRefusal(f"cannot rewire safely: a value in the DSL has an unexpected shape "
+                              f"({type(error).__name__}: {str(error)[:120]})") from None
     rendered = dsl_build.render(document)
     notes = worker.notes
     if wrapped:

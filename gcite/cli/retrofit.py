@@ -98,6 +98,10 @@ def command(args: argparse.Namespace) -> int:
     for note in result.notes:
         print(f"note: {note}")
     out = Path(args.out) if args.out else default_out(source)
+    if args.out and not args.dry_run and out.resolve() == source.resolve() and default_out(source) != source:
+        # the export stays as Dify wrote it: --acl, say, must later run on it (only IN.gcite.yml is rewritten)
+        raise CliError(f"--out {out}: that is the input; the exported DSL is never overwritten (write to another "
+                       f"file, or name it *.gcite.yml)")
     if not result.changed:
         print(f"no change: {source} already has G-Cite wired in for every retrieval → LLM context path")
     if args.dry_run:

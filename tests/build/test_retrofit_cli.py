@@ -136,14 +136,39 @@ def test_acl_on_a_file_retrofitted_without_it_is_refused_and_with_it_changes_not
     assert captured.out == "" and captured.err.count("\n") == 1
     assert captured.err.startswith(f"error: {plain}: --acl: LLM ") and "without access control" in captured.err
     assert plain.read_bytes() == before
-    guarded = tmp_path / "guarded.yml"
+    guarded = tmp_path / "guarded.gcite.yml"  # a *.gcite.yml is rewritten in place
     assert main(["retrofit", str(app), "--nodes", "code", "--acl", "access_roles", "--out", str(guarded)]) == 0
     written = guarded.read_bytes()
     capsys.readouterr()
-    assert main(["retrofit", str(guarded), "--nodes", "code", "--acl", "access_roles", "--out", str(guarded)]) == 0
+    assert main(["retrofit", str(guarded), "--nodes", "code", "--acl", "access_roles"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         f"no change: {guarded} already has G-Cite wired in for every retrieval → LLM context path"]
     assert guarded.read_bytes() == written
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda d, llm: llm["data"].__setitem__("context", "yes"), "node 1743994891832's context is not a mapping"),
+    (lambda d, llm: d.__setitem__("dependencies", "x"), "dependencies is not a list of mappings"),
+    (lambda d, llm: d["workflow"]["graph"]["edges"].append(5), "is not an edge (a mapping with source and target"),
+    (lambda d, llm: next(n for n in d["workflow"]["graph"]["nodes"] if n["data"]["type"] == "start")["data"]
+     .__setitem__("variables", "x"), "'s variables is not a list"),
+])
+def test_a_value_of_the_wrong_shape_is_one_error_line_not_a_traceback(edit, message, tmp_path, capsys):
+    document = yaml.safe_load(APP.read_text(encoding="utf-8"))
+    edit(document, next(n for n in document["workflow"]["graph"]["nodes"] if n["id"] == "1743994891832"))
+    app = tmp_path / "app.yml"
+    app.write_text(yaml.safe_dump(document, allow_unicode=True), encoding="utf-8")
+    assert main(["retrofit", str(app)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and message in captured.err
+    assert "Traceback" not in captured.err and sorted(p.name for p in tmp_path.iterdir()) == ["app.yml"]
+
+
+def test_out_never_overwrites_the_export(tmp_path, capsys):
+    app = copy(tmp_path)
+    assert main(["retrofit", str(app), "--out", str(app)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: --out {app}: that is the input; the exported DSL is never")
+    assert app.read_bytes() == APP.read_bytes()
 
 
 def gcite_tools(path: Path) -> list[dict]:
