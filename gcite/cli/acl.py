@@ -99,6 +99,24 @@ def pause(seconds: float) -> None:
     time.sleep(seconds)
 
 
+def url_problem(url: str) -> str | None:
+    """What makes an http(s) URL unusable before any request is sent (no host, a bad port, spaces), or None."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises ValueError for a port that is not a number from 0 to 65535
+    except ValueError as error:
+        return f"not a usable URL ({error})"
+    if not parts.hostname:
+        return "the URL names no host"
+    if any(c.isspace() or unicodedata.category(c)[0] == "C" for c in url):
+        return "the URL contains whitespace or control characters"
+    if port == 0:
+        return "port 0 is not a port to connect to"
+    return None
+
+
 def command(args: argparse.Namespace, stdout: Any = None, stderr: Any = None,
             sleep: Callable[[float], None] | None = None) -> int:
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
@@ -108,6 +126,10 @@ def command(args: argparse.Namespace, stdout: Any = None, stderr: Any = None,
     if not base_url.startswith(("http://", "https://")):
         problems.append("--base-url / DIFY_BASE_URL: expected the Knowledge API's http(s) base URL, e.g. "
                         "https://api.dify.ai/v1" + ("" if base_url else " (not set)"))
+    else:
+        malformed = url_problem(base_url)
+        if malformed:
+            problems.append(f"--base-url / DIFY_BASE_URL: {malformed}, e.g. https://api.dify.ai/v1")
     if not key:
         problems.append("--api-key / DIFY_DATASET_API_KEY: not set")
     elif any(c.isspace() or unicodedata.category(c)[0] == "C" for c in key):

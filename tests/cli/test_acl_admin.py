@@ -325,6 +325,16 @@ def test_unreachable_server_and_bad_arguments(cli, monkeypatch):
     assert code == acl_admin.EXIT_USAGE and "DIFY_DATASET_API_KEY: not set" in err and "--base-url" in err
 
 
+@pytest.mark.parametrize("url,problem", [("http://127.0.0.1:99999/v1", "not a usable URL (Port out of range"),
+                                         ("http://[::1", "not a usable URL (Invalid IPv6 URL)"),
+                                         ("https:///v1", "the URL names no host"),
+                                         ("http://127.0.0.1:0/v1", "port 0 is not a port to connect to")])
+def test_a_malformed_base_url_is_refused_before_any_request(cli, url, problem):
+    code, _, err = cli("audit", "--dataset", "d", base_url=url)
+    assert code == acl_admin.EXIT_USAGE and len(err.splitlines()) == 1
+    assert err.startswith(f"error: --base-url / DIFY_BASE_URL: {problem}") and cli.server.requests == []
+
+
 def test_retry_after_as_an_http_date():
     assert acl_admin.parse_retry_after("7") == 7.0
     assert acl_admin.parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past: retry now
