@@ -74,8 +74,9 @@ def run_command(args: argparse.Namespace) -> int:
         except DifyRefusal as error:
             raise CliError(str(error)) from None
         except Exception as error:  # noqa: BLE001 - a DSL the engine cannot run: one line, never a traceback
-            message = str(error).strip().splitlines()[0] if str(error).strip() else ""
-            raise CliError(f"{args.dsl}: {type(error).__name__}: {message}") from None
+            from gcite.local.dify_rules import validation_text
+
+            raise CliError(f"{args.dsl}: {type(error).__name__}: {validation_text(error)}") from None
     if printer:
         failed |= bool(printer.finish()["errors"])
     return 1 if failed else 0

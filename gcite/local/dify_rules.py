@@ -83,10 +83,33 @@ def validate_query(query: Any) -> str:
 def start_variables(graph: Mapping[str, Any], root: str) -> list[VariableEntity]:
     node = next((n for n in graph.get("nodes") or [] if n.get("id") == root), None)
     raw = ((node or {}).get("data") or {}).get("variables") or []
-    try:
-        return [VariableEntity.model_validate(v) for v in raw]
-    except ValueError as error:
-        raise DifyRefusal(f"the Start node's variables are not valid: {error}") from error
+    if not isinstance(raw, list):
+        raise DifyRefusal(f"the Start node's variables are not valid: expected a list, got {type(raw).__name__}")
+    variables = []
+    for n, value in enumerate(raw):
+        try:
+            variables.append(VariableEntity.model_validate(value))
+        except ValueError as error:
+            raise DifyRefusal(f"the Start node's variables are not valid: variables[{n}]: "
+                              f"{validation_text(error)}") from error
+    return variables
+
+
+def validation_text(error: Exception) -> str:
+    """A pydantic ValidationError as one line naming each field (`variables.0: Input should be …`; at most three),
+    any other error as its first line."""
+    errors = getattr(error, "errors", None)
+    if callable(errors):
+        try:
+            found = errors()
+        except Exception:  # noqa: BLE001 - not pydantic's after all: its first line below
+            found = None
+        if found:
+            parts = [f"{'.'.join(map(str, e.get('loc') or ())) or 'value'}: {e.get('msg')}" for e in found[:3]]
+            more = f" (and {len(found) - 3} more)" if len(found) > 3 else ""
+            return "; ".join(parts) + more
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def check_nested_text(value: Any, where: str, depth: int = 0) -> None:

@@ -249,6 +249,24 @@ def test_demo_takes_a_query_roles_and_the_code_chatflow(capsys):
     assert "访客管理制度" in out.split("-- cited sources")[1]  # 前台 may see the visitor policy, and it is cited
 
 
+@pytest.mark.parametrize("edit,message", [
+    (lambda d: next(n for n in d["workflow"]["graph"]["nodes"] if n["data"]["type"] == "start")["data"]
+     .__setitem__("variables", "x"), "the Start node's variables are not valid: expected a list, got str"),
+    (lambda d: next(n for n in d["workflow"]["graph"]["nodes"] if n["data"]["type"] == "start")["data"]
+     .__setitem__("variables", [{"variable": "q", "label": "Q", "type": "no-such-type"}]),
+     "the Start node's variables are not valid: variables[0]: type: Input should be"),
+    (lambda d: d.__setitem__("app", "x"), "not a chatflow DSL (app is str, not a mapping)"),
+    (lambda d: next(n for n in d["workflow"]["graph"]["nodes"] if n["data"]["type"] == "llm")["data"]
+     .__setitem__("context", "yes"), "ValidationError: context: Input should be a valid dictionary"),
+])
+def test_a_dsl_value_of_the_wrong_shape_is_one_line_naming_the_field(edit, message, tmp_path, capsys):
+    document = yaml.safe_load((ROOT / "dsl" / "gcite_chatflow.en.yml").read_text(encoding="utf-8"))
+    edit(document)
+    path = tmp_path / "bad.yml"
+    path.write_text(yaml.safe_dump(document, allow_unicode=True), encoding="utf-8")
+    assert message in one_error_line(capsys, ["run", str(path), "--query", "hi"])
+
+
 def test_demo_talks_to_an_openai_compatible_model_for_every_turn(capsys):
     """--llm-base-url/--llm-model: each turn's LLM node asks the model at the URL, the second with the first turn
     in its prompt, without markers; either option alone is one error line."""
