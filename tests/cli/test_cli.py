@@ -165,6 +165,8 @@ def test_run_pretty_shows_chunks_streamed_answer_and_only_cited_sources(capsys):
     (["--roles", "x", "--slot-node", "n"], "--slots and --slot-node apply only without it"),
     (["--slot-node", "bad node"], "--slot-node: 'bad node' is not a node id"),
     (["--acl-field", " "], "--acl-field must not be empty"),
+    (["--roles", "ops,\udcff"], "--roles is not valid Unicode text: lone surrogate U+DCFF at character 4"),
+    (["--acl-field", "roles\udcfe"], "--acl-field is not valid Unicode text: lone surrogate U+DCFE"),
 ])
 def test_prefilter_refuses_invalid_slots_and_roles(argv, message, capsys):
     assert message in one_error_line(capsys, ["prefilter", *argv])
