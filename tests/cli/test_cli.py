@@ -1,7 +1,6 @@
 import json
 import subprocess
 import sys
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 import yaml
@@ -10,6 +9,7 @@ from gcite.cli.main import main
 from gcite.build.prefilter import conditions_for_roles, templated_conditions
 from tests.support import ROOT
 from tests.support.local_http import serving
+from tests.support.openai_model import streaming_model
 
 
 def test_prefilter_command_prints_literal_and_templated_conditions(capsys):
@@ -273,21 +273,7 @@ def test_demo_talks_to_an_openai_compatible_model_for_every_turn(capsys):
     """--llm-base-url/--llm-model: each turn's LLM node asks the model at the URL, the second with the first turn
     in its prompt, without markers; either option alone is one error line."""
     seen = []
-
-    class Model(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 - http.server's name
-            seen.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.end_headers()
-            for piece in ["会议室须提前", "预约[C:", "1]。"]:
-                self.wfile.write(f"data: {json.dumps({'choices': [{'delta': {'content': piece}}]})}\n\n".encode())
-            self.wfile.write(b"data: [DONE]\n\n")
-
-        def log_message(self, *args):
-            pass
-
-    with serving(Model) as url:
+    with serving(streaming_model(["会议室须提前", "预约[C:", "1]。"], seen)) as url:
         assert main(["demo", "--llm-base-url", f"{url}/v1", "--llm-model", "m1"]) == 0
     out = capsys.readouterr().out
     assert f"LLM: m1 at {url}/v1" in out and out.count("===== turn") == 2

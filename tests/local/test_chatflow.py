@@ -3,7 +3,6 @@
 import copy
 import json
 import re
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 import yaml
@@ -16,6 +15,7 @@ from gcite.local.services import start_local_services
 from nodes import merge_chunks, web_search_request
 from tests.support import ROOT
 from tests.support.local_http import origin, start_server, stop_server
+from tests.support.openai_model import streaming_model
 
 DSLS = {"plugin": chatflows.PLUGIN_DSL, "code": chatflows.CODE_DSL}
 TAVILY_KEY = "tvly-TEST-SECRET-7f3a9c"
@@ -179,23 +179,8 @@ def test_two_turns_old_markers_are_never_read_as_current_citations():
 
 
 def test_runner_streams_an_openai_compatible_endpoint():
-    seen = {}
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 - http.server's name
-            seen["body"] = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            seen["auth"] = self.headers.get("Authorization")
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.end_headers()
-            for piece in ["会议室须提前", "预约[C:", "1]。"]:
-                self.wfile.write(f"data: {json.dumps({'choices': [{'delta': {'content': piece}}]})}\n\n".encode())
-            self.wfile.write(b"data: [DONE]\n\n")
-
-        def log_message(self, *args):
-            pass
-
-    server = start_server(Handler)
+    requests = []
+    server = start_server(streaming_model(["会议室须提前", "预约[C:", "1]。"], requests))
     try:
         svc = services(llm=OpenAICompatibleModel(f"{origin(server)}/v1", "test-model", "sk-x"))
         events = run("plugin", "会议室怎么预约？", svc=svc)
@@ -203,8 +188,9 @@ def test_runner_streams_an_openai_compatible_endpoint():
     finally:
         stop_server(server)
     assert answer_of(events).startswith("会议室须提前预约[C:1]。")
-    assert seen["body"]["model"] == "test-model" and seen["body"]["stream"] is True
-    assert [m["role"] for m in seen["body"]["messages"]] == ["system", "user"] and seen["auth"] == "Bearer sk-x"
+    [body] = requests
+    assert body["model"] == "test-model" and body["stream"] is True
+    assert [m["role"] for m in body["messages"]] == ["system", "user"] and body["_authorization"] == "Bearer sk-x"
 
 
 def test_the_client_renumbers_the_stream_and_lists_only_cited_sources(shared):
