@@ -2,6 +2,7 @@
 
 import argparse
 
+from gcite import unicode_problem
 from gcite.cli.common import CliError, os_error_text
 
 
@@ -50,11 +51,9 @@ def prefilter_command(args: argparse.Namespace) -> int:
         raise CliError("--acl-field must not be empty")
     for value, where in ((args.acl_field, "--acl-field"), (args.roles or "", "--roles"),
                          (args.slot_node or "", "--slot-node")):
-        try:  # bytes that are not UTF-8 on the command line arrive as lone surrogates: Dify could not store them
-            value.encode("utf-8")
-        except UnicodeEncodeError as error:
-            raise CliError(f"{where} is not valid Unicode text: lone surrogate U+{ord(value[error.start]):04X} at "
-                           f"character {error.start}") from None
+        problem = unicode_problem(value, where)  # Dify could not store such text
+        if problem:
+            raise CliError(problem)
     if args.roles is not None:
         if args.slots is not None or args.slot_node is not None:
             raise CliError("--roles prints literal conditions: --slots and --slot-node apply only without it")

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
+from gcite import unicode_problem
 from gcite.local.engine import (DslCodeSettings, VariableEntity, VariableEntityType)
 
 
@@ -62,12 +63,10 @@ def check_variable_ids(workflow: Mapping[str, Any]) -> None:
 # --- query and Start-form inputs ------------------------------------------------------------------------------
 
 def check_text(value: str, where: str) -> str:
-    """A clear error for text that is not valid Unicode (a lone surrogate cannot be encoded, stored or sent)."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as error:
-        code = ord(value[error.start])
-        raise DifyRefusal(f"{where} is not valid Unicode text: lone surrogate U+{code:04X} at character {error.start}")
+    """A clear error for text that is not valid Unicode (`gcite.unicode_problem`)."""
+    problem = unicode_problem(value, where)
+    if problem:
+        raise DifyRefusal(problem)
     return value
 
 
