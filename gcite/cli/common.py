@@ -39,6 +39,23 @@ def engine_logs(verbose: bool) -> Iterator[None]:
             logger.propagate, logger.handlers = propagate, handlers
 
 
+def add_llm_arguments(parser) -> None:
+    """`--llm-base-url URL --llm-model NAME` (`demo`, `run`; `serve` words its help for the app it serves)."""
+    parser.add_argument("--llm-base-url", metavar="URL",
+                        help="an OpenAI-compatible endpoint (key in GCITE_LLM_API_KEY); needs --llm-model; "
+                             "default: the built-in extractive stand-in")
+    parser.add_argument("--llm-model", metavar="NAME", help="model name at --llm-base-url (needs --llm-base-url)")
+
+
+def llm_options_problem(args) -> str | None:
+    """--llm-base-url and --llm-model go together (`demo`, `run`, `serve`): what is wrong, or None."""
+    if args.llm_base_url and not args.llm_model:
+        return "--llm-base-url needs --llm-model"
+    if args.llm_model and not args.llm_base_url:
+        return "--llm-model needs --llm-base-url (the built-in stand-in has no models to choose)"
+    return None
+
+
 def os_error_text(error: OSError) -> str:
     """An OSError in one line: what failed and why, without a traceback."""
     reason = error.strerror or str(error) or type(error).__name__

@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from gcite.cli.common import CliError, load_chatflow
+from gcite.cli.common import CliError, llm_options_problem, load_chatflow
 
 
 def demo_command(args: argparse.Namespace) -> int:
@@ -23,11 +23,9 @@ def demo_command(args: argparse.Namespace) -> int:
 
 
 def check_llm_options(args: argparse.Namespace) -> None:
-    """--llm-base-url and --llm-model go together (`demo`, `run`)."""
-    if args.llm_base_url and not args.llm_model:
-        raise CliError("--llm-base-url needs --llm-model")
-    if args.llm_model and not args.llm_base_url:
-        raise CliError("--llm-model needs --llm-base-url (the built-in stand-in has no models to choose)")
+    problem = llm_options_problem(args)
+    if problem:
+        raise CliError(problem)
 
 
 def run_command(args: argparse.Namespace) -> int:

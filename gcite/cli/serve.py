@@ -33,15 +33,13 @@ def usage_problem(args: Any) -> str | None:
     --knowledge-base to check them (and sets args.dsl to the chatflow's path)."""
     import math
 
-    from gcite.cli.common import CliError, load_chatflow
+    from gcite.cli.common import CliError, llm_options_problem, load_chatflow
     from gcite.cli.demo import DSL_CHOICES
 
     if args.port is not None and not 0 <= args.port <= 65535:
         return f"--port must be from 0 to 65535, got {args.port}"
-    if args.llm_model and not args.llm_base_url:
-        return "--llm-model needs --llm-base-url (the built-in stand-in has no models to choose)"
-    if args.llm_base_url and not args.llm_model:
-        return "--llm-base-url needs --llm-model"
+    if problem := llm_options_problem(args):
+        return problem
     if args.pace is not None:
         if args.llm_base_url:
             return "--pace applies to the built-in stand-in model only, not with --llm-base-url"
