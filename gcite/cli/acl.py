@@ -99,6 +99,10 @@ def pause(seconds: float) -> None:
     time.sleep(seconds)
 
 
+def has_space_or_control(text: str) -> bool:
+    return any(c.isspace() or unicodedata.category(c)[0] == "C" for c in text)
+
+
 def url_problem(url: str) -> str | None:
     """What makes an http(s) URL unusable before any request is sent (no host, a bad port, spaces), or None."""
     from urllib.parse import urlsplit
@@ -110,7 +114,7 @@ def url_problem(url: str) -> str | None:
         return f"not a usable URL ({error})"
     if not parts.hostname:
         return "the URL names no host"
-    if any(c.isspace() or unicodedata.category(c)[0] == "C" for c in url):
+    if has_space_or_control(url):
         return "the URL contains whitespace or control characters"
     if port == 0:
         return "port 0 is not a port to connect to"
@@ -132,7 +136,7 @@ def command(args: argparse.Namespace, stdout: Any = None, stderr: Any = None,
             problems.append(f"--base-url / DIFY_BASE_URL: {malformed}, e.g. https://api.dify.ai/v1")
     if not key:
         problems.append("--api-key / DIFY_DATASET_API_KEY: not set")
-    elif any(c.isspace() or unicodedata.category(c)[0] == "C" for c in key):
+    elif has_space_or_control(key):
         problems.append("--api-key / DIFY_DATASET_API_KEY: contains whitespace or control characters")
     if args.max_requests < 1:
         problems.append(f"--max-requests: expected 1 or more, got {args.max_requests}")
