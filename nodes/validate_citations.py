@@ -366,7 +366,7 @@ def content_units(text, question=None, weights=True, normalized=False):
             exact.update(number_unit(ORDINAL.sub("", code)) if ORDINAL.search(code) and ORDINAL.sub("", code).isdigit()
                          else "#" + code.casefold() for code in codes)
         exact.update("#" + number if number[0] != "0" and "." not in number else number_unit(number)
-                     for number in NUMBER_TOKENS.findall(text))
+                     for number in set(NUMBER_TOKENS.findall(text)))
     words = WORD_TOKENS.findall(text)
     if words and not EN_NUMBERS.keys().isdisjoint(map(str.casefold, words)):
         words = number_words(words, exact)
@@ -375,7 +375,7 @@ def content_units(text, question=None, weights=True, normalized=False):
     if not weights:
         units = grams | exact
         units.update(*runs)
-        units.update(map(word_unit, map(str.casefold, words)))
+        units.update(map(word_unit, {word.casefold() for word in set(words)}))
         units.discard("")
         return units
     units = dict.fromkeys(grams, 1.0)
@@ -413,8 +413,8 @@ def support_score(units, chunk, others=None):
 
 
 def plain_share(covered):
-    """`support_score` from a `coverage` triple (found, needed, missing)."""
-    found, needed, missing = covered
+    """`support_score` from a `coverage` result (found, needed, missing, words missing)."""
+    found, needed, missing, _ = covered
     return 1.0 if needed == 0 else found / needed * MISSING_EXACT ** missing
 
 
@@ -423,7 +423,7 @@ def plain_share(covered):
 # The tables are small and hand-made (standard library only): they catch the common cases, not meaning in general.
 
 MISSING_DECAY = 0.86  # factor per word of the sentence that the chunk lacks ("the more is missing, the lower")
-WEIGHT_ZH_WORD = 6.0  # the weight a two-character Chinese word's units add up to (see `missing_words`)
+WEIGHT_ZH_WORD = 6.0  # the weight a two-character Chinese word's units add up to (see `coverage`)
 PART_WEIGHT = 0.8  # how much the weakest part of a multi-part sentence counts against the whole sentence's score
 MIN_PART_WEIGHT = 3.0  # a part with less content than this is not judged on its own
 CUE_FACTOR = {"negation": 0.05, "antonym": 0.2, "number": 0.4, "roles": 0.2, "scope": 0.5}  # a cue's factor
@@ -752,9 +752,12 @@ def weakest_part(units, parts, chunk, others=None):
 
 
 def coverage(units, chunk, others=None, converted=()):
-    """(found weight, needed weight, numbers and codes missing) of `units` in the set `chunk` (or, for a
-    number, in `converted`); the units only another cited chunk contains (`others`) are left out."""
-    found = needed = 0.0
+    """(found weight, needed weight, numbers and codes missing, words missing) of `units` in the set `chunk` (or,
+    for a number, in `converted`); the units only another cited chunk contains (`others`) are left out. Words
+    missing: about how many words of the sentence the chunk lacks, the weight of its missing units other than
+    numbers and codes, a Chinese unit counted at 1/WEIGHT_ZH_WORD (a missing two-character word loses about that
+    much weight: its bigram, its characters and the bigrams joining it to its neighbours)."""
+    found = needed = words = 0.0
     missing = 0
     for unit, weight in units.items():
         if unit in chunk:
@@ -766,8 +769,10 @@ def coverage(units, chunk, others=None, converted=()):
                 found += weight
             else:
                 missing += 1
+        else:
+            words += weight / WEIGHT_ZH_WORD if "\u3400" <= unit[0] else weight
         needed += weight
-    return found, needed, missing
+    return found, needed, missing, words
 
 
 def negation_word(text):
@@ -775,18 +780,6 @@ def negation_word(text):
     cleared = NOT_NEGATIONS.sub(lambda m: " " * len(m.group()), text)
     match = NEGATED_ZH.search(cleared) or NEGATED_EN.search(text)
     return match.group().strip() if match else None
-
-
-def missing_words(units, chunk, others=None):
-    """About how many words of the sentence the chunk lacks: the weight of its missing units, a Chinese unit
-    counted at 1/WEIGHT_ZH_WORD (a missing two-character word loses about that much weight: its bigram, its
-    characters and the bigrams joining it to its neighbours)."""
-    words = 0.0
-    for unit, weight in units.items():
-        if unit in chunk or (others and others.get(unit)) or unit[0] == "#":
-            continue
-        words += weight / WEIGHT_ZH_WORD if "\u3400" <= unit[0] else weight
-    return words
 
 
 NEGATION_BRIDGE = "是会能要可有被再也都还就"  # between a Chinese negation and what it negates (不会学习, 没有被…抓到)
@@ -896,9 +889,10 @@ def antonym_candidates(sentence_text, units, view):
 
 def scope_cue(sentence_text, view):
     """{"kind": "scope", "claim": w}: the sentence says all/only/always… (SCOPE_ZH, SCOPE_EN) and the chunk does not."""
-    for word in SCOPE_ZH:
-        if word in sentence_text and word not in view.text:
-            return {"kind": "scope", "claim": word}
+    if not sentence_text.isascii():
+        for word in SCOPE_ZH:
+            if word in sentence_text and word not in view.text:
+                return {"kind": "scope", "claim": word}
     if LATIN.search(sentence_text):
         for word in SCOPE_EN.intersection(WORD_TOKENS.findall(sentence_text)):
             if word not in view.words():
@@ -1040,12 +1034,12 @@ def judge(text, units, view, others=None, parts=(), covered=None):
     Chinese sentence, raised to ZH_SCALE.
     `parts`: the sentence's `sentence_parts`, or None to split it here when the chunk lacks some of its content.
     `covered`: `coverage(units, view.units, others)` when the caller has it already."""
-    found, needed, missing = covered or coverage(units, view.units, others)
+    found, needed, missing, words = covered or coverage(units, view.units, others)
     if needed == 0:
         return 1.0, []
     if missing and view.converted():
-        found, needed, missing = coverage(units, view.units, others, view.converted())
-    score = found / needed * MISSING_EXACT ** missing * MISSING_DECAY ** missing_words(units, view.units, others)
+        found, needed, missing, words = coverage(units, view.units, others, view.converted())
+    score = found / needed * MISSING_EXACT ** missing * MISSING_DECAY ** words
     if found < needed and parts is None:
         parts = sentence_parts(text)
     weakest = weakest_part(units, parts, view.units, others) if parts and found < needed else None
@@ -1232,7 +1226,7 @@ def sentence_spans(text):
                 spans.append((at, at + len(line), "row"))
             continue
         kind = "heading" if stripped.startswith("#") else "text"
-        masked = INLINE_CODE.sub(lambda m: "x" * len(m.group()), line)
+        masked = INLINE_CODE.sub(lambda m: "x" * len(m.group()), line) if "`" in line else line
         begin = LINE_MARK.match(line).end()
         for end in SENTENCE_END.finditer(masked, begin):
             if end.group()[0] in ".;!?" and not_an_end(masked, begin, end.start()):
