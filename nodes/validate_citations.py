@@ -637,7 +637,7 @@ class ChunkView:
     and, on first use, its sentences (where a cue looks for the passage that matches the cited sentence)."""
 
     def __init__(self, content, budget=None):
-        normal = unicodedata.normalize("NFKC", content)
+        normal = normal_form(content)
         self.text = normal.casefold()
         self.units = expand_chunk(self.text, content_units(normal, weights=False, normalized=True))
         self._found = None
@@ -721,9 +721,24 @@ class ChunkView:
         return best, held / total
 
 
+# a range of years whose second year is shortened (2018–19, a season or a school year), not a date (2010-12-01)
+YEAR_RANGE = re.compile(r"(?<![\d.,/–-])\b(1[5-9]|20)(\d\d)( ?[–-] ?)(\d\d)\b(?![–/-]\d)")
+
+
+def full_year(match):
+    first, last = match.group(2), match.group(4)
+    return match.group() if last <= first else f"{match.group(1)}{first}{match.group(3)}{match.group(1)}{last}"
+
+
+def normal_form(text):
+    """Text as the check reads it: NFKC, a shortened second year written out (2018–19 -> 2018–2019)."""
+    text = unicodedata.normalize("NFKC", text)
+    return YEAR_RANGE.sub(full_year, text) if "–" in text or "-" in text else text
+
+
 def folded(text):
-    """Text as the cue rules read it: NFKC, casefolded."""
-    return unicodedata.normalize("NFKC", text).casefold()
+    """Text as the cue rules read it: `normal_form`, casefolded."""
+    return normal_form(text).casefold()
 
 
 def sentence_parts(text):
@@ -785,6 +800,11 @@ def negation_word(text):
 NEGATION_BRIDGE = "是会能要可有被再也都还就"  # between a Chinese negation and what it negates (不会学习, 没有被…抓到)
 
 
+def said_in(text, phrase):
+    """Does `text` hold `phrase` (both casefolded), whichever apostrophe each writes (hasn't, hasn’t)?"""
+    return phrase in text or ("’" in phrase or "'" in phrase) and phrase.replace("’", "'") in text.replace("’", "'")
+
+
 def negated_thing_cue(sentence_text, passage):
     """When both negate: the sentence negates X (不X, 没有X) and the passage states X without a negation just
     before it (没有握…手 against 也握了她的手): {"kind": "negation", "claim": "没有握"}; else None."""
@@ -827,7 +847,8 @@ def negation_cue(sentence_text, view, passage, said=None):
         if NEGATION_CHARS.search(NOT_NEGATIONS.sub("", sentence_text)):
             return {"kind": "negation", "claim": negation_word(sentence_text)}
         # English: the negated word itself must stand in the passage ("do not need" against "need"); a negation
-        # whose word the passage lacks is a paraphrase at least as often as a contradiction (WiCE dev)
+        # whose word the passage lacks is a paraphrase at least as often as a contradiction (WiCE dev); and where
+        # the chunk says the same negated phrase elsewhere ("he hasn't done" in a quote), the negation is its own
         passage_units = None
         for match in NEGATED_EN.finditer(sentence_text):
             rest = [w for w in WORD_TOKENS.findall(sentence_text[match.end():match.end() + 40])
@@ -835,8 +856,9 @@ def negation_cue(sentence_text, view, passage, said=None):
             if rest:
                 if passage_units is None:
                     passage_units = set(map(word_unit, WORD_TOKENS.findall(passage)))
-                if word_unit(rest[0]) in passage_units:
-                    return {"kind": "negation", "claim": f"{match.group()} {rest[0]}"}
+                claim = f"{match.group()} {rest[0]}"
+                if word_unit(rest[0]) in passage_units and not said_in(view.text, claim):
+                    return {"kind": "negation", "claim": claim}
         return None
     if not view.negated():
         return None
@@ -1096,7 +1118,7 @@ MEASURE_WORDS = frozenset("个天次楼层人元分年月日点号周岁倍位�
 
 def missing_items(sentence, view, others=None, limit=MAX_MISSING_SHOWN):
     """The sentence's numbers (with their unit), names, words and Chinese phrases the chunk lacks, as written."""
-    text = THOUSANDS.sub("", unicodedata.normalize("NFKC", sentence))
+    text = THOUSANDS.sub("", normal_form(sentence))
     items = []
 
     def held(unit):
@@ -1291,7 +1313,7 @@ def check_support(pieces, chunks, threshold=SUPPORT_THRESHOLD, question="", phra
     uncited = []
     for (start, end, kind), ids in zip(spans, cited):
         sentence = text[start:end].strip()
-        normal = unicodedata.normalize("NFKC", sentence)
+        normal = normal_form(sentence)
         units = content_units(normal, question_units, normalized=True)
         if ids:
             said = normal.casefold()

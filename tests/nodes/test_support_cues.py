@@ -5,7 +5,7 @@ import pytest
 from nodes.validate_citations import (ABBREVIATIONS, ANTONYMS_EN, ANTONYMS_ZH, COMPOUNDS_ZH, GENERIC_WORDS, GENERIC_ZH,
                                       NOT_NEGATIONS, SUPPORT_THRESHOLD, SYNONYMS_EN, SYNONYMS_ZH, UNIT_SCALE,
                                       WEIGHT_GENERIC, ChunkView, antonym_candidates, antonym_cue, check_support,
-                                      content_units, converted_numbers, folded, judge, main, missing_items, negated,
+                                      content_units, converted_numbers, folded, judge, main, missing_items, negated, normal_form,
                                       measure_cue, negated_thing_cue, negation_cue, number_cue, reason_text,
                                       roles_cue, scope_cue, sentence_parts, sentence_spans, stem, weakest_part)
 
@@ -126,6 +126,16 @@ def test_no_negation_cue_when_the_source_also_states_the_word_plainly():
     assert "negation" not in kinds(cite("业主不评价的话，工单会在7天后自动关闭。", chunk))
 
 
+def test_no_negation_cue_when_the_chunk_says_the_same_negated_phrase_elsewhere():
+    chunk = ('He regrets his vote. "Because he hasn’t done a thing," he said. '
+             '"All he has done," Ojeda said, "is take care of the rich people he promised to fight."')
+    sentence = "He said that he hasn't done a thing and that he has taken care of the rich people he promised to fight."
+    citation = cite(sentence, chunk)  # the passage matching best says "has done": the quote before says "hasn’t done"
+    assert citation["reasons"] == [] and citation["support"] == 1.0
+    elsewhere = cite(sentence, chunk.replace("hasn’t done a thing", "did nothing"))
+    assert elsewhere["weak"] and {"kind": "negation", "claim": "hasn't done"} in elsewhere["reasons"]
+
+
 def test_no_negation_cue_when_both_negate_or_neither_does():
     view = ChunkView("访客不得进入机房。")
     text = folded("访客不能进入机房")
@@ -165,6 +175,26 @@ def test_no_antonym_cue_for_a_negated_opposite_or_a_compound():
     assert "antonym" not in kinds(cite("公共区域的设施维修是免费的。", "维修收费：公共区域设施维修不收费。"))
     assert COMPOUNDS_ZH.search("单次不超过4小时")
     assert "antonym" not in kinds(cite("想用大会议室，需要提前一天申请。", "大会议室预订须提前1天申请，单次不超过4小时。"))
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("the 2018–19 academic year", "the 2018–2019 academic year"),
+    ("seasons 1998-99 and 2001 – 02", "seasons 1998-1999 and 2001 – 2002"),
+    ("on 2010-12-01", "on 2010-12-01"),  # a date
+    ("from 2018-05", "from 2018-05"),  # a month, or no range of years
+    ("ISBN 978-1-2018-19", "ISBN 978-1-2018-19"),
+    ("call 1234-56", "call 1234-56"),
+])
+def test_a_shortened_second_year_is_written_out(text, expected):
+    assert normal_form(text) == expected
+
+
+def test_a_shortened_second_year_is_the_year_the_chunk_gives():
+    chunk = "The name change will take place over the coming 2018-2019 academic year."
+    citation = cite("The name change takes place during the 2018–19 academic year.", chunk)
+    assert not citation["weak"] and citation["reasons"] == []
+    other = cite("The name change takes place during the 2018–19 academic year.", chunk.replace("2019", "2020"))
+    assert other["weak"] and "2019" in other["reasons"][0]["items"]
 
 
 def test_number_cue_a_different_number_for_the_same_thing():
