@@ -346,6 +346,20 @@ def word_unit(word):
     return unit
 
 
+WORD_WEIGHTS = {}  # word as written -> `word_weights`, a bounded cache
+
+
+def word_weights(word):
+    """(unit, weight inside a sentence, weight as a sentence's first word) of a word as written: WEIGHT_GENERIC for
+    a generic word, WEIGHT_NAME for a capitalised word inside a sentence, 1.0 for a longer word, else WEIGHT_SHORT."""
+    unit = word_unit(word.casefold())
+    first = WEIGHT_GENERIC if unit in GENERIC_UNITS else 1.0 if len(word) > 4 else WEIGHT_SHORT
+    inside = WEIGHT_NAME if word[0].isupper() and unit not in GENERIC_UNITS else first
+    if len(WORD_WEIGHTS) < 20_000:
+        WORD_WEIGHTS[word] = (unit, inside, first)
+    return unit, inside, first
+
+
 def number_unit(number):
     """`#` and the number without leading or trailing zeros (`08` -> `#8`, `3.50` -> `#3.5`)."""
     whole, _, fraction = number.partition(".")
@@ -413,10 +427,9 @@ def content_units(text, question=None, weights=True, normalized=False):
         for gram in GENERIC_ZH.intersection(grams):
             units[gram] = WEIGHT_GENERIC
     for position, word in enumerate(words):
-        unit = word_unit(word.casefold())
+        unit, inside, first = WORD_WEIGHTS.get(word) or word_weights(word)
         if unit:
-            weight = (WEIGHT_GENERIC if unit in GENERIC_UNITS else WEIGHT_NAME if position and word[0].isupper()
-                      else 1.0 if len(word) > 4 else WEIGHT_SHORT)
+            weight = inside if position else first
             if units.get(unit, 0.0) < weight:
                 units[unit] = weight
     units.update(dict.fromkeys(exact, WEIGHT_EXACT))
@@ -919,32 +932,38 @@ for _a, _b, _word_a, _word_b in ANTONYM_STEMS_EN:
     OPPOSITES_EN.setdefault(_b, []).append((_a, _word_b, _word_a))
 
 
-def antonym_candidates(sentence_text, units, view):
+def antonym_candidates(sentence_text, units, view, words=None):
     """[(word, opposite, shown, shown opposite)]: antonym-table words of the sentence (its `folded` text and units)
-    whose opposite the chunk holds somewhere and the sentence does not (the cheap first step of the antonym rule)."""
+    whose opposite the chunk holds somewhere and the sentence does not (the cheap first step of the antonym rule),
+    in the order the sentence says them. `words`: the sentence's `words_of`, when the caller has it."""
     found = []
     for word in OPPOSITES_ZH.keys() & units.keys():  # the Chinese table's words are one or two characters: units
         for other in OPPOSITES_ZH[word]:
             if other not in sentence_text and view.holds(other):
                 found.append((word, other, word, other))
-    if LATIN.search(sentence_text):
+    if words is None and LATIN.search(sentence_text):
         words = words_of(sentence_text)
+    if words:
         for stem in OPPOSITES_EN.keys() & words:
             for other, shown, shown_other in OPPOSITES_EN[stem]:
                 if other not in words and other in view.words():
                     found.append((stem, other, shown, shown_other))
+    found.sort(key=lambda candidate: (sentence_text.find(candidate[0]), candidate))  # never the sets' order
     return found
 
 
-def scope_cue(sentence_text, view):
-    """{"kind": "scope", "claim": w}: the sentence says all/only/always… (SCOPE_ZH, SCOPE_EN) and the chunk does not."""
+def scope_cue(sentence_text, view, words=None):
+    """{"kind": "scope", "claim": w}: the sentence says all/only/always… (SCOPE_ZH, SCOPE_EN) and the chunk does not;
+    the first such word of the sentence. `words`: the sentence's `words_of`, when the caller has it."""
     if not sentence_text.isascii():
         for word in SCOPE_ZH:
             if word in sentence_text and word not in view.text:
                 return {"kind": "scope", "claim": word}
-    if LATIN.search(sentence_text):
-        for word in SCOPE_EN.intersection(WORD_TOKENS.findall(sentence_text)):
-            if word not in view.words():
+    if words is None and LATIN.search(sentence_text):
+        words = words_of(sentence_text)
+    if words and not SCOPE_EN.isdisjoint(words):  # `words` holds every word of the sentence (and more forms)
+        for word in WORD_TOKENS.findall(sentence_text):
+            if word in SCOPE_EN and word not in view.words():
                 return {"kind": "scope", "claim": word}
     return None
 
@@ -988,7 +1007,7 @@ def number_cue(sentence_text, units, view):
         chunk_numbers = chunk_numbers if chunk_numbers is not None else view.numbers()
         other = chunk_numbers.get(thing_key(thing))
         if other:
-            return {"kind": "number", "claim": number, "source": min(other, key=len)[1:]}
+            return {"kind": "number", "claim": number, "source": min(other, key=lambda unit: (len(unit), unit))[1:]}
     for thing, number in NUMBER_BEFORE.findall(sentence_text):
         unit = number_unit(number)
         if unit in view.units:
@@ -996,7 +1015,7 @@ def number_cue(sentence_text, units, view):
         chunk_numbers = chunk_numbers if chunk_numbers is not None else view.numbers()
         other = chunk_numbers.get("^" + thing[:5])
         if other:
-            return {"kind": "number", "claim": number, "source": min(other, key=len)[1:]}
+            return {"kind": "number", "claim": number, "source": min(other, key=lambda unit: (len(unit), unit))[1:]}
     return None
 
 
@@ -1102,11 +1121,12 @@ def judge(text, units, view, others=None, parts=(), covered=None):
     if cue:
         reasons.append(cue)
     if found:
-        cue = scope_cue(text, view)
+        words = words_of(text) if LATIN.search(text) else None
+        cue = scope_cue(text, view, words)
         if cue:
             reasons.append(cue)
         passage = None
-        candidates = antonym_candidates(text, units, view)
+        candidates = antonym_candidates(text, units, view, words)
         roles = ROLE_HINT.search(text)
         said = negated(text)
         for rule in ("negation", "antonym", "roles"):

@@ -1,5 +1,11 @@
 """The support check's cues (issue 24): one test per cue table or rule, one per reason a weak citation carries."""
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from nodes.validate_citations import (ABBREVIATIONS, ANTONYMS_EN, ANTONYMS_ZH, COMPOUNDS_ZH, GENERIC_WORDS, GENERIC_ZH,
@@ -161,6 +167,29 @@ def test_antonym_cue_english():
     citation = cite("The permit must be renewed after the inspection.",
                     "The permit must be renewed before the inspection takes place.")
     assert {"kind": "antonym", "claim": "after", "source": "before"} in citation["reasons"]
+
+
+SEVERAL_CUES = [  # (sentence, chunk): two antonyms, two scope words, two numbers for the same thing
+    ("Sales increased and costs fell last year.", "Sales decreased and costs rose last year."),
+    ("The event is only for all members.", "The event is for members."),
+    ("The desk on floor 14 is open.", "The desk on floor 15 or floor 12 is open."),
+]
+
+
+def test_of_several_cues_the_reason_names_the_first_the_sentence_says_in_every_process():
+    script = ("import json, sys; from nodes.validate_citations import main; print(json.dumps([main(s + '[C:1]', "
+              "[{'id': '1', 'content': c}])['citations'][0]['reason'] for s, c in json.loads(sys.argv[1])]))")
+    root = Path(__file__).resolve().parents[2]
+    seen = set()
+    for seed in ("0", "1", "2", "3"):  # set order follows the string hash, which changes with the process
+        out = subprocess.run([sys.executable, "-c", script, json.dumps(SEVERAL_CUES)], cwd=root, check=True,
+                             capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+        seen.add(out)
+    assert len(seen) == 1
+    reasons = json.loads(seen.pop())
+    assert "antonym: increase/decrease" in reasons[0]
+    assert reasons[1] == "scope: only"
+    assert "number: 14 ≠ 12" in reasons[2]  # the same length: the lower
 
 
 def test_no_antonym_cue_when_the_passage_says_both_or_the_sentence_says_both():
