@@ -1366,13 +1366,13 @@ def check_support(pieces, chunks, threshold=SUPPORT_THRESHOLD, question="", phra
         if ids:
             said = normal.casefold()
             parts = None  # `judge` splits the sentence when it needs its parts
-            known = [i for i in ids if units_of(i) is not None]
+            known = [i for i in ids if view_of(i) is not None]
             if not known:
                 continue
             claims += 1
             holders = {unit: sum(unit in units_of(i) for i in known) for unit in units} if len(known) > 1 else None
             if holders is None:  # one chunk: its coverage is the plain share's and the start of `judge`'s score
-                covered = coverage(units, units_of(known[0]))
+                covered = coverage(units, views[known[0]].units)
                 plain = plain_share(covered)
             else:
                 covered = None
