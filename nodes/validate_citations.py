@@ -16,6 +16,7 @@ The marker grammar (here and nowhere else in this file):
     block (from a line starting with three backticks to the next such line) is a marker.
 """
 
+import functools
 import json
 import math
 import re
@@ -228,10 +229,10 @@ STOP_CHARS = frozenset("的了是在和与及或等也都就而且这那个之�
 STOP_CHAR = re.compile("[" + "".join(sorted(STOP_CHARS)) + "]")
 CJK_RUNS = re.compile(f"[{CJK}][{CJK}]*")  # [X][X]* is [X]+ written to start with a set (see THOUSANDS)
 CODE_TOKENS = re.compile(r"\b(?:[A-Za-z]+\d[A-Za-z0-9]*|\d+[A-Za-z][A-Za-z0-9]*)")
-CODE_HINT = re.compile(r"[0-9](?:(?<=[A-Za-z][0-9])|(?=[A-Za-z]))")  # a digit beside a letter: a code's sign, found fast
-NUMBER_TOKENS = re.compile(r"\d\d*(?:\.\d+)?")
+CODE_HINT = re.compile(r"\d(?:(?<=[A-Za-z]\d)|(?=[A-Za-z]))")  # a digit beside a letter: a code's sign, found fast
+NUMBER_TOKENS = re.compile(r"\d\d*(?:\.\d+)?")  # digits, with a decimal part
 DIGIT = re.compile(r"\d")
-WORD_TOKENS = re.compile("[A-Za-z\u00c0-\u024f][A-Za-z\u00c0-\u024f]*")
+WORD_TOKENS = re.compile("[A-Za-z\u00c0-\u024f][A-Za-z\u00c0-\u024f]*")  # a run of Latin letters
 STOP_WORDS = frozenset(
     "a an the and or of to in on at for by with from is are was were be been being it its this that these those as if "
     "then than so do does did can could will would should may might must shall has have had there their they them "
@@ -275,6 +276,7 @@ EN_NUMBERS = {word: n for n, word in enumerate(
 EN_NUMBERS.update({word: 10 * n for n, word in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)})
 ORDINAL = re.compile(r"(?<=\d)(?:st|nd|rd|th|d)$", re.IGNORECASE)
 ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+# a run of Chinese numerals before a measure word (三十个, 两天)
 ZH_NUMBER = re.compile("[零一二两三四五六七八九十百千][零一二两三四五六七八九十百千]*(?=[个天次楼层人元分年月日点号周岁小倍位条])")
 
 
@@ -346,17 +348,13 @@ def word_unit(word):
     return unit
 
 
-WORD_WEIGHTS = {}  # word as written -> `word_weights`, a bounded cache
-
-
+@functools.lru_cache(maxsize=20_000)
 def word_weights(word):
     """(unit, weight inside a sentence, weight as a sentence's first word) of a word as written: WEIGHT_GENERIC for
     a generic word, WEIGHT_NAME for a capitalised word inside a sentence, 1.0 for a longer word, else WEIGHT_SHORT."""
     unit = word_unit(word.casefold())
     first = WEIGHT_GENERIC if unit in GENERIC_UNITS else 1.0 if len(word) > 4 else WEIGHT_SHORT
     inside = WEIGHT_NAME if word[0].isupper() and unit not in GENERIC_UNITS else first
-    if len(WORD_WEIGHTS) < 20_000:
-        WORD_WEIGHTS[word] = (unit, inside, first)
     return unit, inside, first
 
 
@@ -386,9 +384,10 @@ def nfkc(text):
 def content_units(text, question=None, weights=True, normalized=False):
     """{unit: weight} of a text: the characters and character bigrams of Chinese runs, word stems, numbers and
     codes (`#…`; number words and Chinese numerals before a measure word count as numbers). With weights=False,
-    just the set of units (a chunk's side). `normalized`: the text is NFKC already."""
+    just the set of units (a chunk's side). `normalized`: the text is in `normal_form` already (as the sentences and
+    chunks are; a question is put in it here, to be read the same way)."""
     if not normalized:
-        text = nfkc(text)
+        text = normal_form(text)
     if "," in text:
         text = THOUSANDS.sub("", text)
     ascii_only = text.isascii()  # no Chinese numeral, run or stop character to look for (str.isascii costs nothing)
@@ -427,7 +426,7 @@ def content_units(text, question=None, weights=True, normalized=False):
         for gram in GENERIC_ZH.intersection(grams):
             units[gram] = WEIGHT_GENERIC
     for position, word in enumerate(words):
-        unit, inside, first = WORD_WEIGHTS.get(word) or word_weights(word)
+        unit, inside, first = word_weights(word)
         if unit:
             weight = inside if position else first
             if units.get(unit, 0.0) < weight:
@@ -585,21 +584,36 @@ SYNONYM_GROUPS_EN = [frozenset(map(stem, group)) for group in SYNONYMS_EN]
 ANTONYM_STEMS_EN = [(a, b, a, b) for a, b in ANTONYMS_EN]
 
 
+@functools.lru_cache(maxsize=20_000)
+def word_forms(word):
+    """A casefolded word and its forms without an inflection (-s, -d, -ed, -es, -ing): `closed` holds `close`,
+    `opened` holds `open`, `closing` holds `clos` and `close`."""
+    if len(word) > 3:
+        if word[-1] in "sd":
+            return (word, word[:-1], word[:-2]) if len(word) > 4 and word[-2] == "e" else (word, word[:-1])
+        if len(word) > 5 and word.endswith("ing"):
+            return word, word[:-3], word[:-3] + "e"
+    return (word,)
+
+
 def words_of(text):
-    """The casefolded words of a text and their forms without an inflection (-s, -d, -ed, -ing): the antonym
-    rule's view (`closed` holds `close`, `opened` holds `open`)."""
+    """The casefolded words of a text and their `word_forms`: the antonym rule's view."""
     words = set(WORD_TOKENS.findall(text.casefold()))
-    forms = []
-    for word in words:
-        if len(word) > 3:
-            if word[-1] in "sd":
-                forms.append(word[:-1])
-                if len(word) > 4 and word[-2] == "e":  # -ed, -es
-                    forms.append(word[:-2])
-            elif len(word) > 5 and word.endswith("ing"):
-                forms += (word[:-3], word[:-3] + "e")
-    words.update(forms)
+    if words:
+        words.update(*map(word_forms, words))
     return words
+
+
+def said_at(text, word):
+    """Where a casefolded text first says `word`: a Chinese word as written, an English one in any of its
+    `word_forms`; len(text) when it does not."""
+    if word.isascii():
+        for match in WORD_TOKENS.finditer(text):
+            if word in word_forms(match.group()):
+                return match.start()
+        return len(text)
+    at = text.find(word)
+    return at if at >= 0 else len(text)
 
 
 def negated(text):
@@ -761,13 +775,17 @@ class ChunkView:
         return best, held / total
 
 
-# a range of years whose second year is shortened (2018–19, a season or a school year), not a date (2010-12-01)
-YEAR_RANGE = re.compile(r"(?<![\d.,/–-])\b(1[5-9]|20)(\d\d)( ?[–-] ?)(\d\d)\b(?![–/-]\d)")
+# a year, a dash and two digits (2018–19: a season or a school year), not inside a longer run of numbers (2010-12-01)
+YEAR_RANGE = re.compile(r"(?<![\d.,–-])\b(1[5-9]|20)(\d\d)( ?[–-] ?)(\d\d)\b(?![–.,-]\d)")
 
 
 def full_year(match):
-    first, last = match.group(2), match.group(4)
-    return match.group() if last <= first else f"{match.group(1)}{first}{match.group(3)}{match.group(1)}{last}"
+    """A YEAR_RANGE match with its second year written out when it is the year after the first (2018–19,
+    1999–00), else as it is (2010-12 may be a month; 1987-89 stays as written)."""
+    year = int(match.group(1) + match.group(2))
+    if (year + 1) % 100 != int(match.group(4)):
+        return match.group()
+    return f"{year}{match.group(3)}{year + 1}"
 
 
 def normal_form(text):
@@ -841,8 +859,16 @@ NEGATION_BRIDGE = "是会能要可有被再也都还就"  # between a Chinese ne
 
 
 def said_in(text, phrase):
-    """Does `text` hold `phrase` (both casefolded), whichever apostrophe each writes (hasn't, hasn’t)?"""
-    return phrase in text or ("’" in phrase or "'" in phrase) and phrase.replace("’", "'") in text.replace("’", "'")
+    """Does `text` say `phrase` (both casefolded) as whole words, whichever apostrophe each writes (hasn't, hasn’t)?"""
+    if "’" in phrase or "'" in phrase:
+        text, phrase = text.replace("’", "'"), phrase.replace("’", "'")
+    start = text.find(phrase)
+    while start >= 0:
+        end = start + len(phrase)
+        if not (start and text[start - 1].isalpha()) and not (end < len(text) and text[end].isalpha()):
+            return True
+        start = text.find(phrase, start + 1)
+    return False
 
 
 def negated_thing_cue(sentence_text, passage):
@@ -891,14 +917,15 @@ def negation_cue(sentence_text, view, passage, said=None):
         # the chunk says the same negated phrase elsewhere ("he hasn't done" in a quote), the negation is its own
         passage_units = None
         for match in NEGATED_EN.finditer(sentence_text):
-            rest = [w for w in WORD_TOKENS.findall(sentence_text[match.end():match.end() + 40])
-                    if w not in STOP_WORDS and w not in NEGATION_SKIP][:1]
+            rest = [word for word in WORD_TOKENS.finditer(sentence_text, match.end(), match.end() + 40)
+                    if word.group() not in STOP_WORDS and word.group() not in NEGATION_SKIP][:2]
             if rest:
                 if passage_units is None:
                     passage_units = set(map(word_unit, WORD_TOKENS.findall(passage)))
-                claim = f"{match.group()} {rest[0]}"
-                if word_unit(rest[0]) in passage_units and not said_in(view.text, claim):
-                    return {"kind": "negation", "claim": claim}
+                negated_word = rest[0].group()
+                said = sentence_text[match.start():rest[-1].end()]  # through the word after the negated one
+                if word_unit(negated_word) in passage_units and not said_in(view.text, said):
+                    return {"kind": "negation", "claim": f"{match.group()} {negated_word}"}
         return None
     if not view.negated():
         return None
@@ -948,7 +975,8 @@ def antonym_candidates(sentence_text, units, view, words=None):
             for other, shown, shown_other in OPPOSITES_EN[stem]:
                 if other not in words and other in view.words():
                     found.append((stem, other, shown, shown_other))
-    found.sort(key=lambda candidate: (sentence_text.find(candidate[0]), candidate))  # never the sets' order
+    if len(found) > 1:  # in the sentence's order, never the sets'
+        found.sort(key=lambda candidate: (said_at(sentence_text, candidate[0]), candidate))
     return found
 
 
@@ -956,9 +984,10 @@ def scope_cue(sentence_text, view, words=None):
     """{"kind": "scope", "claim": w}: the sentence says all/only/always… (SCOPE_ZH, SCOPE_EN) and the chunk does not;
     the first such word of the sentence. `words`: the sentence's `words_of`, when the caller has it."""
     if not sentence_text.isascii():
-        for word in SCOPE_ZH:
-            if word in sentence_text and word not in view.text:
-                return {"kind": "scope", "claim": word}
+        said = [(sentence_text.find(word), -len(word), word) for word in SCOPE_ZH
+                if word in sentence_text and word not in view.text]
+        if said:  # the first, and of two starting there the longer (只能 before 只)
+            return {"kind": "scope", "claim": min(said)[2]}
     if words is None and LATIN.search(sentence_text):
         words = words_of(sentence_text)
     if words and not SCOPE_EN.isdisjoint(words):  # `words` holds every word of the sentence (and more forms)
@@ -996,6 +1025,11 @@ def negated_before(text, word):
     return True
 
 
+def plainest(numbers):
+    """Of the chunk's number units for one thing, the one a reason shows: the shortest, then the lowest."""
+    return min(numbers, key=lambda unit: (len(unit), float(unit[1:])))
+
+
 def number_cue(sentence_text, units, view):
     """{"kind": "number", "claim": n, "source": m}: a number of the sentence the chunk lacks, where the chunk has
     another number for the same thing (the same word right after it, or right before it)."""
@@ -1007,7 +1041,7 @@ def number_cue(sentence_text, units, view):
         chunk_numbers = chunk_numbers if chunk_numbers is not None else view.numbers()
         other = chunk_numbers.get(thing_key(thing))
         if other:
-            return {"kind": "number", "claim": number, "source": min(other, key=lambda unit: (len(unit), unit))[1:]}
+            return {"kind": "number", "claim": number, "source": plainest(other)[1:]}
     for thing, number in NUMBER_BEFORE.findall(sentence_text):
         unit = number_unit(number)
         if unit in view.units:
@@ -1015,7 +1049,7 @@ def number_cue(sentence_text, units, view):
         chunk_numbers = chunk_numbers if chunk_numbers is not None else view.numbers()
         other = chunk_numbers.get("^" + thing[:5])
         if other:
-            return {"kind": "number", "claim": number, "source": min(other, key=lambda unit: (len(unit), unit))[1:]}
+            return {"kind": "number", "claim": number, "source": plainest(other)[1:]}
     return None
 
 
@@ -1036,13 +1070,12 @@ SHORT_MEASURE = re.compile(r"[\dm](?:(?<=\d)\s?(?:m|g|t|l|h|in)\b|(?<=\bm)ay\b)"
 
 
 def month_numbers(text):
-    """{(number, month)} of the dates in a casefolded text (`march 1`, `1 march`, `march 2017`)."""
-    found = set()
+    """{(number, month): None} of the dates in a casefolded text (`march 1`, `1 march`, `march 2017`), in the
+    text's order."""
     if not MONTH_HINT.search(text):  # MONTH_NUMBER needs one
-        return found
-    for month, number, day, month_after in MONTH_NUMBER.findall(text):
-        found.add((number_unit(number or day), month or month_after))
-    return found
+        return {}
+    return dict.fromkeys((number_unit(number or day), month or month_after)
+                         for month, number, day, month_after in MONTH_NUMBER.findall(text))
 
 
 def measure_cue(sentence_text, view):
@@ -1103,12 +1136,12 @@ def judge(text, units, view, others=None, parts=(), covered=None):
     Chinese sentence, raised to ZH_SCALE.
     `parts`: the sentence's `sentence_parts`, or None to split it here when the chunk lacks some of its content.
     `covered`: `coverage(units, view.units, others)` when the caller has it already."""
-    found, needed, missing, words = covered or coverage(units, view.units, others)
+    found, needed, missing, lacking = covered or coverage(units, view.units, others)
     if needed == 0:
         return 1.0, []
     if missing and view.converted():
-        found, needed, missing, words = coverage(units, view.units, others, view.converted())
-    score = found / needed * MISSING_EXACT ** missing * MISSING_DECAY ** words
+        found, needed, missing, lacking = coverage(units, view.units, others, view.converted())
+    score = found / needed * MISSING_EXACT ** missing * MISSING_DECAY ** lacking
     if found < needed and parts is None:
         parts = sentence_parts(text)
     weakest = weakest_part(units, parts, view.units, others) if parts and found < needed else None
@@ -1350,11 +1383,7 @@ def check_support(pieces, chunks, threshold=SUPPORT_THRESHOLD, question="", phra
             views[chunk_id] = ChunkView(content, budget) if usable else None
         return views[chunk_id]
 
-    def units_of(chunk_id):
-        view = view_of(chunk_id)
-        return None if view is None else view.units
-
-    backing = Backing(lambda: [units_of(str(i)) for i in (chunks or {})])
+    backing = Backing(lambda: [view.units for view in map(view_of, map(str, chunks or {})) if view is not None])
     support = {}  # chunk id -> lowest score over the sentences citing it
     lowest = {}  # chunk id -> (sentence, cues, holders) of that lowest score
     pairs = good_pairs = claims = backed = 0
@@ -1370,7 +1399,7 @@ def check_support(pieces, chunks, threshold=SUPPORT_THRESHOLD, question="", phra
             if not known:
                 continue
             claims += 1
-            holders = {unit: sum(unit in units_of(i) for i in known) for unit in units} if len(known) > 1 else None
+            holders = {unit: sum(unit in views[i].units for i in known) for unit in units} if len(known) > 1 else None
             if holders is None:  # one chunk: its coverage is the plain share's and the start of `judge`'s score
                 covered = coverage(units, views[known[0]].units)
                 plain = plain_share(covered)
@@ -1400,6 +1429,7 @@ def check_support(pieces, chunks, threshold=SUPPORT_THRESHOLD, question="", phra
                 found.insert(0, {"kind": "missing", "items": items})
         reasons[chunk_id] = found
     return {
+        "text": text,  # the answer without markers
         "support": support,
         "reasons": reasons,
         "uncited_sentences": uncited,
@@ -1633,15 +1663,15 @@ class CitationStream:
     def result(self):
         if not self._finished:
             self.finish()
-        plain = "".join([p for p in self._plain if isinstance(p, str)])
+        if self._checked is None:  # the support check runs once, after the stream ended
+            self._checked = check_support(self._plain, self._chunks, question=self._question, phrases=self._phrases)
+        checked = self._checked
+        plain = checked["text"]
         said = normal_text(plain) if self._phrases else ""
         if any(p in said for p in self._phrases):
             status = "insufficient_evidence"
         else:
             status = "cited" if self._citations else "uncited"
-        if self._checked is None:  # the support check runs once, after the stream ended
-            self._checked = check_support(self._plain, self._chunks, question=self._question, phrases=self._phrases)
-        checked = self._checked
         citations = []
         for citation in self._citations:
             score = checked["support"].get(citation["id"])

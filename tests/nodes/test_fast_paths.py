@@ -234,7 +234,7 @@ def test_the_patterns_match_as_their_plain_forms(text):
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(["no", "not", "none", "nor", "never", "neither", "nobody", "nothing", "without",
-                                 "cannot", "can't", "hasn’t", "n't", "a", "b2", "2b", "x", "7", " ", "-", ".", "é",
+                                 "cannot", "can't", "hasn’t", "n't", "a", "b2", "2b", "x", "7", "١", "B١٢", " ", "-", ".", "é",
                                  "巡", "_", "know", "one", "within"]), max_size=10).map("".join))
 def test_the_hints_are_found_wherever_their_patterns_match(text):
     if validate_citations.CODE_TOKENS.search(text):

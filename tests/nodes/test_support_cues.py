@@ -11,9 +11,10 @@ import pytest
 from nodes.validate_citations import (ABBREVIATIONS, ANTONYMS_EN, ANTONYMS_ZH, COMPOUNDS_ZH, GENERIC_WORDS, GENERIC_ZH,
                                       NOT_NEGATIONS, SUPPORT_THRESHOLD, SYNONYMS_EN, SYNONYMS_ZH, UNIT_SCALE,
                                       WEIGHT_GENERIC, ChunkView, antonym_candidates, antonym_cue, check_support,
-                                      content_units, converted_numbers, folded, judge, main, missing_items, negated, normal_form,
-                                      measure_cue, negated_thing_cue, negation_cue, number_cue, reason_text,
-                                      roles_cue, scope_cue, sentence_parts, sentence_spans, stem, weakest_part)
+                                      content_units, converted_numbers, folded, judge, main, measure_cue, missing_items,
+                                      negated, negated_thing_cue, negation_cue, normal_form, number_cue, plainest,
+                                      reason_text, roles_cue, scope_cue, sentence_parts, sentence_spans, stem,
+                                      weakest_part)
 
 
 def cite(sentence, chunk, question=""):
@@ -142,6 +143,15 @@ def test_no_negation_cue_when_the_chunk_says_the_same_negated_phrase_elsewhere()
     assert elsewhere["weak"] and {"kind": "negation", "claim": "hasn't done"} in elsewhere["reasons"]
 
 
+def test_a_negation_cue_stands_where_the_chunk_negates_something_else():
+    # the same negation and word elsewhere, but about another thing or inside a longer word: the cue stands
+    opened = cite("The manager did not open the store on Monday.",
+                  "The manager opened the store on Monday. She did not openly object to the plan.")
+    approved = cite("The council did not approve the plan.",
+                    "The council approved the plan in May. Residents did not approve of the noise.")
+    assert "negation" in kinds(opened) and "negation" in kinds(approved)
+
+
 def test_no_negation_cue_when_both_negate_or_neither_does():
     view = ChunkView("访客不得进入机房。")
     text = folded("访客不能进入机房")
@@ -173,6 +183,9 @@ SEVERAL_CUES = [  # (sentence, chunk): two antonyms, two scope words, two number
     ("Sales increased and costs fell last year.", "Sales decreased and costs rose last year."),
     ("The event is only for all members.", "The event is for members."),
     ("The desk on floor 14 is open.", "The desk on floor 15 or floor 12 is open."),
+    ("It opens on March 3 and closes on April 9.", "It opens on May 3 and closes on June 9."),
+    ("Costs rose while prices were decreasing.", "Costs fell while prices were increasing."),
+    ("只能由所有成员进入。", "由成员进入。"),
 ]
 
 
@@ -190,6 +203,13 @@ def test_of_several_cues_the_reason_names_the_first_the_sentence_says_in_every_p
     assert "antonym: increase/decrease" in reasons[0]
     assert reasons[1] == "scope: only"
     assert "number: 14 ≠ 12" in reasons[2]  # the same length: the lower
+    assert "number: mar 3 ≠ may 3" in reasons[3]
+    assert "antonym: rose/fell" in reasons[4]  # "decreasing" comes later, written with an inflection
+    assert reasons[5].endswith("scope: 只能")  # 只能 and 只 start the sentence: the longer; 所有 comes later
+
+
+def test_the_number_a_reason_shows_is_the_shortest_then_the_lowest():
+    assert plainest({"#100", "#9.5"}) == "#9.5" and plainest({"#15", "#12", "#1905"}) == "#12"
 
 
 def test_no_antonym_cue_when_the_passage_says_both_or_the_sentence_says_both():
@@ -213,9 +233,22 @@ def test_no_antonym_cue_for_a_negated_opposite_or_a_compound():
     ("from 2018-05", "from 2018-05"),  # a month, or no range of years
     ("ISBN 978-1-2018-19", "ISBN 978-1-2018-19"),
     ("call 1234-56", "call 1234-56"),
+    ("the 1999–00 season", "the 1999–2000 season"),
+    ("in 2010-12", "in 2010-12"),  # a month: 12 is not the year after 2010
+    ("from 1987-89", "from 1987-89"),  # not the year after: left as written
+    ("2018-19.5", "2018-19.5"),
+    ("2018-19/2019-20", "2018-2019/2019-2020"),
 ])
 def test_a_shortened_second_year_is_written_out(text, expected):
     assert normal_form(text) == expected
+
+
+def test_the_question_is_read_as_the_sentence_and_the_chunk_are():
+    chunk = "The name change will take place over the coming 2018-2019 academic year."
+    answer = ["The change takes place during the 2018–19 academic year.", {"ids": ["1"]}]
+    short, full = (check_support(answer, {1: {"content": chunk}}, question=f"When is the {year} change?")["support"]["1"]
+                   for year in ("2018–19", "2018–2019"))
+    assert short == full
 
 
 def test_a_shortened_second_year_is_the_year_the_chunk_gives():
