@@ -702,6 +702,7 @@ class ChunkView:
         self._sentences = None
         self._negated = None
         self._words = None
+        self._word_line = None
         self._numbers = None
 
     def sentences(self):
@@ -718,6 +719,11 @@ class ChunkView:
         if self._words is None:
             self._words = words_of(self.text)
         return self._words
+
+    def word_line(self):
+        if self._word_line is None:
+            self._word_line = word_line(self.text)
+        return self._word_line
 
     def numbers(self):
         """{thing: {numbers}}: the numbers of the chunk by the word after them and the word before them."""
@@ -776,7 +782,7 @@ class ChunkView:
 
 
 # a year, a dash and two digits (2018–19: a season or a school year), not inside a longer run of numbers (2010-12-01)
-YEAR_RANGE = re.compile(r"(?<![\d.,–-])\b(1[5-9]|20)(\d\d)( ?[–-] ?)(\d\d)\b(?![–.,-]\d)")
+YEAR_RANGE = re.compile(r"(?<![\d.,/–-])\b(1[5-9]|20)(\d\d)( ?[–-] ?)(\d\d)\b(?![–/.,-]\d)")
 
 
 def full_year(match):
@@ -858,17 +864,18 @@ def negation_word(text):
 NEGATION_BRIDGE = "是会能要可有被再也都还就"  # between a Chinese negation and what it negates (不会学习, 没有被…抓到)
 
 
-def said_in(text, phrase):
-    """Does `text` say `phrase` (both casefolded) as whole words, whichever apostrophe each writes (hasn't, hasn’t)?"""
-    if "’" in phrase or "'" in phrase:
-        text, phrase = text.replace("’", "'"), phrase.replace("’", "'")
-    start = text.find(phrase)
-    while start >= 0:
-        end = start + len(phrase)
-        if not (start and text[start - 1].isalpha()) and not (end < len(text) and text[end].isalpha()):
-            return True
-        start = text.find(phrase, start + 1)
-    return False
+def word_line(text):
+    """The Latin words of a text, one space between each and around them: what `said_in` compares."""
+    return f" {' '.join(WORD_TOKENS.findall(text))} "
+
+
+def said_in(line, phrase):
+    """Does a `word_line` say the words of `phrase` in a row, whatever stands between them (spacing, punctuation,
+    either apostrophe: hasn't, hasn’t)?"""
+    return word_line(phrase) in line
+
+
+CLAUSE_END = re.compile(r"[,;:.!?，；：。！？]")
 
 
 def negated_thing_cue(sentence_text, passage):
@@ -917,14 +924,21 @@ def negation_cue(sentence_text, view, passage, said=None):
         # the chunk says the same negated phrase elsewhere ("he hasn't done" in a quote), the negation is its own
         passage_units = None
         for match in NEGATED_EN.finditer(sentence_text):
-            rest = [word for word in WORD_TOKENS.finditer(sentence_text, match.end(), match.end() + 40)
-                    if word.group() not in STOP_WORDS and word.group() not in NEGATION_SKIP][:2]
+            rest = []  # the negated word and the word after it: words starting within 40 characters
+            for word in WORD_TOKENS.finditer(sentence_text, match.end()):
+                if word.start() >= match.end() + 40 or len(rest) == 2:
+                    break
+                if word.group() not in STOP_WORDS and word.group() not in NEGATION_SKIP:
+                    rest.append(word)
             if rest:
                 if passage_units is None:
                     passage_units = set(map(word_unit, WORD_TOKENS.findall(passage)))
                 negated_word = rest[0].group()
-                said = sentence_text[match.start():rest[-1].end()]  # through the word after the negated one
-                if word_unit(negated_word) in passage_units and not said_in(view.text, said):
+                end = rest[0].end()  # the phrase runs to the word after the negated one, within the clause
+                if len(rest) == 2 and not CLAUSE_END.search(sentence_text, end, rest[1].start()):
+                    end = rest[1].end()
+                if (word_unit(negated_word) in passage_units
+                        and not said_in(view.word_line(), sentence_text[match.start():end])):
                     return {"kind": "negation", "claim": f"{match.group()} {negated_word}"}
         return None
     if not view.negated():
@@ -1027,7 +1041,7 @@ def negated_before(text, word):
 
 def plainest(numbers):
     """Of the chunk's number units for one thing, the one a reason shows: the shortest, then the lowest."""
-    return min(numbers, key=lambda unit: (len(unit), float(unit[1:])))
+    return min(numbers, key=lambda unit: (len(unit), float(unit[1:]), unit))
 
 
 def number_cue(sentence_text, units, view):

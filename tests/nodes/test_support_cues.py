@@ -152,6 +152,17 @@ def test_a_negation_cue_stands_where_the_chunk_negates_something_else():
     assert "negation" in kinds(opened) and "negation" in kinds(approved)
 
 
+def test_the_negated_phrase_is_compared_word_by_word_within_its_clause():
+    # spacing, line breaks and punctuation between the words do not matter; the phrase ends with its clause
+    for sentence, chunk in (("He hasn't paid the rent.", "Tenants asked. He hasn’t paid the\nrent. He paid  the rent?"),
+                            ("He hasn't paid; Smith did.", "The landlord asked. He hasn't paid. Smith did.")):
+        text = folded(sentence)
+        assert negation_cue(text, ChunkView(chunk), folded("He paid the rent, Smith did.")) is None
+    far = folded("he hasn't done it as it is, if it was, so extraordinarily.")  # the next word crosses 40 characters
+    view = ChunkView('He has done it. "' + far[:-1] + '," Jones said.')
+    assert negation_cue(far, view, folded("He has done it.")) is None
+
+
 def test_no_negation_cue_when_both_negate_or_neither_does():
     view = ChunkView("访客不得进入机房。")
     text = folded("访客不能进入机房")
@@ -210,6 +221,7 @@ def test_of_several_cues_the_reason_names_the_first_the_sentence_says_in_every_p
 
 def test_the_number_a_reason_shows_is_the_shortest_then_the_lowest():
     assert plainest({"#100", "#9.5"}) == "#9.5" and plainest({"#15", "#12", "#1905"}) == "#12"
+    assert plainest({"#12345678901234568", "#12345678901234567"}) == "#12345678901234567"  # the same float
 
 
 def test_no_antonym_cue_when_the_passage_says_both_or_the_sentence_says_both():
@@ -237,7 +249,7 @@ def test_no_antonym_cue_for_a_negated_opposite_or_a_compound():
     ("in 2010-12", "in 2010-12"),  # a month: 12 is not the year after 2010
     ("from 1987-89", "from 1987-89"),  # not the year after: left as written
     ("2018-19.5", "2018-19.5"),
-    ("2018-19/2019-20", "2018-2019/2019-2020"),
+    ("2018-19/05", "2018-19/05"),  # a slash: maybe a date
 ])
 def test_a_shortened_second_year_is_written_out(text, expected):
     assert normal_form(text) == expected
