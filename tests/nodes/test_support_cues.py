@@ -197,6 +197,7 @@ SEVERAL_CUES = [  # (sentence, chunk): two antonyms, two scope words, two number
     ("It opens on March 3 and closes on April 9.", "It opens on May 3 and closes on June 9."),
     ("Costs rose while prices were decreasing.", "Costs fell while prices were increasing."),
     ("只能由所有成员进入。", "由成员进入。"),
+    ("Only VIP 会员都可以进入。", "VIP 会员可以进入。"),
 ]
 
 
@@ -217,6 +218,7 @@ def test_of_several_cues_the_reason_names_the_first_the_sentence_says_in_every_p
     assert "number: mar 3 ≠ may 3" in reasons[3]
     assert "antonym: rose/fell" in reasons[4]  # "decreasing" comes later, written with an inflection
     assert reasons[5].endswith("scope: 只能")  # 只能 and 只 start the sentence: the longer; 所有 comes later
+    assert reasons[6] == "scope: only"  # before 都, whatever the language
 
 
 def test_the_number_a_reason_shows_is_the_shortest_then_the_lowest():
