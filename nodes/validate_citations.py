@@ -1471,7 +1471,7 @@ class Backing:
     it answers no."""
 
     def __init__(self, chunk_units):
-        self._chunk_units = chunk_units  # a callable giving each chunk's units (None: no text): called on first use
+        self._chunk_units = chunk_units  # a callable giving the chunks' unit sets: called on first use
         self._chunks = None
         self._work = MAX_BACKING_WORK
 

@@ -89,7 +89,7 @@ def load_chatflow(path) -> str:
                        f"{type(document).__name__ if document is not None else 'an empty file'})")
     if document.get("app") is not None and not isinstance(document["app"], dict):
         raise CliError(f"{path}: not a chatflow DSL (app is {type(document['app']).__name__}, not a mapping)")
-    mode = (document.get("app") or {}).get("mode") if isinstance(document.get("app"), dict) else None
+    mode = (document.get("app") or {}).get("mode")
     if mode is not None and mode != "advanced-chat":
         raise CliError(f"{path}: not a chatflow DSL (app.mode is {mode!r}; a chatflow has 'advanced-chat')")
     workflow = document.get("workflow")

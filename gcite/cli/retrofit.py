@@ -54,6 +54,7 @@ def package_identifier(path: Path) -> str:
     import zipfile
 
     from gcite.build.package import identifier_of_package
+    from gcite.build.retrofit import GCITE_PLUGIN
 
     if not path.is_file():
         raise CliError(f"--package {path}: no such file (build one with `python -m gcite package`)")
@@ -61,7 +62,7 @@ def package_identifier(path: Path) -> str:
         identifier = identifier_of_package(path)
     except (zipfile.BadZipFile, KeyError, OSError, ValueError, TypeError, yaml.YAMLError):
         raise CliError(f"--package {path}: not a plugin package (a .difypkg zip with a manifest.yaml)") from None
-    if not identifier.startswith("gcite/gcite:"):
+    if not identifier.startswith(GCITE_PLUGIN):
         raise CliError(f"--package {path}: the package is {identifier.split('@')[0]}, not the G-Cite plugin")
     return identifier
 
