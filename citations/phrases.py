@@ -1,0 +1,30 @@
+"""Insufficient-evidence phrases: the refusals an answer may give instead of citing."""
+
+import re
+
+# The refusals the chatflows' prompts ask for (Chinese, English); matched case-insensitively, whitespace-tolerant,
+# and a phrase's own trailing punctuation is not required.
+INSUFFICIENT_DEFAULT = "根据现有资料无法确定|The available sources do not answer this question"
+PHRASE_END = " \t.。!！?？,，;；:：…\"'”’"
+
+
+def parse_phrases(value):
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        items = value
+    elif isinstance(value, str):
+        items = re.split(r"[\n|]", value)
+    else:
+        raise ValueError(f"insufficient_phrases: expected text, got {type(value).__name__}")
+    phrases = []
+    for item in items:
+        phrase = normal_text(str(item).rstrip(PHRASE_END))
+        if phrase and phrase not in phrases:
+            phrases.append(phrase)
+    return phrases
+
+
+def normal_text(text):
+    """Text for phrase matching: case folded, every run of whitespace one space."""
+    return " ".join(text.split()).casefold()

@@ -1,0 +1,236 @@
+"""The Code-node bundler: one self-contained file per Code node, made from the `citations` package.
+
+Dify's Code node runs one file with the standard library only, so each node in `nodes/` is the closure of its
+entry module (`citations.validate` for the validator, …): the package modules it imports, in dependency order,
+with the package's own imports taken out and the standard-library imports gathered at the top. Only the
+top-level statements the entry module needs (transitively) are kept, so a node does not pay at every run for
+what it never calls. Nothing here runs at the node's run time: no import hook, no temporary file.
+
+The rules that keep a bundle equal to its package (checked here, so a bundle never silently differs):
+- the package imports itself only as `from citations.x import a, b` (no `import citations.x`, no `as`, no
+  relative import, no `*`), at a module's top level;
+- two modules of one closure never define the same top-level name.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = "citations"
+ROOT = Path(__file__).resolve().parents[2]
+
+# node file (nodes/<name>.py) -> the package module whose `main` it runs
+NODES = {
+    "acl_prefilter": "citations.acl_prefilter",
+    "filter_chunks": "citations.filter",
+    "merge_chunks": "citations.merge",
+    "remember_turn": "citations.memory",
+    "validate_citations": "citations.validate",
+    "web_search_request": "citations.web_request",
+}
+
+
+class BundleError(ValueError):
+    """The package breaks a rule the bundler needs (the message names the module, the line and the rule)."""
+
+
+@dataclass
+class Statement:
+    module: str
+    source: str  # the statement's text, with the comments just above it
+    defines: frozenset[str]
+    uses: frozenset[str]
+    block: bool  # a def or a class (set apart by blank lines)
+
+
+@dataclass
+class Module:
+    name: str
+    docstring: str | None
+    imports: list[ast.stmt]  # standard-library imports
+    needs: dict[str, str]  # name imported from the package -> the module defining it
+    statements: list[Statement]
+
+
+def module_path(name: str, root: Path = ROOT) -> Path:
+    base = root.joinpath(*name.split("."))
+    return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+
+
+def _defined(node: ast.stmt) -> set[str]:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    names: set[str] = set()
+    targets: list[ast.expr] = []
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+        targets = [node.target]
+    for target in targets:
+        for leaf in ast.walk(target):
+            if isinstance(leaf, ast.Name) and isinstance(leaf.ctx, ast.Store):
+                names.add(leaf.id)
+    return names
+
+
+def _used(node: ast.stmt) -> set[str]:
+    return {leaf.id for leaf in ast.walk(node) if isinstance(leaf, ast.Name) and isinstance(leaf.ctx, ast.Load)}
+
+
+def read_module(name: str, root: Path = ROOT) -> Module:
+    path = module_path(name, root)
+    text = path.read_text(encoding="utf-8")
+    tree = ast.parse(text, filename=str(path))
+    lines = text.splitlines(keepends=True)
+    where = path.relative_to(root)
+    body = list(tree.body)
+    docstring = ast.get_docstring(tree, clean=False)
+    if docstring is not None:
+        body = body[1:]
+    imports: list[ast.stmt] = []
+    needs: dict[str, str] = {}
+    statements: list[Statement] = []
+    previous_end = tree.body[0].end_lineno if docstring is not None else 0
+    for node in body:
+        start = node.lineno
+        if hasattr(node, "decorator_list") and node.decorator_list:
+            start = min(d.lineno for d in node.decorator_list)
+        comments = start - 1
+        while comments > previous_end and lines[comments - 1].lstrip().startswith("#"):
+            comments -= 1
+        source = "".join(lines[comments : node.end_lineno])
+        previous_end = node.end_lineno
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] == PACKAGE):
+            if node.level:
+                raise BundleError(f"{where}:{node.lineno}: a relative import; write `from {PACKAGE}.x import name`")
+            for alias in node.names:
+                if alias.name == "*" or alias.asname:
+                    raise BundleError(f"{where}:{node.lineno}: `{alias.name} as …`/`*`; import names as they are")
+                needs[alias.name] = node.module
+            continue
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == PACKAGE:
+                    raise BundleError(f"{where}:{node.lineno}: `import {alias.name}`; write `from {alias.name} import …`")
+            imports.append(node)
+            continue
+        if isinstance(node, ast.ImportFrom):
+            if node.module == "__future__":
+                continue
+            imports.append(node)
+            continue
+        block = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.If, ast.With))
+        statements.append(Statement(name, source, frozenset(_defined(node)), frozenset(_used(node)), block))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and node not in tree.body:
+            raise BundleError(f"{where}:{node.lineno}: an import inside a function or class; import at the top")
+    return Module(name, docstring, imports, needs, statements)
+
+
+def closure(entry: str, root: Path = ROOT) -> list[Module]:
+    """The entry module and every package module it imports, dependencies first."""
+    order: list[Module] = []
+    seen: dict[str, Module | None] = {}
+
+    def visit(name: str, chain: tuple[str, ...]) -> None:
+        if name in seen:
+            if seen[name] is None:
+                raise BundleError(f"import cycle: {' -> '.join(chain + (name,))}")
+            return
+        seen[name] = None
+        module = read_module(name, root)
+        for dependency in dict.fromkeys(module.needs.values()):
+            visit(dependency, chain + (name,))
+        seen[name] = module
+        order.append(module)
+
+    visit(entry, ())
+    owner: dict[str, str] = {}
+    for module in order:
+        for statement in module.statements:
+            for defined in statement.defines:
+                if owner.setdefault(defined, module.name) != module.name:
+                    raise BundleError(f"{module.name} and {owner[defined]} both define {defined!r} at the top level; "
+                                      f"rename one (the bundle of {entry} holds both)")
+        for imported, source in module.needs.items():
+            if not any(imported in s.defines for s in seen[source].statements):  # type: ignore[union-attr]
+                raise BundleError(f"{module.name} imports {imported!r} from {source}, which does not define it")
+    return order
+
+
+def kept_statements(modules: list[Module]) -> list[Statement]:
+    """The statements the entry module (the last) needs: all of its own, and those defining what they use,
+    transitively; a statement that defines nothing (a loop filling a table) is kept when it touches a kept name."""
+    entry = modules[-1]
+    statements = [s for m in modules for s in m.statements]
+    kept = {id(s) for s in entry.statements}
+    wanted = set().union(*(s.uses for s in entry.statements)) if entry.statements else set()
+    changed = True
+    while changed:
+        changed = False
+        for statement in statements:
+            if id(statement) in kept:
+                continue
+            if statement.defines & wanted or (not statement.defines and statement.uses & wanted):
+                kept.add(id(statement))
+                wanted |= statement.uses | statement.defines
+                changed = True
+    return [s for s in statements if id(s) in kept]
+
+
+def _import_lines(modules: list[Module], used: set[str]) -> list[str]:
+    plain: dict[str, None] = {}
+    names: dict[str, dict[str, None]] = {}
+    for module in modules:
+        for node in module.imports:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if (alias.asname or alias.name.split(".")[0]) in used:
+                        plain[alias.name if not alias.asname else f"{alias.name} as {alias.asname}"] = None
+            else:
+                for alias in node.names:
+                    if (alias.asname or alias.name) in used:
+                        names.setdefault(node.module, {})[alias.name if not alias.asname else
+                                                          f"{alias.name} as {alias.asname}"] = None
+    lines = [f"import {name}" for name in sorted(plain)]
+    lines += [f"from {module} import {', '.join(sorted(found))}" for module, found in sorted(names.items())]
+    return lines
+
+
+def header(node: str, entry: str, modules: list[Module]) -> str:
+    sources = ", ".join(module_path(m.name, Path(".")).as_posix() for m in modules)
+    return (f"# GENERATED by `make dsl` from the package `{PACKAGE}` (entry: {entry}.main); do not edit this file.\n"
+            f"# Edit {sources} and run `make dsl`. A Dify Code node: standard library only, Python 3.10.\n")
+
+
+def bundle(node: str, root: Path = ROOT) -> str:
+    """The self-contained source of the Code node `node` (a key of NODES)."""
+    entry = NODES[node]
+    modules = closure(entry, root)
+    kept = kept_statements(modules)
+    used = set().union(*(s.uses for s in kept)) if kept else set()
+    parts = [header(node, entry, modules)]
+    docstring = modules[-1].docstring
+    if docstring is not None:
+        parts.append('"""' + docstring + '"""\n')
+    imports = _import_lines(modules, used)
+    if imports:
+        parts.append("\n" + "\n".join(imports) + "\n")
+    current, previous_block = None, True
+    for statement in kept:
+        if statement.module != current:
+            current = statement.module
+            parts.append(f"\n\n# --- {module_path(current, Path('.')).as_posix()} " + "-" * 40 + "\n")
+            previous_block = False
+        elif statement.block or previous_block:
+            parts.append("\n\n")
+        parts.append(statement.source.strip("\n") + "\n")
+        previous_block = statement.block
+    return "".join(parts)
+
+
+def bundles(root: Path = ROOT) -> dict[str, str]:
+    """nodes/<name>.py -> its generated source, for every node."""
+    return {f"nodes/{name}.py": bundle(name, root) for name in NODES}
