@@ -5,7 +5,7 @@ import json
 import random
 
 from bench.common import BASELINE, baseline_module, paired_times, print_table, verdict
-from nodes.filter_chunks import main
+from citations.filter import main
 
 TARGET = 1.1
 

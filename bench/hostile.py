@@ -13,7 +13,13 @@ import tracemalloc
 from collections.abc import Callable
 
 from bench.common import print_table
-from nodes import acl_prefilter, filter_chunks, merge_chunks, remember_turn, validate_citations, web_search_request
+from citations import acl_prefilter
+from citations import filter as filter_chunks
+from citations import merge as merge_chunks
+from citations import memory as remember_turn
+from citations import validate as validate_citations
+from citations import web_request as web_search_request
+from citations.stream import CitationStream
 
 MB = 1024 * 1024
 CODE_NODE_ARRAY, CODE_NODE_STRING, CODE_NODE_NUMBER = 30, 400_000, 2 ** 63
@@ -181,7 +187,7 @@ CHUNKS = [{"id": str(n), "document_title": f"T{n}", "url": "https://e.com", "sou
 def validator_10000_markers() -> int:
     answer = "".join(f"第{n}句话说明一些事情[C:{n % 40 + 1}]。" for n in range(10_000))[:100_000]
     batch = validate_citations.main(answer, CHUNKS)
-    stream = validate_citations.CitationStream(CHUNKS)
+    stream = CitationStream(CHUNKS)
     shown = [stream.feed(answer[i:i + 7]) for i in range(0, len(answer), 7)] + [stream.finish()]
     assert "".join(shown) == batch["answer"] and len(batch["citations"]) == 30
     assert stream.result()["invalid_ids"] == batch["invalid_ids"]
@@ -197,7 +203,7 @@ def validator_prefixes_one_character_at_a_time() -> int:
     for prefix in PREFIXES:
         answer = prefix * 20
         total += len(answer)
-        stream = validate_citations.CitationStream(CHUNKS)
+        stream = CitationStream(CHUNKS)
         shown = []
         for char in answer:
             shown.append(stream.feed(char))

@@ -4,7 +4,7 @@ node at commit 20e5c42 (before hardening) in the same run."""
 import json
 
 from bench.common import BASELINE, ROOT, baseline_module, paired_times, print_table, verdict
-from nodes import merge_chunks
+from citations import merge as merge_chunks
 
 SIZES = (10, 1_000, 10_000)
 TARGET = 1.3

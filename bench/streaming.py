@@ -2,7 +2,8 @@
 run, and against re-parsing the accumulated text at every delta."""
 
 from bench.common import BASELINE, baseline_module, best_time, paired_times, print_table, verdict
-from nodes.validate_citations import CitationStream, main
+from citations.stream import CitationStream
+from citations.validate import main
 
 DELTA = 4
 CHUNKS = [{"id": str(i), "document_title": f"Doc {i}", "source_type": "rag", "url": f"https://e.com/{i}",

@@ -21,13 +21,9 @@ from pathlib import Path
 
 from bench.common import print_table, verdict
 from bench.data.convert import cited
-from nodes import validate_citations
-from nodes.validate_citations import (
-    SUPPORT_THRESHOLD,
-    SUPPORT_THRESHOLD_ZH,
-    CitationStream,
-    main,
-)
+from citations.stream import CitationStream
+from citations.support.check import SUPPORT_THRESHOLD, SUPPORT_THRESHOLD_ZH, ZH_SCALE
+from citations.validate import main
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "support_pairs.json"
@@ -184,12 +180,12 @@ def dev_thresholds(scores: dict[str, list[tuple[float, bool]]]) -> dict[str, flo
 
 def raw_scores(run):
     """`run()` with the Chinese scores left raw (ZH_SCALE 1): the scale the Chinese threshold is chosen on."""
-    shipped = validate_citations.ZH_SCALE
-    validate_citations.ZH_SCALE = 1.0
+    shipped = ZH_SCALE
+    ZH_SCALE = 1.0
     try:
         return run()
     finally:
-        validate_citations.ZH_SCALE = shipped
+        ZH_SCALE = shipped
 
 
 # --- cost on a long answer ---------------------------------------------------------------------------------

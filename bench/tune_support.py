@@ -14,7 +14,8 @@ import random
 from pathlib import Path
 
 from bench.support import auroc, labelled_pairs, public_rows, scored, scored_rows
-from nodes import validate_citations
+from citations.support import check as validate_citations
+from citations.support.check import CUE_FACTOR
 
 SPACE = {"MISSING_EXACT": (0.2, 0.7), "MISSING_DECAY": (0.7, 0.97), "WEIGHT_ZH_WORD": (3.0, 10.0),
          "PART_WEIGHT": (0.0, 0.8), "WEIGHT_EXACT": (1.5, 5.0), "WEIGHT_NAME": (1.5, 5.0), "WEIGHT_CHAR": (0.2, 1.0),
@@ -24,14 +25,14 @@ MIN_OWN_AUROC = 0.97
 
 
 def current() -> dict[str, float]:
-    return {name: validate_citations.CUE_FACTOR[name] if name in validate_citations.CUE_FACTOR
+    return {name: CUE_FACTOR[name] if name in CUE_FACTOR
             else getattr(validate_citations, name) for name in SPACE}
 
 
 def put(values: dict[str, float]) -> None:
     for name, value in values.items():
-        if name in validate_citations.CUE_FACTOR:
-            validate_citations.CUE_FACTOR[name] = value
+        if name in CUE_FACTOR:
+            CUE_FACTOR[name] = value
         else:
             setattr(validate_citations, name, value)
 

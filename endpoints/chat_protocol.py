@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from nodes.validate_citations import CitationStream
+from citations.stream import CitationStream
 
 EVENTS = ("ready", "sources", "text", "cite", "replace", "done", "error")
 SOURCE_KEYS = ("id", "source_type", "document_title", "display_subtitle", "site_name", "published_date", "url",

@@ -25,8 +25,14 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from nodes import acl_prefilter, filter_chunks, merge_chunks, remember_turn, validate_citations  # noqa: E402
-from nodes import web_search_request  # noqa: E402
+from citations import acl_prefilter
+from citations import filter as filter_chunks
+from citations import merge as merge_chunks
+from citations import memory as remember_turn
+from citations import validate as validate_citations
+from citations import web_request as web_search_request
+from citations.dify_inputs import load_json
+from citations.stream import CitationStream
 
 MISSING = object()
 ARRAY_LIMIT = 30  # a Code node's default array limit
@@ -175,7 +181,7 @@ PUBLIC = ("", "[]")
 def names_a_role(acl, roles, case_sensitive):
     """Independent of the node: some role of the user stands in the ACL's text as a whole item."""
     if isinstance(acl, str) and acl.strip().startswith("["):
-        acl = filter_chunks.load_json(acl.strip())  # a kept JSON-array ACL was readable
+        acl = load_json(acl.strip())  # a kept JSON-array ACL was readable
     text = acl if isinstance(acl, str) else ",".join(map(scalar_text, acl)) if isinstance(acl, list) \
         else scalar_text(acl)
     if not case_sensitive:
@@ -215,7 +221,7 @@ def check_filter(out, items, user_roles, acl_field, case_sensitive, missing_acl)
     for kept in out["chunks"]:
         doc = kept.get("metadata", {}).get("doc_metadata") if isinstance(kept.get("metadata"), dict) else None
         if isinstance(doc, str) and doc.strip():
-            doc = filter_chunks.load_json(doc)  # kept, so it was readable
+            doc = load_json(doc)  # kept, so it was readable
         acl = doc.get(field) if isinstance(doc, dict) else None
         if acl is None:
             check(missing_acl != "hidden", "kept a chunk without an ACL although missing_acl is hidden")
@@ -225,7 +231,7 @@ def check_filter(out, items, user_roles, acl_field, case_sensitive, missing_acl)
         check(not isinstance(acl, (dict, bool)), f"kept a malformed ACL {acl!r:.80}")
         if isinstance(acl, str) and acl.strip().startswith("["):
             try:
-                check(isinstance(filter_chunks.load_json(acl.strip()), list), f"kept a malformed ACL {acl!r:.80}")
+                check(isinstance(load_json(acl.strip()), list), f"kept a malformed ACL {acl!r:.80}")
             except (ValueError, RecursionError):
                 raise Broken(f"kept a malformed ACL {acl!r:.80}") from None
         check(names_a_role(acl, roles, case_sensitive), f"kept a chunk whose ACL {acl!r:.80} excludes the user")
@@ -338,7 +344,7 @@ def stream(data):
         return
     points = sorted({b * 7 % (len(answer) + 1) for b in (cuts.encode("utf-8", "surrogateescape")
                                                           if isinstance(cuts, str) else b"")})
-    parser = validate_citations.CitationStream(chunks)
+    parser = CitationStream(chunks)
     shown, last = [], 0
     for point in points + [len(answer)]:
         shown.append(parser.feed(answer[last:point]))

@@ -36,7 +36,8 @@ from typing import Any
 
 from gcite.local.dify_metadata import admits, field_text
 from gcite.build.prefilter import conditions_for_roles
-from nodes import acl_prefilter, filter_chunks
+from citations import acl_prefilter
+from citations import filter as filter_chunks
 from tools.web_search_providers import BodyTooLarge, parse_retry_after, read_body
 
 # Exit codes (also in the README)

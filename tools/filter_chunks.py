@@ -4,7 +4,7 @@ from typing import Any
 from dify_plugin import Tool
 from dify_plugin.entities.tool import ToolInvokeMessage
 
-from nodes import filter_chunks
+from citations import filter as filter_chunks
 from tools.params import given, sendable
 
 

@@ -4,7 +4,7 @@ from typing import Any
 from dify_plugin import Tool
 from dify_plugin.entities.tool import ToolInvokeMessage
 
-from nodes import merge_chunks
+from citations import merge as merge_chunks
 from tools.params import given, sendable
 
 

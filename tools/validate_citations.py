@@ -4,7 +4,8 @@ from typing import Any
 from dify_plugin import Tool
 from dify_plugin.entities.tool import ToolInvokeMessage
 
-from nodes import validate_citations
+from citations import validate as validate_citations
+from citations.phrases import INSUFFICIENT_DEFAULT
 
 # Text an Answer node shows. Sent as stream variables: Dify's Answer node streams a tool's stream variables, while a
 # plain tool variable placed after the LLM text reaches only the node's final output, not the stream.
@@ -21,7 +22,7 @@ class ValidateCitationsTool(Tool):
         outputs = validate_citations.main(
             answer=tool_parameters.get("answer"),
             chunk_metadata=_chunk_list(tool_parameters.get("chunk_metadata")),
-            insufficient_phrases=validate_citations.INSUFFICIENT_DEFAULT if phrases is None else phrases,
+            insufficient_phrases=INSUFFICIENT_DEFAULT if phrases is None else phrases,
             max_list_items=MAX_LIST_ITEMS,
             question=tool_parameters.get("question") or "",
         )

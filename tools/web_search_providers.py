@@ -23,7 +23,7 @@ from urllib.parse import urljoin, urlsplit
 import requests
 import urllib3
 
-from nodes import merge_chunks
+from citations import merge as merge_chunks
 
 # --- Parameters -------------------------------------------------------------------------------------------
 

@@ -234,3 +234,14 @@ def bundle(node: str, root: Path = ROOT) -> str:
 def bundles(root: Path = ROOT) -> dict[str, str]:
     """nodes/<name>.py -> its generated source, for every node."""
     return {f"nodes/{name}.py": bundle(name, root) for name in NODES}
+
+
+def write_nodes(root: Path = ROOT) -> list[Path]:
+    """Write nodes/*.py as `bundles` makes them; returns the files that changed."""
+    changed = []
+    for name, text in bundles(root).items():
+        path = root / name
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            changed.append(path)
+    return changed

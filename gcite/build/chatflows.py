@@ -1,4 +1,4 @@
-"""Generates the chatflow DSL files from one description, with Code nodes taken verbatim from nodes/*.py.
+"""Generates the chatflow DSL files from one description, with Code nodes bundled from the `citations` package.
 
 `python -m gcite build-dsl` writes, in Chinese (the default) and in English:
 - dsl/gcite_chatflow.yml, dsl/gcite_chatflow.en.yml: our plugin's tools, web search by the plugin's own
@@ -22,7 +22,8 @@ import yaml
 from gcite import ROOT
 from gcite.build.package import package_entries, unique_identifier
 from gcite.build.prefilter import ROLE_CLAUSES, public_clauses, templated_conditions
-from nodes.validate_citations import INSUFFICIENT_DEFAULT
+from citations.phrases import INSUFFICIENT_DEFAULT
+from gcite.authoring.bundle import bundle
 
 DSL_DIR = ROOT / "dsl"
 PLUGIN_DSL = DSL_DIR / "gcite_chatflow.yml"
@@ -219,7 +220,8 @@ def plugin_identifier(root: Path = ROOT) -> str:
 
 
 def node_code(name: str) -> str:
-    return (ROOT / "nodes" / f"{name}.py").read_text(encoding="utf-8")
+    """The Code node `name` as nodes/<name>.py holds it: bundled from the package (gcite/authoring/bundle.py)."""
+    return bundle(name)
 
 
 SLOTS_LINE = "DEFAULT_ROLE_SLOTS = {}\n"

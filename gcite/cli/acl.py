@@ -16,7 +16,7 @@ from typing import Any
 from gcite.acl import (DEFAULT_MAX_MINUTES, DEFAULT_MAX_REQUESTS, DEFAULT_RETRIES, EXIT_ATTENTION, EXIT_OK,
                        EXIT_USAGE, MAX_SHOWN_ROLES, MISSING, UNREADABLE, AclAdminError, KnowledgeApi, Report, Row,
                        Verdict, role_label, run, safe, show)
-from nodes import filter_chunks
+from citations import filter as filter_chunks
 
 
 LABELS = {"ok": "ok", "unset": "unset", "fix": "FIX", "unreadable": "CANNOT-READ"}

@@ -10,6 +10,7 @@ def build_dsl_command(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from gcite import ROOT
+    from gcite.authoring.bundle import write_nodes
     from gcite.build import chatflows
 
     langs = tuple(dict.fromkeys(args.lang)) if args.lang else chatflows.LANGS
@@ -24,8 +25,9 @@ def build_dsl_command(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise CliError(f"--out {out}: not a directory")
     try:
-        changed = chatflows.write(out_dir=out, langs=langs, slots=args.slots, persona=args.persona,
-                                  search=args.search)
+        changed = write_nodes() if args.out is None else []  # nodes/ is made with the default dsl/
+        changed += chatflows.write(out_dir=out, langs=langs, slots=args.slots, persona=args.persona,
+                                   search=args.search)
     except ValueError as error:
         raise CliError(f"--{error}") from None
     except OSError as error:
@@ -45,7 +47,7 @@ def prefilter_command(args: argparse.Namespace) -> int:
 
     from gcite.build import prefilter
     from gcite.build.chatflows import MAX_ROLE_SLOTS, ROLE_SLOTS
-    from nodes.acl_prefilter import ROLE_DELIMITERS
+    from citations.acl_prefilter import ROLE_DELIMITERS
 
     if not args.acl_field.strip():
         raise CliError("--acl-field must not be empty")

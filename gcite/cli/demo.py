@@ -18,7 +18,7 @@ __all__ = ["DEMO_TURNS", "DEMO_ROLES", "DSL_CHOICES", "SAMPLE_SEARCH_KEY", "run"
 
 def shown_roles(roles: str) -> str:
     """The roles as given, or "(none)" when they name no role ('', ',' or blanks: a user with no role)."""
-    from nodes.acl_prefilter import ROLE_DELIMITERS
+    from citations.acl_prefilter import ROLE_DELIMITERS
 
     return roles if any(r.strip() for r in ROLE_DELIMITERS.split(roles)) else "(none)"
 

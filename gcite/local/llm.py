@@ -19,7 +19,7 @@ import requests
 from gcite.local.engine import (AIModelEntity, AssistantPromptMessage, FetchFrom, I18nObject, LLMResultChunk,
                                LLMResultChunkDelta, LLMUsage, ModelPropertyKey, ModelType, PromptMessage)
 from gcite.local.knowledge import relevance
-from nodes.validate_citations import INSUFFICIENT_DEFAULT
+from citations.phrases import INSUFFICIENT_DEFAULT
 
 EXTRACTIVE_LABEL = "gcite-extractive (built-in extractive stand-in, not an LLM)"
 REFUSAL_ZH, REFUSAL_EN = INSUFFICIENT_DEFAULT.split("|")  # the refusals the validator recognises by default

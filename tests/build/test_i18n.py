@@ -9,7 +9,7 @@ from gcite.build import chatflows
 from gcite.local.llm import ExtractiveModel
 from gcite.local.runner import Services, run_chatflow
 from gcite.local.web_search import SampleSearchHttpClient
-from nodes import validate_citations
+from citations.phrases import normal_text, parse_phrases
 
 REFUSAL_ZH = "根据现有资料无法确定"  # the phrases every part of G-Cite agrees on
 REFUSAL_EN = "The available sources do not answer this question"
@@ -63,7 +63,7 @@ def test_prompt_labels_and_refusal_phrase_are_in_the_variants_language(variant):
     # the validate node recognises the phrase the prompt asks for first, and the other language's (an answer in the
     # question's language may refuse in it)
     assert validator_phrases(document).split("|") == [refusal, other]
-    assert validate_citations.normal_text(refusal) in validate_citations.parse_phrases(validator_phrases(document))
+    assert normal_text(refusal) in parse_phrases(validator_phrases(document))
     labels = [d["title"] for d in nodes(document).values()] + [document["app"]["name"], document["app"]["description"]]
     labels += [v["label"] for v in nodes(document)["start"]["variables"]]
     labels += [v["description"] for v in document["workflow"]["conversation_variables"]]

@@ -18,24 +18,26 @@ import yaml
 from gcite.build.package import (PackageError, build, checksum, collect_files, identifier_of_package, package_entries,
                            plugin_references, source_of, update_dsl_dependencies)
 from gcite.local.plugin_process import PluginProcess
-from nodes import filter_chunks, merge_chunks, validate_citations
+from citations import filter as filter_chunks
+from citations import merge as merge_chunks
+from citations import validate as validate_citations
 from tests.support import ROOT
 from tests.support.web_shapes import WEB_SHAPES
 from tests.support.package_env import package_python, unpack
 
 # Exactly what the plugin runs, its icon, its privacy policy and its user-facing README (English, and Chinese where
 # the daemon looks for other languages). Adding a packaged file means adding it here.
-PACKAGE_FILES = ["PRIVACY.md", "README.md", "_assets/icon.svg",
+PACKAGE_FILES = sorted(["PRIVACY.md", "README.md", "_assets/icon.svg",
                  "endpoints/chat.py", "endpoints/chat.yaml", "endpoints/chat_preflight.yaml", "endpoints/chat_protocol.py",
                  "endpoints/page.py", "endpoints/page.yaml", "endpoints/page/gcite.css", "endpoints/page/gcite.js",
                  "endpoints/page/index.html", "endpoints/page_assets.yaml", "endpoints/settings.py",
                  "group/gcite_endpoint.yaml", "main.py", "manifest.yaml",
-                 "nodes/acl_prefilter.py", "nodes/filter_chunks.py", "nodes/merge_chunks.py", "nodes/remember_turn.py",
-                 "nodes/validate_citations.py", "nodes/web_search_request.py",
                  "provider/gcite.py", "provider/gcite.yaml", "readme/README_zh_Hans.md", "requirements.txt",
                  "tools/filter_chunks.py", "tools/filter_chunks.yaml", "tools/merge_chunks.py", "tools/merge_chunks.yaml",
                  "tools/params.py", "tools/validate_citations.py", "tools/validate_citations.yaml",
                  "tools/web_search.py", "tools/web_search.yaml", "tools/web_search_providers.py"]
+                       # the citation package, whole (the tools import it); never nodes/, the Code nodes made from it
+                       + [p.relative_to(ROOT).as_posix() for p in (ROOT / "citations").rglob("*.py")])
 RAG = [{"content": "巡更需先打卡", "metadata": {"score": 0.7, "dataset_name": "楼宇知识库", "segment_id": "s1",
                                               "doc_metadata": {"document_title": "巡更指南", "access_roles": ",物业经理,"}}},
        {"content": "冷水机组 7℃", "metadata": {"score": 0.6, "segment_id": "s2",
@@ -70,7 +72,7 @@ def test_package_holds_only_what_the_plugin_runs(built):
         names = archive.namelist()
         assert not any(info.is_dir() for info in archive.infolist())
     assert names == PACKAGE_FILES  # sorted, `/` separators, nothing else
-    assert {f"nodes/{p.name}" for p in (ROOT / "nodes").glob("*.py")} <= set(names)
+    assert not any(name.startswith("nodes/") for name in names)
     assert built.size < 200 * 1024, f"package is {built.size} bytes"
     assert built.path.name == "gcite-0.1.0.difypkg"
 

@@ -6,7 +6,8 @@ from hypothesis import strategies as st
 
 from gcite.local.dify_metadata import admits
 from gcite.build.prefilter import ROLE_CLAUSES, conditions_for_roles, templated_conditions
-from nodes import acl_prefilter, filter_chunks
+from citations import acl_prefilter
+from citations import filter as filter_chunks
 
 FIELD = "access_roles"
 ROLES = ["运维工程师", "物业经理", "前台", "运维", "Facility Manager", "Manager", "a%b", "a_b"]

@@ -14,7 +14,7 @@ from gcite.cli import acl as acl_cli
 from gcite.cli.main import main
 from gcite.local.dify_metadata import admits
 from gcite.build.prefilter import conditions_for_roles
-from nodes import filter_chunks
+from citations import filter as filter_chunks
 from tests.support import ROOT
 from tests.support.knowledge_api import FakeDataset, KnowledgeApiServer
 

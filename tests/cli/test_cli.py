@@ -187,7 +187,7 @@ def test_build_dsl_with_more_slots_a_language_and_a_persona(tmp_path, capsys):
     from gcite.build.chatflows import condition_count
     from gcite.local.runner import Services, run_chatflow
     from gcite.local.web_search import SampleSearchHttpClient
-    from nodes import acl_prefilter
+    from citations import acl_prefilter
 
     persona = "You are Ada, the help desk assistant of Example Ltd."
     assert main(["build-dsl", "--slots", "5", "--lang", "en", "--persona", persona, "--out", str(tmp_path)]) == 0

@@ -19,7 +19,7 @@ import requests
 import yaml
 
 from gcite.protocol import EVENTS, parse_gcite_sse
-from nodes.filter_chunks import parse_roles
+from citations.filter import parse_roles
 from tests.dify.console import chat
 from tests.dify.scripted_llm import is_title_request
 from gcite.build.retrofit import PREFIX, new_id

@@ -12,7 +12,7 @@ from gcite.local.app_host import AppHost, sample_services
 from gcite.build.chatflows import CODE_DSL, PLUGIN_DSL
 from gcite.local.knowledge import load_json
 from gcite.local.plugin_process import PluginProcess
-from nodes.filter_chunks import parse_roles
+from citations.filter import parse_roles
 from tests.support import ROOT
 from tests.support.endpoint import (ORIGIN, SECRET, SETTINGS, Canned, answer_text, assert_protocol, chunk,
                                          dify_stream, envelope, events_of, node, post, raw_token, token,

@@ -21,7 +21,7 @@ from gcite.build.chatflows import PLUGIN_DSL
 from gcite.local.knowledge import load_json
 from gcite.local.runner import run_chatflow
 from gcite.local.services import local_services
-from nodes.validate_citations import main as validate
+from citations.validate import main as validate
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

@@ -12,7 +12,8 @@ from gcite.local.app_host import sample_services
 from gcite.build.chatflows import CODE_DSL, PLUGIN_DSL
 from gcite.protocol import (SOURCE_KEYS, ProtocolError, Translator, parse_gcite_sse, safe_url, source_of, gcite_sse, translate)
 from gcite.local.runner import run_chatflow
-from nodes import validate_citations
+from citations import validate as validate_citations
+from citations.stream import CitationStream
 from tests.support.endpoint import answer_text, assert_protocol, chunk, dify_stream, envelope, node
 
 CHUNKS = [chunk(1, "第一段"), chunk(2, "第二段", source_type="web", url="https://example.com/2"), chunk(3, "第三段")]
@@ -175,7 +176,7 @@ def test_ping_unknown_events_and_anything_after_done_are_ignored():
 
 
 def test_done_carries_the_validator_support_flags_when_it_provides_them(monkeypatch):
-    class Flagging(validate_citations.CitationStream):
+    class Flagging(CitationStream):
         def result(self):
             result = super().result()
             for citation in result["citations"]:

@@ -14,7 +14,10 @@ def test_hostile_case(name):
 
 def test_the_hardened_nodes_behave_the_same_under_python_310():
     # Dify's sandbox runs Python 3.10: the same answers and the same errors there.
-    from nodes import acl_prefilter, filter_chunks, merge_chunks, remember_turn
+    from citations import acl_prefilter
+    from citations import filter as filter_chunks
+    from citations import memory as remember_turn
+    from citations import merge as merge_chunks
     from tests.support.py310 import assert_same_under_310
 
     look_alikes = "见 ［Ｃ：９９］ [𝐂:1] [C﹕1] [C\u2003:\u20091] [\u200bC\u0301:1] [[C:1]] 【C:2】 [С:3] ﬀ[C:4"

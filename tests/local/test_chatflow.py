@@ -12,7 +12,8 @@ from gcite.client import Cite, Done, Text, dify_events, parse_dify_sse
 from gcite.local.llm import OpenAICompatibleModel
 from gcite.local.runner import GCITE_PLUGIN, Conversation, Services, run_chatflow, dify_sse
 from gcite.local.services import start_local_services
-from nodes import merge_chunks, web_search_request
+from citations import merge as merge_chunks
+from citations import web_request as web_search_request
 from tests.support import ROOT
 from tests.support.local_http import origin, start_server, stop_server
 from tests.support.openai_model import streaming_model

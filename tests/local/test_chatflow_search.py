@@ -19,7 +19,7 @@ from gcite.local.runner import run_chatflow
 from gcite.local.search_server import ranked
 from gcite.local.services import local_services
 from gcite.local.web_search import TAVILY_OUTAGE, _corpus
-from nodes import merge_chunks
+from citations import merge as merge_chunks
 from tests.support import ROOT
 
 PATROL, MEETING = demo.DEMO_TURNS

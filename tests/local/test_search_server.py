@@ -9,7 +9,7 @@ import pytest
 import requests
 
 from gcite.local.search_server import API_KEY, SearchServer
-from nodes import merge_chunks
+from citations import merge as merge_chunks
 from tests.support import sdk
 from tools import web_search_providers as web
 

@@ -5,7 +5,7 @@ import yaml
 
 from gcite.build.schema import UnifiedChunk, json_schema_of
 from gcite.build.schema import ITEM_SCHEMAS, with_item_schema
-from nodes import merge_chunks
+from citations import merge as merge_chunks
 from tests.support import sdk
 from tests.support import ROOT
 from tests.support.web_shapes import WEB_SHAPES
@@ -134,7 +134,7 @@ def test_validate_tool_over_the_merge_tools_output(reg):
     merged = sdk.invoke(reg, "merge_chunks", {"rag_chunks": RAG, "web_chunks": WEB_SHAPES["baidu"][0]})
     variables = sdk.invoke(reg, "validate_citations", {
         "answer": "网页说分三类[C:2]，打卡见【C：1】[C:7]。", "chunk_metadata": merged["chunk_metadata"]})
-    from nodes import validate_citations
+    from citations import validate as validate_citations
     assert variables == validate_citations.main("网页说分三类[C:2]，打卡见【C：1】[C:7]。", merged["chunk_metadata"])
     assert variables["answer"] == "网页说分三类[1]，打卡见[2]。"
     assert variables["invalid_ids"] == ["7"]
@@ -155,7 +155,7 @@ def test_validate_tool_raises_naming_the_parameter(reg):
 
 def test_validate_outputs_validate_as_citations():
     from gcite.build.schema import Citation
-    from nodes import validate_citations
+    from citations import validate as validate_citations
     result = validate_citations.main("a[C:1] b[C:2]", merge_chunks.main(RAG, WEB_SHAPES["bocha_raw"][0])["chunk_metadata"])
     assert len(result["citations"]) == 2
     for citation in result["citations"]:

@@ -12,7 +12,7 @@ import pytest
 import requests
 import responses
 
-from nodes import merge_chunks
+from citations import merge as merge_chunks
 from tools import web_search_providers as web
 
 KEY = "sk-TEST-9f8e7d6c5b4a"

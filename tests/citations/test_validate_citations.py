@@ -4,8 +4,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodes import merge_chunks
-from nodes.validate_citations import MAX_MARKER_LENGTH, CitationStream, main
+from citations.markers import MAX_MARKER_LENGTH
+from citations.neutralise import MARKER_OPENING, neutralise_markers
+from citations import stream as citation_stream
+from citations.stream import CitationStream
+from citations.support import check as support_check
+from citations.support.check import SUPPORT_THRESHOLD, check_support, content_units, sentence_spans, support_score
+from citations.validate import main
 from tests.support.node_data import CHUNKS, MARKERISH
 
 
@@ -244,11 +249,11 @@ def test_streaming_equals_batch_for_any_answer_and_any_split(answer, cuts, known
 @settings(max_examples=400, deadline=None)
 @given(st.lists(MARKERISH | st.sampled_from(["\u3000", "\u00a0", "\t"]), max_size=40).map("".join))
 def test_merge_neutralises_everything_the_validator_would_read_as_a_marker(text):
-    neutral = merge_chunks.neutralise_markers(text)
+    neutral = neutralise_markers(text)
     result = main(neutral, None)
     assert result["citations"] == [] and result["answer"] == neutral
     if main(text, None)["citations"]:
-        assert merge_chunks.MARKER_OPENING.search(text)
+        assert MARKER_OPENING.search(text)
 
 
 def test_answer_without_markers_drops_every_marker_and_keeps_the_rest():
@@ -473,8 +478,6 @@ def test_a_phrase_given_with_trailing_punctuation_still_matches():
 
 # --- the support check (issue 15) ------------------------------------------------------------------------
 
-from nodes.validate_citations import (SUPPORT_THRESHOLD, check_support, content_units, sentence_spans,  # noqa: E402
-                                      support_score)
 
 
 def sentences(text):
@@ -594,9 +597,8 @@ def test_uncited_sentences_are_capped_and_long_ones_shortened():
 
 
 def test_the_check_never_runs_while_streaming(monkeypatch):
-    from nodes import validate_citations
     calls = []
-    monkeypatch.setattr(validate_citations, "check_support", lambda *a, **k: calls.append(1) or check_support(*a, **k))
+    monkeypatch.setattr(citation_stream, "check_support", lambda *a, **k: calls.append(1) or check_support(*a, **k))
     stream = CitationStream(BUILDING)
     stream.feed_pieces("夜间巡更每2小时巡查一次[C:1]。")
     stream.feed("大会议室可容纳40人[C:2]。")
@@ -671,7 +673,6 @@ def test_the_auroc_spread_resamples_whole_groups():
 
 def test_the_weight_search_keeps_only_better_moves_within_range_and_restores_the_node():
     from bench import support, tune_support
-    from nodes import validate_citations
     before = tune_support.current()
     chunk = "The school opened in 2016 with 400 students."
     rows = {"wice": [{"answer": "The school opened in 2016 [C:1].", "chunk": chunk, "supported": True},
@@ -683,7 +684,7 @@ def test_the_weight_search_keeps_only_better_moves_within_range_and_restores_the
                     {"sentence": "The school has 500 students.", "chunk": chunk, "supported": False, "lang": "en"}]}
     kept = []
     best, figures = tune_support.climb(rows, 6, 1, report=kept.append)
-    assert tune_support.current() == before and validate_citations.CUE_FACTOR["negation"] == before["negation"]
+    assert tune_support.current() == before and support_check.CUE_FACTOR["negation"] == before["negation"]
     assert all(low <= best[name] <= high for name, (low, high) in tune_support.SPACE.items() if best[name] != before[name])
     assert kept[0].startswith("start") and len(figures) == 3
     start = (support.auroc(support.scored_rows(rows["wice"])), support.auroc(support.scored_rows(rows["ocnli"])),
@@ -692,22 +693,21 @@ def test_the_weight_search_keeps_only_better_moves_within_range_and_restores_the
 
 
 def test_a_chinese_sentence_is_scored_on_the_english_scale(monkeypatch):
-    from nodes import validate_citations
-    from nodes.validate_citations import SUPPORT_THRESHOLD_ZH, ZH_SCALE, is_chinese
+    from citations.support.check import SUPPORT_THRESHOLD_ZH, ZH_SCALE, is_chinese
     assert abs(SUPPORT_THRESHOLD_ZH ** ZH_SCALE - SUPPORT_THRESHOLD) < 1e-9  # a raw 0.20 becomes 0.25
     assert is_chinese(content_units("巡更人员每2小时巡查一次B区"))
     assert not is_chinese(content_units("The guards patrol zone B every 2 hours, 巡更"))
     chunk = "巡更人员每2小时巡查一次，夜间由保安队长带班。"
     answer = "巡更人员每2小时巡查一次，访客须在前台登记身份证件[C:1]。"
     shipped = main(answer, [{"id": "1", "content": chunk}])["citations"][0]["support"]
-    monkeypatch.setattr(validate_citations, "ZH_SCALE", 1.0)
+    monkeypatch.setattr(support_check, "ZH_SCALE", 1.0)
     raw = main(answer, [{"id": "1", "content": chunk}])["citations"][0]["support"]
     assert 0 < raw < shipped < 1 and abs(shipped - raw ** ZH_SCALE) < 2e-3
     english = "The guards patrol every 2 hours and visitors sign in at the desk [C:1]."
     english_chunk = [{"id": "1", "content": "The guards patrol every 2 hours at night."}]
-    monkeypatch.setattr(validate_citations, "ZH_SCALE", 0.5)  # English sentences never take the scale
+    monkeypatch.setattr(support_check, "ZH_SCALE", 0.5)  # English sentences never take the scale
     halved = main(english, english_chunk)["citations"][0]["support"]
-    monkeypatch.setattr(validate_citations, "ZH_SCALE", 1.0)
+    monkeypatch.setattr(support_check, "ZH_SCALE", 1.0)
     assert halved == main(english, english_chunk)["citations"][0]["support"] < 1
 
 
@@ -719,10 +719,9 @@ def test_a_changed_number_is_derived_only_from_numbers_the_chunk_holds():
 
 
 def test_the_search_for_a_chunk_backing_an_uncited_sentence_is_bounded(monkeypatch):
-    from nodes import validate_citations
     sentence = "巡更人员须在每个点位用手持终端打卡。"
     assert main(sentence, BUILDING)["uncited_sentences"] == [sentence]
-    monkeypatch.setattr(validate_citations, "MAX_BACKING_WORK", 3)
+    monkeypatch.setattr(support_check, "MAX_BACKING_WORK", 3)
     assert main(sentence, BUILDING)["uncited_sentences"] == []  # out of work: it answers no, never hangs
     assert main("费用为35元。", BUILDING)["uncited_sentences"] == ["费用为35元。"]  # a number needs no search
 

@@ -1,6 +1,6 @@
 import ast
 
-from nodes import merge_chunks
+from citations import merge as merge_chunks
 from tests.support import ROOT
 from tests.support.web_shapes import WEB_SHAPES
 from tests.support.py310 import assert_same_under_310
@@ -33,7 +33,7 @@ def test_merge_node_behaves_the_same_under_python_310():
 
 
 def test_validator_behaves_the_same_under_python_310():
-    from nodes import validate_citations
+    from citations import validate as validate_citations
     from tests.support.node_data import CHUNKS
     answers = ["a[C:1] b【C：2-4】 c[C:99] `[C:1]`\n```\n[C:2]\n```\n[[C:3]] [C:1", "根据现有资料无法确定", "",
                "[C:1][C:2][C:1-20] [C:1,c：2]"]
@@ -45,7 +45,8 @@ def test_validator_behaves_the_same_under_python_310():
 def test_access_nodes_behave_the_same_under_python_310():
     import json
 
-    from nodes import acl_prefilter, filter_chunks
+    from citations import acl_prefilter
+    from citations import filter as filter_chunks
     from tests.support.node_data import DOC, chunk
     items = [chunk(acl, str(n), **DOC) for n, acl in enumerate(
         [["运维工程师"], '["运维工程师","物业经理"]', "前台；物业经理", '["bad', None, "", "[]", ",a,b,"])]

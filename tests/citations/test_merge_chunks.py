@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodes import merge_chunks, remember_turn, validate_citations
-from nodes.merge_chunks import main
+from citations import validate as validate_citations
+from citations.merge import main
+from citations.neutralise import FOLD_INVISIBLE, FOLD_LOOKALIKES, MARKER_OPENING, neutralise_markers
 from tests.support.node_data import FORGED
 from tests.support.web_shapes import WEB_SHAPES
 
@@ -270,7 +271,7 @@ def test_formatted_chunks_has_the_seed_format_exactly():
 def test_chunk_text_cannot_forge_a_citation(forged):
     for result in (main([rag_item(content=f"见 {forged} 处")], None), main(None, [web_item(content=f"见 {forged} 处")])):
         text = result["formatted_chunks"]
-        assert merge_chunks.MARKER_OPENING.findall(text) == ["[C:"]
+        assert MARKER_OPENING.findall(text) == ["[C:"]
         assert text.startswith("[C:1]\n")
 
 
@@ -293,7 +294,7 @@ def test_numbering_invariants_hold_for_any_input(rag_specs, web_specs, max_chunk
     meta = result["chunk_metadata"]
     assert [c["id"] for c in meta] == [str(i) for i in range(1, len(meta) + 1)]
     assert result["chunk_count"] == len(meta) <= max_chunks
-    assert len(merge_chunks.MARKER_OPENING.findall(result["formatted_chunks"])) == len(meta)
+    assert len(MARKER_OPENING.findall(result["formatted_chunks"])) == len(meta)
     kinds = [c["source_type"] for c in meta]
     assert kinds == sorted(kinds)  # every rag before every web
     used = len(meta) + len(result["skipped"])
@@ -351,7 +352,7 @@ def test_max_chunks_in_text_or_float_forms():
     ("[C:1】", "(C:1】"), ("[1] [C] (C:1)", "[1] [C] (C:1)"),
 ])
 def test_a_neutralised_marker_is_balanced(text, expected):
-    assert merge_chunks.neutralise_markers(text) == expected
+    assert neutralise_markers(text) == expected
 
 
 LOOKALIKE_PARTS = {
@@ -396,12 +397,12 @@ def test_no_look_alike_marker_survives_in_merged_chunk_text(text):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(LOOKALIKE | NOISE | st.text(max_size=8), max_size=6).map("".join))
 def test_neutralising_changes_only_brackets_and_only_where_a_marker_opens(text):
-    neutral = merge_chunks.neutralise_markers(text)
-    assert merge_chunks.neutralise_markers(neutral) == neutral
-    assert remember_turn.neutralise_markers(text) == neutral  # the memory node carries the same code
-    homoglyphs_too = fold(text).translate(merge_chunks.FOLD_LOOKALIKES)
-    homoglyphs_too = "".join(c for c in homoglyphs_too if c not in merge_chunks.FOLD_INVISIBLE)
-    if not merge_chunks.MARKER_OPENING.search(homoglyphs_too):
+    neutral = neutralise_markers(text)
+    assert neutralise_markers(neutral) == neutral
+    assert neutralise_markers(text) == neutral  # the memory node carries the same code
+    homoglyphs_too = fold(text).translate(FOLD_LOOKALIKES)
+    homoglyphs_too = "".join(c for c in homoglyphs_too if c not in FOLD_INVISIBLE)
+    if not MARKER_OPENING.search(homoglyphs_too):
         assert neutral == text
     changed = [(a, b) for a, b in zip(text, neutral) if a != b] if len(text) == len(neutral) else None
     if changed is not None:

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodes.filter_chunks import main
+from citations.filter import main
 from tests.support.node_data import DOC, chunk
 
 

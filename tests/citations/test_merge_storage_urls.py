@@ -4,8 +4,8 @@ passed on to end users unless an operator turns it on (then they are shown as te
 import pytest
 import yaml
 
-from nodes import validate_citations
-from nodes.merge_chunks import main
+from citations import validate as validate_citations
+from citations.merge import main
 from tests.support import sdk
 from tests.support import ROOT
 

@@ -6,7 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodes import remember_turn, validate_citations, web_search_request
+from citations import memory as remember_turn
+from citations import validate as validate_citations
+from citations import web_request as web_search_request
 from tests.support.py310 import assert_same_under_310
 from tests.support.node_data import MARKERISH
 
@@ -85,34 +87,3 @@ def test_search_body_replaces_a_lone_surrogate():
     assert json.loads(body)["query"] == "a\ufffdb"
     with pytest.raises(ValueError, match="count"):
         web_search_request.main("q", 10 ** 400)
-
-
-REPEATED = [  # (node, node, names): rules a Code node must repeat because it stands alone (each says so in place)
-    ("merge_chunks", "remember_turn", ("MARKER_OPENING", "NEUTRAL_BRACKET", "CLOSING_BRACKET", "ANY_BRACKET",
-                                       "FOLD_REMOVED", "FOLD_INVISIBLE", "FOLD_LOOKALIKES", "fold_char",
-                                       "MAY_FOLD", "neutralise_markers", "original_positions")),
-    ("merge_chunks", "filter_chunks", ("python_data",)),
-]
-
-
-def top_level_sources(path):
-    import ast
-
-    text = path.read_text(encoding="utf-8")
-    found = {}
-    for node in ast.parse(text).body:
-        names = [node.name] if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else [
-            t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
-        for name in names:
-            found[name] = ast.get_source_segment(text, node)
-    return found
-
-
-@pytest.mark.parametrize("first,second,names", REPEATED)
-def test_a_rule_repeated_in_two_code_nodes_is_the_same_in_both(first, second, names):
-    from tests.support import ROOT
-
-    one = top_level_sources(ROOT / "nodes" / f"{first}.py")
-    two = top_level_sources(ROOT / "nodes" / f"{second}.py")
-    for name in names:
-        assert one[name] == two[name], f"nodes/{first}.py and nodes/{second}.py disagree on {name}: change both"

@@ -8,13 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from nodes.validate_citations import (ABBREVIATIONS, ANTONYMS_EN, ANTONYMS_ZH, COMPOUNDS_ZH, GENERIC_WORDS, GENERIC_ZH,
-                                      NOT_NEGATIONS, SUPPORT_THRESHOLD, SYNONYMS_EN, SYNONYMS_ZH, UNIT_SCALE,
-                                      WEIGHT_GENERIC, ChunkView, antonym_candidates, antonym_cue, check_support,
-                                      content_units, converted_numbers, folded, judge, main, measure_cue, missing_items,
-                                      negated, negated_thing_cue, negation_cue, normal_form, number_cue, plainest,
-                                      reason_text, roles_cue, scope_cue, sentence_parts, sentence_spans, stem,
-                                      weakest_part)
+from citations.support.check import ABBREVIATIONS, ANTONYMS_EN, ANTONYMS_ZH, COMPOUNDS_ZH, ChunkView, GENERIC_WORDS, GENERIC_ZH, NOT_NEGATIONS, SUPPORT_THRESHOLD, SYNONYMS_EN, SYNONYMS_ZH, UNIT_SCALE, WEIGHT_GENERIC, antonym_candidates, antonym_cue, check_support, content_units, converted_numbers, folded, judge, measure_cue, missing_items, negated, negated_thing_cue, negation_cue, normal_form, number_cue, plainest, reason_text, roles_cue, scope_cue, sentence_parts, sentence_spans, stem, weakest_part
+from citations.support import check as support_check
+from citations.validate import main
 
 
 def cite(sentence, chunk, question=""):
@@ -202,7 +198,7 @@ SEVERAL_CUES = [  # (sentence, chunk): two antonyms, two scope words, two number
 
 
 def test_of_several_cues_the_reason_names_the_first_the_sentence_says_in_every_process():
-    script = ("import json, sys; from nodes.validate_citations import main; print(json.dumps([main(s + '[C:1]', "
+    script = ("import json, sys; from citations.validate import main; print(json.dumps([main(s + '[C:1]', "
               "[{'id': '1', 'content': c}])['citations'][0]['reason'] for s, c in json.loads(sys.argv[1])]))")
     root = Path(__file__).resolve().parents[2]
     seen = set()
@@ -434,10 +430,9 @@ def test_abbreviation_table():
 
 
 def test_the_passage_search_is_bounded_per_answer(monkeypatch):
-    from nodes import validate_citations
     chunk = "。".join(f"第{i}条规定访客须登记" for i in range(200)) + "。访客不得进入机房。"
     answer = "访客可以进入机房[C:1]。" * 5
     assert "negation" in kinds(cite("访客可以进入机房。", chunk))
-    monkeypatch.setattr(validate_citations, "MAX_PASSAGE_WORK", 10)
+    monkeypatch.setattr(support_check, "MAX_PASSAGE_WORK", 10)
     result = main(answer, [{"id": "1", "content": chunk}])
     assert result["citations"][0]["reasons"] == [] or "negation" not in kinds(result["citations"][0])

@@ -9,10 +9,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nodes import filter_chunks, merge_chunks, remember_turn, validate_citations
+from citations import filter as filter_chunks
+from citations import merge as merge_chunks
+from citations import memory as remember_turn
+from citations import neutralise
+from citations.support import check as support_check
+from citations.dify_inputs import load_json, read_int
+from citations.neutralise import MAY_FOLD
+from citations.support.check import CJK, CODE_HINT, CODE_TOKENS, COMMON_COMPATIBILITY, NEGATED_EN, NEGATION_HINT_EN, PART_SPLIT, nfkc
 
 
-@pytest.mark.parametrize("node", [merge_chunks, remember_turn])
+@pytest.mark.parametrize("node", [neutralise])
 def test_the_characters_left_unfolded_fold_to_themselves(node):
     # MAY_FOLD leaves out ASCII (never folded), the CJK unified ideographs and the Hangul syllables.
     for low, high in ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xAC00, 0xD7A3)):
@@ -21,10 +28,9 @@ def test_the_characters_left_unfolded_fold_to_themselves(node):
             assert not node.MAY_FOLD.match(char)
             assert node.fold_char(char) == char, hex(code)
     assert node.MAY_FOLD.match("\u0301") and node.MAY_FOLD.match("Ｃ") and not node.MAY_FOLD.match("C")
-    assert node.MAY_FOLD.pattern == merge_chunks.MAY_FOLD.pattern  # the rule is repeated in both nodes
 
 
-@pytest.mark.parametrize("node", [merge_chunks, remember_turn])
+@pytest.mark.parametrize("node", [neutralise])
 def test_every_character_that_folds_into_an_opening_bracket_is_neutralised(node):
     # The quick return ("no opening bracket, as written or folded") must miss none of them.
     openers = [chr(code) for code in range(0x80, 0x10000) if not 0xD800 <= code <= 0xDFFF
@@ -130,11 +136,11 @@ def test_an_acl_text_judged_once_gives_every_chunk_its_verdict():
 def test_the_shared_json_decoder_reads_as_json_loads():
     for text in ['{"a": [1, 2.5, "x"]}', "1" * 150, "\ufeff[]", "[1e999]", "{bad"]:
         try:
-            expected = json.loads(text, parse_int=filter_chunks.read_int)
+            expected = json.loads(text, parse_int=read_int)
         except ValueError as error:
             expected = (type(error), str(error))
         try:
-            got = filter_chunks.load_json(text)
+            got = load_json(text)
         except ValueError as error:
             got = (type(error), str(error))
         assert got == expected or (got != got and expected != expected), text
@@ -184,7 +190,7 @@ def test_every_provider_shape_is_found_past_the_quick_envelope_check():
 # --- the support check (validate_citations) ---------------------------------------------------------------
 
 COMPAT_TEXT = st.lists(st.sampled_from(
-    [char for char, _ in validate_citations.COMMON_COMPATIBILITY]
+    [char for char, _ in COMMON_COMPATIBILITY]
     + list("a1 ,.。、“”—éÅ") + ["\u0301", "\u0308", "\u0327", "\u3099", "ｶ", "ﾞ", "①", "ﬁ", "㎏", "Ａ", "\u212b",
                                 "\u1100", "\u1161", "가", "巡更", "…", "\u00a0"]), max_size=12).map("".join)
 
@@ -192,16 +198,16 @@ COMPAT_TEXT = st.lists(st.sampled_from(
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(COMPAT_TEXT)
 def test_nfkc_is_unicodedatas_nfkc(text):
-    assert validate_citations.nfkc(text) == unicodedata.normalize("NFKC", text)
+    assert nfkc(text) == unicodedata.normalize("NFKC", text)
 
 
 def test_nfkc_with_every_combining_mark_after_a_replaced_character():
-    for char, _ in validate_citations.COMMON_COMPATIBILITY:
+    for char, _ in COMMON_COMPATIBILITY:
         for mark in map(chr, range(0x300, 0x370)):
-            assert validate_citations.nfkc(f"巡{char}{mark}a") == unicodedata.normalize("NFKC", f"巡{char}{mark}a")
+            assert nfkc(f"巡{char}{mark}a") == unicodedata.normalize("NFKC", f"巡{char}{mark}a")
 
 
-CJK = validate_citations.CJK
+CJK = CJK
 # each pattern as it reads most plainly, against the form shipped (written to start with a character set)
 PLAIN_PATTERNS = {
     "THOUSANDS": r"(?<=\d),(?=\d{3}(?!\d))",
@@ -226,10 +232,10 @@ PATTERN_TEXT = st.lists(st.sampled_from(
 @given(PATTERN_TEXT)
 def test_the_patterns_match_as_their_plain_forms(text):
     for name, plain in PLAIN_PATTERNS.items():
-        shipped = getattr(validate_citations, name)
+        shipped = getattr(support_check, name)
         assert ([(m.span(), m.groups()) for m in shipped.finditer(text)]
                 == [(m.span(), m.groups()) for m in re.finditer(plain, text)]), name
-    assert validate_citations.PART_SPLIT.split(text) == re.split(PLAIN_PATTERNS["PART_SPLIT"], text)
+    assert PART_SPLIT.split(text) == re.split(PLAIN_PATTERNS["PART_SPLIT"], text)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -237,7 +243,7 @@ def test_the_patterns_match_as_their_plain_forms(text):
                                  "cannot", "can't", "hasn’t", "n't", "a", "b2", "2b", "x", "7", "١", "B١٢", " ", "-", ".", "é",
                                  "巡", "_", "know", "one", "within"]), max_size=10).map("".join))
 def test_the_hints_are_found_wherever_their_patterns_match(text):
-    if validate_citations.CODE_TOKENS.search(text):
-        assert validate_citations.CODE_HINT.search(text)
-    if validate_citations.NEGATED_EN.search(text):
-        assert validate_citations.NEGATION_HINT_EN.search(text)
+    if CODE_TOKENS.search(text):
+        assert CODE_HINT.search(text)
+    if NEGATED_EN.search(text):
+        assert NEGATION_HINT_EN.search(text)

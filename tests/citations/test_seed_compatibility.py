@@ -2,7 +2,7 @@
 
 import pytest
 
-from nodes.merge_chunks import main
+from citations.merge import main
 from tests.support.node_data import RAG, SEED_WEB_FORMS
 from tests.support import seed_appendix_a as seed
 
