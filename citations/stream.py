@@ -7,6 +7,7 @@ marker (`Joiner`). After the stream, the support check scores each citation agai
 
 import re
 
+from citations.answer_layout import SOURCE_LIST
 from citations.chunk_list import CITATION_FIELDS, field_text, parse_chunk_metadata
 from citations.joiner import HSPACE, MAX_HELD_SPACE, Joiner
 from citations.markers import BRACKETS, FENCE, could_become_marker, marker_ids
@@ -116,12 +117,15 @@ class CitationStream:
         """Citations that appeared for the first time in the last `feed` (or `finish`)."""
         return [dict(c) for c in self._fresh]
 
-    def result(self):
+    def result(self, support=True):
+        """The whole answer's outputs (as the validate node's). `support=False` leaves the support check out, for a
+        caller that has its results already (the endpoint takes them from the validate node): no citation has a
+        score then, and `uncited_sentences` and the proxies are empty."""
         if not self._finished:
             self.finish()
-        if self._checked is None:  # the support check runs once, after the stream ended
+        if support and self._checked is None:  # the support check runs once, after the stream ended
             self._checked = check_support(self._plain, self._chunks, question=self._question, phrases=self._phrases)
-        checked = self._checked
+        checked = self._checked if support else unchecked(self._plain)
         plain = checked["text"]
         said = normal_text(plain) if self._phrases else ""
         if any(p in said for p in self._phrases):
@@ -143,7 +147,7 @@ class CitationStream:
             "invalid_ids": list(self._invalid),
             "status": status,
             "references_markdown": references_markdown(citations),
-            "references_by_marker_markdown": references_by_marker_markdown(citations),
+            SOURCE_LIST: references_by_marker_markdown(citations),
             "uncited_sentences": list(checked["uncited_sentences"]),
             "citation_recall_proxy": checked["citation_recall_proxy"],
             "citation_precision_proxy": checked["citation_precision_proxy"],
@@ -251,6 +255,12 @@ class CitationStream:
         numbers = sorted(set(shown))
         ids_shown = [self._citations[number - 1]["id"] for number in numbers]
         return "".join(f"[{number}]" for number in sorted(shown)), numbers, ids_shown, sorted(new)
+
+
+def unchecked(plain):
+    """What `check_support` returns, for an answer not checked: its text, and no scores, reasons or sentences."""
+    return {"text": "".join(part for part in plain if isinstance(part, str)), "support": {}, "reasons": {},
+            "uncited_sentences": [], "citation_recall_proxy": None, "citation_precision_proxy": None}
 
 
 def pieces_of(parts):

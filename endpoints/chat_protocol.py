@@ -22,7 +22,9 @@ The protocol (SSE; each event is `event: <name>` + `data: <one JSON object>`):
 Nothing else of Dify's stream passes: no node's inputs or outputs, except the chunk list's whitelisted fields and
 the LLM's answer text. The shipped chatflow's Answer node appends the validator's reference list (raw markers)
 after the LLM's text; that list is not passed on as text (its content is in `sources` and `done`), see
-`AnswerText`.
+`AnswerText` and `citations.answer_layout`, where the template, the list and this rule are named once. The support
+flags in `done` are the validate node's own (its `node_finished`), when the chatflow has one that covers every
+citation; else they are computed here.
 """
 
 import json
@@ -31,6 +33,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from citations.answer_layout import SOURCE_LIST
 from citations.stream import CitationStream
 
 EVENTS = ("ready", "sources", "text", "cite", "replace", "done", "error")
@@ -278,6 +281,7 @@ class Translator:
         self.stream: CitationStream | None = None
         self.held_cite: dict[str, list[Any]] | None = None  # the citation shown once text follows (see `_pieces`)
         self.replaced = False
+        self.validated: Mapping[str, Any] | None = None  # the validate node's outputs (its support check's results)
         self.conversation_id = ""
         self.message_id = ""
         self.finished = False
@@ -299,6 +303,7 @@ class Translator:
         if kind in ("node_started", "node_finished"):
             self.answer.node_event(kind, data)
             if kind == "node_finished":
+                self._validate_outputs(data)
                 return self._chunk_list(data)
             return []
         if kind == "message":
@@ -354,6 +359,21 @@ class Translator:
         out: list[Event] = [("sources", {"sources": [dict(s) for s in self.sources]})]
         early = self._early()
         return out + (self._pieces(self._citation_stream().feed_pieces(early)) if early else [])
+
+    def _validate_outputs(self, data: Mapping[str, Any]) -> None:
+        """Keep the outputs of a validate node (it lists the sources, `SOURCE_LIST`, and its citations)."""
+        outputs = data.get("outputs")
+        if isinstance(outputs, Mapping) and SOURCE_LIST in outputs and isinstance(outputs.get("citations"), list):
+            self.validated = outputs
+
+    def _support_flags(self, citations: list[dict[str, Any]]) -> dict[str, Mapping[str, Any]] | None:
+        """The validate node's citations by id, when they cover every one of `citations` and carry the flags."""
+        if self.validated is None:
+            return None
+        by_id = {c.get("id"): c for c in self.validated["citations"] if isinstance(c, Mapping) and c.get("id")}
+        if all(c["id"] in by_id and all(key in by_id[c["id"]] for key in SUPPORT_CITATION_KEYS) for c in citations):
+            return by_id
+        return None
 
     def _early(self) -> str:
         """The held early text, once."""
@@ -413,15 +433,21 @@ class Translator:
         early = self._early()
         out += self._pieces((stream.feed_pieces(early) if early else []) + stream.finish_pieces())
         out += self._cite_held()
-        result = stream.result()
+        result = stream.result(support=False)
+        flags = self._support_flags(result["citations"])
+        if flags is None:  # no validate node covers them: the check runs here
+            result = stream.result()
+        else:
+            result.update({key: self.validated[key] for key in SUPPORT_DONE_KEYS if key in self.validated})
         by_id = {source["id"]: source for source in self.sources or []}
         citations = []
         for citation in result["citations"]:
             cited = {"number": citation["index"], "id": citation["id"], "count": citation["count"],
                      **by_id[citation["id"]]}
+            checked = citation if flags is None else flags[citation["id"]]
             for key in SUPPORT_CITATION_KEYS:
-                if key in citation:
-                    cited[key] = citation[key]
+                if key in checked:
+                    cited[key] = checked[key]
             citations.append(cited)
         done = {"status": result["status"], "citations": citations, "invalid_ids": list(result["invalid_ids"]),
                 "conversation": self.conversation_handle(self.conversation_id) if self.conversation_id else "",

@@ -22,6 +22,7 @@ import yaml
 from gcite import ROOT
 from gcite.build.package import package_entries, unique_identifier
 from gcite.build.prefilter import ROLE_CLAUSES, public_clauses, templated_conditions
+from citations.answer_layout import SOURCE_LIST, source_list  # the Answer template, named once
 from citations.phrases import INSUFFICIENT_DEFAULT
 from gcite.authoring.bundle import bundle
 
@@ -297,16 +298,6 @@ VALIDATE_OUTPUTS = {"answer": "string", "answer_without_markers": "string", "cit
                     "references_markdown": "string", "references_by_marker_markdown": "string",
                     "uncited_sentences": "array[string]", "citation_recall_proxy": "number",
                     "citation_precision_proxy": "number"}
-
-
-SOURCE_LIST = "references_by_marker_markdown"  # the validate node's output an Answer node lists the sources with
-
-
-def source_list(validate: str) -> str:
-    """What an Answer node shows after the LLM's text to list the cited sources: a blank line, then the validate
-    node's list labelled with the raw markers the streamed LLM text carries (docs/validator.md, "Stream, then list
-    the sources"). The endpoint (endpoints/chat_protocol.py `AnswerText`) drops it from the answer text."""
-    return f"\n\n{{{{#{validate}.{SOURCE_LIST}#}}}}"
 
 
 def common_nodes(v: Variant) -> list[dict[str, Any]]:

@@ -177,8 +177,8 @@ def test_ping_unknown_events_and_anything_after_done_are_ignored():
 
 def test_done_carries_the_validator_support_flags_when_it_provides_them(monkeypatch):
     class Flagging(CitationStream):
-        def result(self):
-            result = super().result()
+        def result(self, support=True):
+            result = super().result(support)
             for citation in result["citations"]:
                 citation.update(support=0.25, weak=True)
             return {**result, "uncited_sentences": ["无引用的句子"], "citation_recall_proxy": 0.5,
@@ -190,6 +190,42 @@ def test_done_carries_the_validator_support_flags_when_it_provides_them(monkeypa
     assert done["uncited_sentences"] == ["无引用的句子"] and done["citation_recall_proxy"] == 0.5
     assert "internal_only" not in done
     assert_protocol(protocol.OPEN_COMMENT, run(dify_stream(["答[C:2]"], CHUNKS)))
+
+
+def with_validate_outputs(stream, outputs):
+    """`stream` with its validate node's `node_finished` carrying `outputs` (as the validate node's are)."""
+    for event in stream:
+        if event.get("event") == "node_finished" and event["data"]["node_id"] == "validate":
+            event["data"]["outputs"] = outputs
+    return stream
+
+
+def test_done_takes_the_support_flags_from_the_validate_node_without_checking_again(monkeypatch):
+    from citations import stream as citation_stream
+    answer = "第二段说的是这个[C:2]。第一段[C:1]。"
+    outputs = validate_citations.main(answer, CHUNKS)
+    outputs["citations"][0].update(support=0.123, weak=True, reasons=[{"kind": "negation"}], reason="negation")
+    outputs["uncited_sentences"], outputs["citation_recall_proxy"] = ["来自节点"], 0.75
+    calls = []
+    monkeypatch.setattr(citation_stream, "check_support", lambda *a, **k: calls.append(1))
+    done = run(with_validate_outputs(dify_stream([answer], CHUNKS), outputs))[-1][1]
+    assert calls == []  # the validate node's results are used: the check does not run a second time
+    first = done["citations"][0]
+    assert (first["id"], first["support"], first["weak"], first["reason"]) == ("2", 0.123, True, "negation")
+    assert done["uncited_sentences"] == ["来自节点"] and done["citation_recall_proxy"] == 0.75
+
+
+def test_done_checks_support_itself_when_the_validate_node_does_not_cover_every_citation(monkeypatch):
+    from citations import stream as citation_stream
+    answer = "第二段[C:2]。第一段[C:1]。"
+    outputs = validate_citations.main(answer, CHUNKS)
+    outputs["citations"] = outputs["citations"][:1]  # as when the node's list was capped
+    calls = []
+    real = citation_stream.check_support
+    monkeypatch.setattr(citation_stream, "check_support", lambda *a, **k: calls.append(1) or real(*a, **k))
+    done = run(with_validate_outputs(dify_stream([answer], CHUNKS), outputs))[-1][1]
+    assert calls == [1] and [c["id"] for c in done["citations"]] == ["2", "1"]
+    assert all("support" in c for c in done["citations"])
 
 
 def test_insufficient_evidence_status():
