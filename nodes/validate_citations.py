@@ -1684,12 +1684,15 @@ class CitationStream:
         """Citations that appeared for the first time in the last `feed` (or `finish`)."""
         return [dict(c) for c in self._fresh]
 
-    def result(self):
+    def result(self, support=True):
+        """The whole answer's outputs (as the validate node's). `support=False` leaves the support check out, for a
+        caller that has its results already (the endpoint takes them from the validate node): no citation has a
+        score then, and `uncited_sentences` and the proxies are empty."""
         if not self._finished:
             self.finish()
-        if self._checked is None:  # the support check runs once, after the stream ended
+        if support and self._checked is None:  # the support check runs once, after the stream ended
             self._checked = check_support(self._plain, self._chunks, question=self._question, phrases=self._phrases)
-        checked = self._checked
+        checked = self._checked if support else unchecked(self._plain)
         plain = checked["text"]
         said = normal_text(plain) if self._phrases else ""
         if any(p in said for p in self._phrases):
@@ -1819,6 +1822,12 @@ class CitationStream:
         numbers = sorted(set(shown))
         ids_shown = [self._citations[number - 1]["id"] for number in numbers]
         return "".join(f"[{number}]" for number in sorted(shown)), numbers, ids_shown, sorted(new)
+
+
+def unchecked(plain):
+    """What `check_support` returns, for an answer not checked: its text, and no scores, reasons or sentences."""
+    return {"text": "".join(part for part in plain if isinstance(part, str)), "support": {}, "reasons": {},
+            "uncited_sentences": [], "citation_recall_proxy": None, "citation_precision_proxy": None}
 
 
 def pieces_of(parts):
