@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 REQS   := requirements.txt requirements-dev.txt requirements-engine.txt
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 
-.PHONY: venv test test-fast demo bench fuzz package dsl clean browser test-dify
+.PHONY: venv test test-fast demo bench fuzz package dsl clean browser test-dify check
 DEMO ?= all
 
 venv: $(STAMP)
@@ -58,6 +58,11 @@ demo: $(STAMP)
 ifneq ($(DEMO),cli)
 	$(PY) -m gcite serve
 endif
+
+# the static gate: the formatter's check and the linter, rules in ruff.toml (`ruff format .` fixes the formatting)
+check: $(STAMP)
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
 
 package: $(STAMP)
 	$(PY) -m gcite package
