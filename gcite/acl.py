@@ -37,7 +37,7 @@ from typing import Any
 from gcite.local.dify_metadata import admits, field_text
 from gcite.build.prefilter import conditions_for_roles
 from nodes import acl_prefilter, filter_chunks
-from tools.web_search_providers import BodyTooLarge, parse_retry_after, read_body
+from websearch.http_client import BodyTooLarge, Reply, parse_retry_after, read_body
 
 # Exit codes (also in the README)
 EXIT_OK = 0  # nothing outside the convention is left (audit), every needed write is done and verified (fix)
@@ -308,10 +308,10 @@ class KnowledgeApi:
         response = self.session.request(method, url, timeout=(min(CONNECT_SECONDS, self.request_seconds),
                                                               self.request_seconds), stream=True, **kwargs)
         try:
-            read_body(response, remaining, MAX_BODY_BYTES)
+            content = read_body(response, remaining, MAX_BODY_BYTES)
         finally:
             response.close()
-        return response
+        return Reply(response.status_code, response.headers, content, response.url)
 
     def request(self, method: str, path: str, what: str, **kwargs: Any) -> Any:
         url = self.base_url + path

@@ -14,8 +14,8 @@ import pytest
 
 from tests.support import ROOT
 
-OURS = ("gcite", "nodes", "tools", "endpoints", "provider", "bench", "fuzz", "main")
-CODE_DIRS = ("gcite", "nodes", "tools", "endpoints", "provider", "bench", "fuzz")
+OURS = ("gcite", "nodes", "tools", "websearch", "endpoints", "provider", "bench", "fuzz", "main")
+CODE_DIRS = ("gcite", "nodes", "tools", "websearch", "endpoints", "provider", "bench", "fuzz")
 
 
 def module_name(path: Path) -> str:
@@ -152,3 +152,12 @@ def test_no_block_of_six_lines_repeats_outside_nodes_unless_a_comment_says_why()
         if len(distinct) > 1 and not all(explained(p, a, b) for p, a, b in where):
             repeats.append(" ~ ".join(f"{p.relative_to(ROOT)}:{a}-{b}" for p, a, b in where))
     assert not repeats, "repeated blocks:\n" + "\n".join(sorted(repeats)[:20])
+
+
+def test_the_web_search_library_imports_only_itself_citations_and_third_party_packages():
+    """`websearch/` is a library: the tool, the provider and `gcite acl` import it; it imports no tool, node,
+    endpoint, provider, CLI or other `gcite` module."""
+    forbidden = ("tools", "nodes", "endpoints", "provider", "gcite", "bench", "fuzz", "main")
+    for path in sorted((ROOT / "websearch").glob("*.py")):
+        for imported, line in imports_of(path):
+            assert imported.split(".")[0] not in forbidden, f"{path.relative_to(ROOT)}:{line} imports {imported}"

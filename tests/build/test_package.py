@@ -26,6 +26,11 @@ from tests.support.package_env import package_python, unpack
 # Exactly what the plugin runs, its icon, its privacy policy and its user-facing README (English, and Chinese where
 # the daemon looks for other languages). Adding a packaged file means adding it here.
 PACKAGE_FILES = ["PRIVACY.md", "README.md", "_assets/icon.svg",
+                 "citations/__init__.py", "citations/acl_prefilter.py", "citations/chunk_list.py",
+                 "citations/dify_inputs.py", "citations/filter.py", "citations/joiner.py", "citations/markers.py",
+                 "citations/memory.py", "citations/merge.py", "citations/neutralise.py", "citations/phrases.py",
+                 "citations/references.py", "citations/stream.py", "citations/support/__init__.py",
+                 "citations/support/check.py", "citations/validate.py", "citations/web_request.py",
                  "endpoints/chat.py", "endpoints/chat.yaml", "endpoints/chat_preflight.yaml", "endpoints/chat_protocol.py",
                  "endpoints/page.py", "endpoints/page.yaml", "endpoints/page/gcite.css", "endpoints/page/gcite.js",
                  "endpoints/page/index.html", "endpoints/page_assets.yaml", "endpoints/settings.py",
@@ -35,7 +40,10 @@ PACKAGE_FILES = ["PRIVACY.md", "README.md", "_assets/icon.svg",
                  "provider/gcite.py", "provider/gcite.yaml", "readme/README_zh_Hans.md", "requirements.txt",
                  "tools/filter_chunks.py", "tools/filter_chunks.yaml", "tools/merge_chunks.py", "tools/merge_chunks.yaml",
                  "tools/params.py", "tools/validate_citations.py", "tools/validate_citations.yaml",
-                 "tools/web_search.py", "tools/web_search.yaml", "tools/web_search_providers.py"]
+                 "tools/web_search.py", "tools/web_search.yaml",
+                 "websearch/__init__.py", "websearch/client.py", "websearch/errors.py", "websearch/fetchers.py",
+                 "websearch/http_client.py", "websearch/mappers.py", "websearch/params.py", "websearch/providers.py",
+                 "websearch/redaction.py", "websearch/search.py"]
 RAG = [{"content": "巡更需先打卡", "metadata": {"score": 0.7, "dataset_name": "楼宇知识库", "segment_id": "s1",
                                               "doc_metadata": {"document_title": "巡更指南", "access_roles": ",物业经理,"}}},
        {"content": "冷水机组 7℃", "metadata": {"score": 0.6, "segment_id": "s2",

@@ -468,7 +468,7 @@ def test_retry_after_dates_without_a_zone_are_utc_in_both_clients():
     import email.utils
     import time
 
-    from tools.web_search_providers import parse_retry_after
+    from websearch.http_client import parse_retry_after
 
     assert acl_admin.parse_retry_after is parse_retry_after  # one parser for the Knowledge API and the providers
     ahead = email.utils.formatdate(time.time() + 100, usegmt=True)
