@@ -1,9 +1,10 @@
 """Check and repair a knowledge base's ACL metadata through Dify's Knowledge API: the library behind
 `python -m gcite acl audit|fix` (its options and output are `gcite.cli.acl`).
 
-What each stage does with a stored value is not described here but computed by the stages' own code: the
-Knowledge Retrieval pre-filter through `gcite.build.prefilter.conditions_for_roles` judged by
-`gcite.local.dify_metadata.admits` (Dify's SQL semantics), and the filter node through `nodes/filter_chunks.py`.
+What each stage does with a stored value is not described here but computed by the stages' own code: the filter
+node through `citations.filter` (the code of `nodes/filter_chunks.py`), and the Knowledge Retrieval pre-filter
+through `Stages`, which the caller hands in (the CLI: the pre-filter's conditions judged with Dify's SQL semantics),
+so that this library imports no builder module and no local stand-in of Dify.
 
 Dify's Knowledge API, as its source defines it (api/controllers/service_api/dataset/, services/metadata_service.py):
 - `GET  /datasets/{id}/metadata` → `{"doc_metadata": [{"id", "name", "type", "count"}], "built_in_field_enabled"}`.
@@ -24,19 +25,15 @@ Dify's Knowledge API, as its source defines it (api/controllers/service_api/data
 
 from __future__ import annotations
 
-
 import json
-
-
 import time
 import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from gcite.local.dify_metadata import admits, field_text
-from gcite.build.prefilter import conditions_for_roles
-from nodes import acl_prefilter, filter_chunks
+from citations import acl_prefilter
+from citations import filter as filter_chunks
 from websearch.http_client import BodyTooLarge, Reply, parse_retry_after, read_body
 
 # Exit codes (also in the README)
@@ -94,12 +91,22 @@ def role_label(role: str) -> str:
     return role if role.strip() == role and not any(c in role for c in ',"\\') and role.isprintable() else show(role)
 
 
+@dataclass(frozen=True)
+class Stages:
+    """The pre-filter's own code, handed in by the caller. `admits(acl_field, doc_metadata, roles, missing_acl)`:
+    whether Knowledge Retrieval's pre-filter (its conditions for a user with `roles`, judged as Dify's SQL judges
+    them) lets a document with `doc_metadata` through; `stored_text(value)`: the text Dify's SQL matches a stored
+    value as (None for a JSON null)."""
+    admits: Callable[[str, dict[str, Any], list[str], str], bool]
+    stored_text: Callable[[Any], str | None]
+
+
 def metadata_of(field_name: str, value: Any) -> dict[str, Any]:
     return {} if value is MISSING else {field_name: value}
 
 
-def prefilter_admits(field_name: str, value: Any, roles: list[str], missing_acl: str) -> bool:
-    return admits(conditions_for_roles(field_name, roles, missing_acl), metadata_of(field_name, value))
+def prefilter_admits(stages: Stages, field_name: str, value: Any, roles: list[str], missing_acl: str) -> bool:
+    return stages.admits(field_name, metadata_of(field_name, value), roles, missing_acl)
 
 
 def node_result(field_name: str, value: Any, roles: list[str], missing_acl: str) -> dict[str, Any]:
@@ -142,21 +149,22 @@ def node_verdict(field_name: str, value: Any, missing_acl: str) -> Verdict:
     return Verdict(False, kept)
 
 
-def prefilter_verdict(field_name: str, value: Any, missing_acl: str, candidate_roles: tuple[str, ...]) -> Verdict:
+def prefilter_verdict(stages: Stages, field_name: str, value: Any, missing_acl: str,
+                      candidate_roles: tuple[str, ...]) -> Verdict:
     """Admitted for a user without roles (everyone), else for which of `candidate_roles` (the roles the value names)."""
-    if prefilter_admits(field_name, value, [], missing_acl):
+    if prefilter_admits(stages, field_name, value, [], missing_acl):
         return Verdict(True)
     return Verdict(False, tuple(r for r in candidate_roles
-                                if prefilter_admits(field_name, value, [r], missing_acl)))
+                                if prefilter_admits(stages, field_name, value, [r], missing_acl)))
 
 
-def role_candidates(value: Any) -> tuple[str, ...]:
+def role_candidates(stages: Stages, value: Any) -> tuple[str, ...]:
     """Roles to probe the pre-filter with: the roles a value names (also when the filter node cannot read it), and
     every shorter role that a substring match could confuse with one of them (its proper prefixes and suffixes)."""
     try:
         named = set(filter_chunks.parse_roles(value) or ())
     except filter_chunks.Malformed:
-        text = field_text(value) or ""  # the text Dify's SQL matches against
+        text = stages.stored_text(value) or ""  # the text Dify's SQL matches against
         for ch in '[]{}":':
             text = text.replace(ch, ",")
         named = {r.strip() for r in filter_chunks.ROLE_DELIMITERS.split(text)} - {""}
@@ -183,12 +191,13 @@ class Assessment:
     node: Verdict | None = None
     note: str = ""
 
-def assess(field_name: str, value: Any, missing_acl: str = "visible") -> Assessment:
+def assess(field_name: str, value: Any, missing_acl: str = "visible", *, stages: Stages) -> Assessment:
     """What the pre-filter and the filter node do with `value`, and what `fix` writes (None: nothing)."""
     if value is UNREADABLE:
         return Assessment(value, "unreadable", note="the API's metadata for this document cannot be read")
     try:
-        pre = prefilter_verdict(field_name, value, missing_acl, role_candidates(value) if value is not MISSING else ())
+        candidates = role_candidates(stages, value) if value is not MISSING else ()
+        pre = prefilter_verdict(stages, field_name, value, missing_acl, candidates)
         node = node_verdict(field_name, value, missing_acl)
     except (ValueError, TypeError, RecursionError, OverflowError, MemoryError) as error:  # a stage fails on it
         return Assessment(value, "unreadable", note=f"a stage fails on this value ({type(error).__name__})")
@@ -523,13 +532,13 @@ def acl_field(api: KnowledgeApi, dataset: str, name: str) -> dict[str, Any]:
 
 
 def run(api: KnowledgeApi, dataset: str, field_name: str, missing_acl: str, mode: str,
-        on_row: Callable[[Row], None], report: Report) -> Report:
+        on_row: Callable[[Row], None], report: Report, stages: Stages) -> Report:
     """mode: "audit", "dry-run" or "apply". Each row goes to `on_row` once decided (and written, with --apply)."""
     info = acl_field(api, dataset, field_name)
     for document in api.documents(dataset):
         values = field_values(document.get("doc_metadata"))
         value = UNREADABLE if values is None else values.get(field_name, MISSING)
-        row = Row(document["id"], str(document.get("name", "")), assess(field_name, value, missing_acl))
+        row = Row(document["id"], str(document.get("name", "")), assess(field_name, value, missing_acl, stages=stages))
         report.rows.append(row)
         if mode == "apply" and row.found.status == "fix":
             apply_write(api, dataset, info, row, values or {}, report)

@@ -161,3 +161,11 @@ def test_the_web_search_library_imports_only_itself_citations_and_third_party_pa
     for path in sorted((ROOT / "websearch").glob("*.py")):
         for imported, line in imports_of(path):
             assert imported.split(".")[0] not in forbidden, f"{path.relative_to(ROOT)}:{line} imports {imported}"
+
+
+def test_gcite_acl_imports_no_tool_node_builder_or_local_stand_in():
+    """`gcite/acl.py` is library code: its HTTP client comes from `websearch`, its filter logic from `citations`,
+    and the pre-filter's conditions and Dify's SQL semantics are handed in by the CLI (`gcite.acl.Stages`)."""
+    for imported, line in imports_of(ROOT / "gcite" / "acl.py"):
+        assert imported.split(".")[0] not in ("tools", "nodes") and not imported.startswith(
+            ("gcite.local", "gcite.build", "gcite.cli")), f"gcite/acl.py:{line} imports {imported}"

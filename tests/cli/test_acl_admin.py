@@ -18,6 +18,8 @@ from nodes import filter_chunks
 from tests.support import ROOT
 from tests.support.knowledge_api import FakeDataset, KnowledgeApiServer
 
+STAGES = acl_cli.dify_stages()
+
 KEY = "dataset-Zq8uSECRETk3yWx41"
 FIELD = "access_roles"
 
@@ -417,7 +419,7 @@ def test_readme_acl_table_matches_the_stages():
         check_stage(pre_cell, lambda roles: admits(conditions_for_roles(FIELD, roles), doc), PROBES)
         check_stage(node_cell, lambda roles: node(roles)["kept_count"] == 1, PROBES,
                     node_reason=lambda: node([])["dropped"][0]["reason"])
-        found = acl_admin.assess(FIELD, value)
+        found = acl_admin.assess(FIELD, value, stages=STAGES)
         if fix_cell == "—":
             assert found.target is None and found.status in ("ok", "unset"), value_cell
         elif fix_cell.startswith("left alone"):
@@ -429,16 +431,16 @@ def test_readme_acl_table_matches_the_stages():
         assert case in values, case
     assert any(isinstance(v, str) and v.startswith('["') and v.endswith('"]') for v in values)  # JSON array text
     assert any(isinstance(v, str) and "；" in v for v in values)  # another delimiter
-    assert any(acl_admin.assess(FIELD, v).status == "unreadable" for v in values)
+    assert any(acl_admin.assess(FIELD, v, stages=STAGES).status == "unreadable" for v in values)
 
 
 def test_fix_is_idempotent_on_every_table_value():
     for value_cell, *_ in readme_table():
         if value_cell.startswith("chunk's"):
             continue
-        found = acl_admin.assess(FIELD, parse_cell_value(value_cell))
+        found = acl_admin.assess(FIELD, parse_cell_value(value_cell), stages=STAGES)
         if found.target is not None:
-            again = acl_admin.assess(FIELD, found.target)
+            again = acl_admin.assess(FIELD, found.target, stages=STAGES)
             assert again.status == "ok" and again.prefilter == again.node, value_cell
             if found.node.reason == "malformed_acl" and found.target == "":  # names no role: fixed to public
                 assert again.node.everyone, value_cell
@@ -447,10 +449,10 @@ def test_fix_is_idempotent_on_every_table_value():
 
 
 def test_pathological_values_are_judged_within_bounds():
-    deep = acl_admin.assess(FIELD, "[" * 5000)
+    deep = acl_admin.assess(FIELD, "[" * 5000, stages=STAGES)
     assert deep.status == "unreadable" and deep.target is None
     many = ",".join(f"r{i}" for i in range(3000))
-    found = acl_admin.assess(FIELD, many)
+    found = acl_admin.assess(FIELD, many, stages=STAGES)
     assert found.status == "fix" and found.target == "," + many + ","
     assert found.node.text().endswith("(2980 more)")
 
