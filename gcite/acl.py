@@ -34,7 +34,7 @@ from typing import Any
 
 from citations import acl_prefilter
 from citations import filter as filter_chunks
-from websearch.http_client import BodyTooLarge, Reply, parse_retry_after, read_body
+from websearch.http_client import MAX_REDIRECTS, BodyTooLarge, RedirectRefused, Reply, exchange, parse_retry_after
 
 # Exit codes (also in the README)
 EXIT_OK = 0  # nothing outside the convention is left (audit), every needed write is done and verified (fix)
@@ -306,21 +306,19 @@ class KnowledgeApi:
             raise AclAdminError(EXIT_API, f"{what}: stopped after {minutes:.1f} minutes, the longest one run takes "
                                           f"(--max-minutes {self.max_minutes:g})")
 
-    def send(self, method: str, url: str, **kwargs: Any) -> Any:
-        """One request whose whole answer, body included, arrives within request_seconds."""
+    def send(self, method: str, url: str, **kwargs: Any) -> Reply:
+        """One request whose whole answer, body included, arrives within request_seconds; a redirect is followed
+        only when the library will connect it to --base-url's scheme, host and port (websearch.http_client)."""
         deadline = self.clock() + self.request_seconds
 
         def remaining() -> float:
             return deadline - self.clock()
 
+        return exchange(self.session, method, url, remaining=remaining, limit=MAX_BODY_BYTES,
+                        connect=CONNECT_SECONDS, on_request=self._count, **kwargs)
+
+    def _count(self) -> None:
         self.requests_made += 1
-        response = self.session.request(method, url, timeout=(min(CONNECT_SECONDS, self.request_seconds),
-                                                              self.request_seconds), stream=True, **kwargs)
-        try:
-            content = read_body(response, remaining, MAX_BODY_BYTES)
-        finally:
-            response.close()
-        return Reply(response.status_code, response.headers, content, response.url)
 
     def request(self, method: str, path: str, what: str, **kwargs: Any) -> Any:
         url = self.base_url + path
@@ -339,6 +337,8 @@ class KnowledgeApi:
             except BodyTooLarge:
                 raise AclAdminError(EXIT_API, f"{what}: {method} {url} answered with a body over "
                                               f"{MAX_BODY_BYTES // 2**20} MiB") from None
+            except RedirectRefused as redirect:
+                raise AclAdminError(EXIT_API, f"{what}: {method} {url} {redirect_problem(redirect)}") from None
             except self._requests.RequestException as error:
                 if refused(error):  # nothing listens there: a wrong address, said once and not retried
                     raise AclAdminError(EXIT_API, f"{what}: cannot connect to {self.base_url} (connection refused): "
@@ -567,6 +567,17 @@ def apply_write(api: KnowledgeApi, dataset: str, info: dict[str, Any], row: Row,
         raise AclAdminError(EXIT_API, f"wrote {name} = {show(target)} to document {row.id} but it reads back as "
                                       f"{show(after.get(name, MISSING))}")
     row.written = True
+
+
+def redirect_problem(redirect: RedirectRefused) -> str:
+    """Why a redirect of the Knowledge API was not followed, and what to do."""
+    fix = "set --base-url / DIFY_BASE_URL to the address that answers"
+    if redirect.kind == "too-many":
+        return f"redirected more than {MAX_REDIRECTS} times; {fix}"
+    if redirect.kind == "method":
+        return f"redirected the request (HTTP {redirect.status}), which would drop its body; {fix}"
+    return (f"answered with a redirect to another host (HTTP {redirect.status}); gcite acl sends the key only to the "
+            f"scheme, host and port of --base-url and did not follow it: {fix}")
 
 
 def attempts(n: int) -> str:

@@ -169,3 +169,13 @@ def test_gcite_acl_imports_no_tool_node_builder_or_local_stand_in():
     for imported, line in imports_of(ROOT / "gcite" / "acl.py"):
         assert imported.split(".")[0] not in ("tools", "nodes") and not imported.startswith(
             ("gcite.local", "gcite.build", "gcite.cli")), f"gcite/acl.py:{line} imports {imported}"
+
+
+def test_the_web_search_library_reads_no_private_attribute():
+    """The HTTP client uses public APIs of requests and urllib3 only (it once shortened a socket timeout through
+    `response.raw._fp.fp.raw._sock`): no `._name` is read in `websearch/` but on the module's own `self`."""
+    for path in sorted((ROOT / "websearch").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+                assert isinstance(node.value, ast.Name) and node.value.id == "self", \
+                    f"{path.relative_to(ROOT)}:{node.lineno} reads .{node.attr}"

@@ -6,7 +6,11 @@ Only public APIs of requests and urllib3 are used:
   urllib3 Timeout object), so both end within the time left;
 - the body: read with `Response.iter_content` while a watchdog timer calls urllib3's `HTTPResponse.shutdown()`
   (urllib3 2.3 and later) at the deadline, which ends a read that is waiting on the socket; a body that trickles
-  in therefore cannot outlast the deadline (requests' own timeout counts each read, not the whole answer).
+  in therefore cannot outlast the deadline (requests' own timeout counts each read, not the whole answer);
+- where a request goes: the connection pool requests' own adapter picks for the prepared request
+  (`HTTPAdapter.build_connection_pool_key_attributes`, then urllib3's `PoolManager.connection_from_host`), so a
+  redirect is judged by what will be connected to, never by a second parse of ours that could read a backslash,
+  an `@`, a tab, a percent-encoded or Unicode host or a port otherwise than the library does.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import requests
 import urllib3
@@ -64,8 +68,9 @@ class BodyTooLarge(ValueError):
 
 
 class RedirectRefused(Exception):
-    """A redirect that is not followed. `kind`: "other-host" (another scheme, host or port than the request's),
-    "method" (a 301/302/303 that would turn a POST into a GET without its body) or "too-many"."""
+    """A redirect that is not followed. `kind`: "other-host" (to another scheme, host or port than the request's,
+    or to an address the library cannot read), "method" (a 301/302/303 that would turn a POST into a GET without
+    its body) or "too-many"."""
 
     def __init__(self, kind: str, status: int):
         super().__init__(f"{kind} redirect (HTTP {status})")
@@ -91,14 +96,19 @@ class Reply:
         return json.loads(text)
 
 
-def origin_of(url: str) -> tuple[str, str, int | None]:
-    """(scheme, host, port) of a URL, the port made explicit: where a request with the key may go."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
-    except ValueError:
-        return ("", "", None)
-    return (parts.scheme.lower(), (parts.hostname or "").lower(), port)
+Origin = tuple[str, str, int]  # (scheme, host, port) of a connection
+
+
+def destination(adapter: requests.adapters.BaseAdapter, prepared: requests.PreparedRequest, verify: Any = True,
+                cert: Any = None) -> Origin:
+    """Where `adapter.send(prepared)` will connect: the scheme, host and port of the urllib3 connection pool the
+    adapter picks for it (what `HTTPAdapter.send` does), not a parse of the URL of ours. Raises ValueError
+    (requests' InvalidURL, urllib3's LocationValueError) when the library cannot read the address."""
+    if not isinstance(adapter, requests.adapters.HTTPAdapter):
+        raise ValueError("no HTTP adapter for this address")
+    host_params, pool_kwargs = adapter.build_connection_pool_key_attributes(prepared, verify, cert)
+    pool = adapter.poolmanager.connection_from_host(**host_params, pool_kwargs=pool_kwargs)
+    return (str(pool.scheme), str(pool.host), int(pool.port))
 
 
 class _Watchdog:
@@ -163,26 +173,42 @@ def exchange(session: requests.Session, method: str, url: str, *, remaining: Cal
              connect: float | None = None, max_redirects: int = MAX_REDIRECTS,
              on_request: Callable[[], None] = lambda: None, **request: Any) -> Reply:
     """One request (`request`: headers, params, json, data), its whole answer read before `remaining()` reaches 0.
-    Redirects are followed by hand, only to the same scheme, host and port: requests would send the key headers
-    (Brave's X-Subscription-Token, Baidu's X-Appbuilder-Authorization; it strips only Authorization) to whatever
-    host a redirect names, and would read a redirect's body without a limit. Raises requests' exceptions,
-    BodyTooLarge and RedirectRefused. `on_request` is called once per request sent."""
-    for _ in range(max_redirects + 1):
-        prepared = session.prepare_request(requests.Request(method.upper(), url, **request))
-        settings = session.merge_environment_settings(prepared.url, {}, True, None, None)
+    Redirects are followed by hand, and only when the library will connect the redirected request to the same
+    scheme, host and port as the first one (`destination`): requests would send the key headers (Brave's
+    X-Subscription-Token, Baidu's X-Appbuilder-Authorization; it strips only Authorization) to whatever host a
+    redirect names, and would read a redirect's body without a limit. Raises requests' exceptions, BodyTooLarge
+    and RedirectRefused (before anything is sent to another origin). `on_request` is called once per request."""
+    origin: Origin | None = None
+    status = 0  # of the redirect being followed (0: the first request)
+    for hop in range(max_redirects + 2):
+        try:
+            prepared = session.prepare_request(requests.Request(method.upper(), url, **request))
+            settings = session.merge_environment_settings(prepared.url, {}, True, None, None)
+            adapter = session.get_adapter(prepared.url)
+            where = destination(adapter, prepared, settings["verify"], settings["cert"])
+        except (ValueError, requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema):
+            if origin is None:
+                raise  # the first address: the caller's own
+            raise RedirectRefused("other-host", status) from None
+        if origin is None:
+            origin = where
+        elif where != origin:
+            raise RedirectRefused("other-host", status)
+        if status in (301, 302, 303) and method.upper() != "GET":  # would turn into a GET without its body
+            raise RedirectRefused("method", status)
+        if hop > max_redirects:
+            raise RedirectRefused("too-many", status)
         on_request()
-        response = session.send(prepared, timeout=timeout_for(remaining(), connect), allow_redirects=False,
-                                **settings)
+        # the adapter itself, not Session.send: with allow_redirects=False the session still prepares the next
+        # request of a redirect, and first reads the redirect's whole body, without a limit or a deadline
+        response = adapter.send(prepared, stream=True, timeout=timeout_for(remaining(), connect),
+                                verify=settings["verify"], cert=settings["cert"], proxies=settings["proxies"])
         try:
             content = read_body(response, remaining, limit)
         finally:
             response.close()
         if not response.is_redirect:
             return Reply(response.status_code, response.headers, content, prepared.url or url)
-        target = urljoin(url, response.headers.get("Location", ""))
-        if origin_of(target) != origin_of(url):
-            raise RedirectRefused("other-host", response.status_code)
-        if response.status_code in (301, 302, 303) and method.upper() != "GET":  # would turn into a GET without body
-            raise RedirectRefused("method", response.status_code)
-        url = target
-    raise RedirectRefused("too-many", response.status_code)
+        status = response.status_code
+        url = urljoin(prepared.url or url, session.get_redirect_target(response) or "")
+    raise AssertionError("unreachable")  # pragma: no cover
