@@ -9,6 +9,7 @@ from websearch.providers import Provider
 from websearch.redaction import redact
 
 MESSAGE_LIMIT = 200  # characters of a provider's own error text kept in a message
+MESSAGE_SOURCE_LIMIT = 20 * MESSAGE_LIMIT  # characters of it read at all (redacted, then cut to MESSAGE_LIMIT)
 
 
 class SearchError(Exception):
@@ -25,7 +26,7 @@ LINK = re.compile(r"(?:https?|ftp)://\S+", re.IGNORECASE)
 def clip(text: Any, secrets: list[str]) -> str:
     """A provider's error text on one line, without links (they may carry a key), at most MESSAGE_LIMIT long.
     Every secret (and every identifying piece of a key) is redacted first, so a cut never leaves part of one."""
-    text = re.sub(r"\s+", " ", LINK.sub("[link]", redact(str(text), secrets))).strip()
+    text = re.sub(r"\s+", " ", LINK.sub("[link]", redact(str(text)[:MESSAGE_SOURCE_LIMIT], secrets))).strip()
     return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT - 1] + "…"
 
 
