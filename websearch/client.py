@@ -18,7 +18,8 @@ from websearch.redaction import redact
 MAX_ATTEMPTS = 3  # one request plus two retries, on 429, 5xx and dropped connections
 BACKOFF_BASE = 0.5  # seconds: 0.5, 1, 2, … when the provider sends no Retry-After
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-MAX_BODY_BYTES = 16 * 2**20  # a provider's answer larger than this is an error, not a memory hog
+MAX_BODY_BYTES = 4 * 2**20  # a provider's page larger than this is an error, not a memory hog (pages are < 1 MiB)
+MAX_JSON_VALUES = 100_000  # … and so is one holding more JSON values than this (a page of 50 results has < 5,000)
 
 
 def retry_after(response: Reply | requests.Response) -> float | None:
@@ -26,7 +27,16 @@ def retry_after(response: Reply | requests.Response) -> float | None:
     return parse_retry_after(response.headers.get("Retry-After"))
 
 
+def json_values(content: bytes | bytearray) -> int:
+    """At least the number of values (and keys) a JSON text holds, counted in its bytes without parsing it: each
+    but the first of a container's items follows a comma, each first one its bracket (commas, brackets and colons
+    inside strings count too, so this errs high). It bounds what parsing the page would build in memory."""
+    return content.count(b",") + content.count(b"[") + content.count(b"{") + content.count(b":")
+
+
 def body_of(response: Reply) -> Any:
+    if json_values(response.content) > MAX_JSON_VALUES:
+        return None
     try:
         return response.json()
     except (ValueError, RecursionError):
@@ -40,8 +50,13 @@ class ProviderClient:
                  session: requests.Session | None = None, sleep: Callable[[float], None] = time.sleep):
         self.provider, self.budget, self.sleep = provider, budget, sleep
         self.secrets = secrets_of(credentials)
-        self.session = session or requests.Session()
+        self.session, self._own_session = session or requests.Session(), session is None
         self.requests_made = 0
+
+    def close(self) -> None:
+        """Closes the session's connections if this client opened it."""
+        if self._own_session:
+            self.session.close()
 
     def error(self, text: str) -> SearchError:
         return SearchError(redact(text, self.secrets))
@@ -69,6 +84,8 @@ class ProviderClient:
                 continue
             if status >= 300:
                 raise self.status_error(response, attempt)
+            if json_values(response.content) > MAX_JSON_VALUES:
+                raise self.error(f"{label} answered with more than {MAX_JSON_VALUES:,} JSON values in one page")
             try:
                 return response.json()
             except RecursionError:

@@ -1,5 +1,6 @@
 """Each provider's search requests: endpoint, auth header, parameters, paging and the errors it sends with HTTP 200.
-A fetcher returns the provider's raw result items in its order; `websearch.mappers` reads them."""
+A fetcher hands each page's raw results to the search's `Results` (which maps only those still wanted) and drops
+the page before asking for the next one; paging stops once enough results are kept."""
 
 from __future__ import annotations
 
@@ -9,20 +10,20 @@ from typing import Any
 
 from websearch.client import ProviderClient
 from websearch.errors import SearchError, clip, error_detail, refusal, refusal_message
-from websearch.mappers import text, url_key
 from websearch.providers import BRAVE_MAX_PAGES, SEARXNG_MAX_PAGES, SERPAPI_PAGE, Provider
+from websearch.results import Results
 
 
 @dataclass
 class Search:
-    """One search's request: what to ask, of whom, with which client and key; `notes` for the tool's output."""
+    """One search: what to ask, of whom, with which client and key; the results kept; notes for the tool's output."""
     provider: Provider
     query: str
-    top_k: int
     freshness: str
     client: ProviderClient
     base: str
     key: str
+    results: Results
     notes: list[str] = field(default_factory=list)
 
     def fail(self, what: str) -> SearchError:
@@ -44,16 +45,16 @@ def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}", "Accept": "application/json"}
 
 
-def fetch_bocha(s: Search, wanted: int) -> list[Any]:
+def fetch_bocha(s: Search, wanted: int) -> None:
     body = s.client.call("POST", s.base + "/v1/web-search", headers=bearer(s.key), json={
         "query": s.query, "count": wanted, "freshness": s.provider.freshness[s.freshness], "summary": True})
     check_code_body(s, body)
     if isinstance(body, dict) and isinstance(body.get("data"), dict) and body["data"].get("webPages") is None:
-        return []  # Bocha sends `webPages: null` when nothing matched
-    return s.results_at(body, ("data", "webPages", "value"), "data.webPages.value")
+        return  # Bocha sends `webPages: null` when nothing matched
+    s.results.add(s.results_at(body, ("data", "webPages", "value"), "data.webPages.value"))
 
 
-def fetch_tavily(s: Search, wanted: int) -> list[Any]:
+def fetch_tavily(s: Search, wanted: int) -> None:
     payload: dict[str, Any] = {"query": s.query, "max_results": wanted, "search_depth": "basic", "topic": "general"}
     if s.provider.freshness[s.freshness]:
         payload["time_range"] = s.provider.freshness[s.freshness]
@@ -62,10 +63,10 @@ def fetch_tavily(s: Search, wanted: int) -> list[Any]:
         raise s.fail(f"returned an error with HTTP 200: {s.detail(body)}")
     if isinstance(body, dict) and isinstance(body.get("detail"), dict):
         raise s.fail(f"returned an error with HTTP 200: {s.detail(body)}")
-    return s.results_at(body, ("results",), "results")
+    s.results.add(s.results_at(body, ("results",), "results"))
 
 
-def fetch_baidu(s: Search, wanted: int) -> list[Any]:
+def fetch_baidu(s: Search, wanted: int) -> None:
     payload: dict[str, Any] = {"messages": [{"role": "user", "content": s.query}], "search_source": "baidu_search_v2",
                                "resource_type_filter": [{"type": "web", "top_k": wanted}]}
     if s.provider.freshness[s.freshness]:
@@ -74,12 +75,11 @@ def fetch_baidu(s: Search, wanted: int) -> list[Any]:
     headers = {**bearer(s.key), "X-Appbuilder-Authorization": f"Bearer {s.key}"}
     body = s.client.call("POST", s.base + "/v2/ai_search/web_search", headers=headers, json=payload)
     check_code_body(s, body)
-    return [r for r in s.results_at(body, ("references",), "references")
-            if not isinstance(r, dict) or r.get("type") in (None, "web")]
+    s.results.add([r for r in s.results_at(body, ("references",), "references")
+                   if not isinstance(r, dict) or r.get("type") in (None, "web")])
 
 
-def fetch_serpapi(s: Search, wanted: int) -> list[Any]:
-    out: list[Any] = []
+def fetch_serpapi(s: Search, wanted: int) -> None:
     for start in range(0, wanted, SERPAPI_PAGE):
         params = {"engine": "google", "q": s.query, "api_key": s.key, "start": start, "num": SERPAPI_PAGE,
                   "output": "json"}
@@ -96,15 +96,15 @@ def fetch_serpapi(s: Search, wanted: int) -> list[Any]:
         if "organic_results" not in body and "search_metadata" not in body:
             raise s.fail("answered without a result list (expected organic_results)")
         page = s.results_at(body, ("organic_results",), "organic_results") if "organic_results" in body else []
-        out += page
+        s.results.add(page)
         pagination = body.get("serpapi_pagination") or body.get("pagination") or {}
-        if len(page) < SERPAPI_PAGE or not isinstance(pagination, dict) or "next" not in pagination:
+        last = len(page) < SERPAPI_PAGE or not isinstance(pagination, dict) or "next" not in pagination
+        del body, page, pagination  # the page is not kept while the next one is read
+        if last or s.results.full:
             break
-    return out
 
 
-def fetch_brave(s: Search, wanted: int) -> list[Any]:
-    out: list[Any] = []
+def fetch_brave(s: Search, wanted: int) -> None:
     count = min(wanted, s.provider.max_per_request)
     for offset in range(0, BRAVE_MAX_PAGES):
         params: dict[str, Any] = {"q": s.query, "count": count, "offset": offset}
@@ -117,17 +117,15 @@ def fetch_brave(s: Search, wanted: int) -> list[Any]:
         if not isinstance(body, dict) or ("web" not in body and body.get("type") != "search"):
             raise s.fail("answered without a result list (expected web.results)")
         page = s.results_at(body, ("web", "results"), "web.results") if "web" in body else []  # no `web`: no hits
-        out += page
+        s.results.add(page)
         query = body.get("query") if isinstance(body.get("query"), dict) else {}
-        distinct = {url_key(text(r.get("url"))) for r in out if isinstance(r, dict)}
-        if len(distinct) >= wanted or not page or not query.get("more_results_available"):
+        last = not page or not query.get("more_results_available")
+        del body, page, query  # the page is not kept while the next one is read
+        if last or s.results.full:
             break
-    return out
 
 
-def fetch_searxng(s: Search, wanted: int) -> list[Any]:
-    out: list[Any] = []
-    seen: set[str] = set()
+def fetch_searxng(s: Search, wanted: int) -> None:
     for pageno in range(1, SEARXNG_MAX_PAGES + 1):
         params: dict[str, Any] = {"q": s.query, "format": "json", "pageno": pageno}
         if s.provider.freshness[s.freshness]:
@@ -140,12 +138,10 @@ def fetch_searxng(s: Search, wanted: int) -> list[Any]:
                 names = ", ".join(clip(" ".join(map(str, e)) if isinstance(e, list) else e, s.client.secrets)
                                   for e in failed[:5])
                 raise s.fail(f"found nothing because its engines failed: {names}")
-        new = [r for r in page if isinstance(r, dict) and url_key(text(r.get("url"))) not in seen]
-        seen.update(url_key(text(r.get("url"))) for r in new)
-        out += page
-        if not new or len(seen) >= wanted:
+        kept = s.results.add(page)
+        del body, page  # the page is not kept while the next one is read
+        if not kept or s.results.full:
             break
-    return out
 
 
 def check_code_body(s: Search, body: Any) -> None:
@@ -162,7 +158,7 @@ def check_code_body(s: Search, body: Any) -> None:
     raise s.fail(f"returned an error with HTTP 200: {detail}")
 
 
-FETCHERS: dict[str, Callable[[Search, int], list[Any]]] = {
+FETCHERS: dict[str, Callable[[Search, int], None]] = {
     "bocha": fetch_bocha, "tavily": fetch_tavily, "baidu": fetch_baidu, "serpapi": fetch_serpapi,
     "brave": fetch_brave, "searxng": fetch_searxng,
 }

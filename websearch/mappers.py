@@ -14,6 +14,10 @@ from citations import merge
 from websearch.providers import Provider
 
 ISO_DATE = re.compile(r"^(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?:$|[T ]\d)")
+# A kept result's fields are cut here, above where the merge node cuts them (merge.MAX_CONTENT_CHARS,
+# merge.MAX_LINE_CHARS), so what the merge node makes of them is unchanged while 50 results stay small.
+MAX_CONTENT_CHARS = 16_000
+MAX_LINE_CHARS = 1_000
 
 
 def text(value: Any) -> str:
@@ -83,8 +87,10 @@ def url_key(url: str) -> str:
 
 
 def flat(provider: Provider, title: Any, url: Any, content: Any, site: Any, date: Any, score: Any) -> dict[str, Any]:
-    return {"title": one_line(title), "url": web_url(url), "content": plain(content), "site_name": one_line(site),
-            "published_date": iso_date(date), "score": score_of(score), "provider": provider.name}
+    return {"title": merge.cut(one_line(title), MAX_LINE_CHARS), "url": web_url(url),
+            "content": merge.cut(plain(content), MAX_CONTENT_CHARS), "site_name": merge.cut(one_line(site), MAX_LINE_CHARS),
+            "published_date": merge.cut(iso_date(date), MAX_LINE_CHARS), "score": score_of(score),
+            "provider": provider.name}
 
 
 def map_bocha(p: Provider, r: dict[str, Any]) -> dict[str, Any]:

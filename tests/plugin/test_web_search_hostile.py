@@ -223,7 +223,7 @@ def test_an_absurd_date_costs_only_that_field(mocked):
 
 @pytest.mark.parametrize("status", [200, 500])
 def test_a_body_nested_too_deep_is_a_search_error_naming_the_provider(mocked, status):
-    deep = '{"results": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    deep = '{"results": ' + "[" * 50_000 + "]" * 50_000 + "}"  # deep, yet under MAX_JSON_VALUES
     mocked.add("POST", TAVILY_URL, status=status, body=deep, content_type="application/json")
     with pytest.raises(errors.SearchError) as caught:
         search("tavily")
