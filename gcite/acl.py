@@ -306,10 +306,15 @@ class KnowledgeApi:
             raise AclAdminError(EXIT_API, f"{what}: stopped after {minutes:.1f} minutes, the longest one run takes "
                                           f"(--max-minutes {self.max_minutes:g})")
 
+    def run_left(self) -> float:
+        """Seconds the run may still take (--max-minutes)."""
+        return self.max_minutes * 60 - (self.clock() - self.started)
+
     def send(self, method: str, url: str, **kwargs: Any) -> Reply:
-        """One request whose whole answer, body included, arrives within request_seconds; a redirect is followed
-        only when the library will connect it to --base-url's scheme, host and port (websearch.http_client)."""
-        deadline = self.clock() + self.request_seconds
+        """One request whose whole answer, body included, arrives within request_seconds and within the run's
+        --max-minutes; a redirect is followed only when the library will connect it to --base-url's scheme, host
+        and port (websearch.http_client)."""
+        deadline = self.clock() + min(self.request_seconds, self.run_left())
 
         def remaining() -> float:
             return deadline - self.clock()
@@ -407,6 +412,9 @@ class KnowledgeApi:
                     raise AclAdminError(EXIT_API, f"{problem}; the server asks to wait {asked:.0f} s "
                                                   f"(Retry-After), more than {MAX_RETRY_AFTER:.0f} s: try again later")
                 delay = asked
+        if delay >= self.run_left():  # the wait would end past --max-minutes: stop now, not after it
+            raise AclAdminError(EXIT_API, f"{problem}; the next attempt would start {delay:g} s from now, after "
+                                          f"the longest one run takes (--max-minutes {self.max_minutes:g}): stopped")
         self.log(f"{problem}; retrying in {delay:g} s ({attempt + 1}/{self.retries})")
         self.sleep(delay)
 

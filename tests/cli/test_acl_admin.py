@@ -314,6 +314,23 @@ def test_a_retry_after_beyond_the_limit_ends_the_run(server, cli):
     assert code == acl_admin.EXIT_API and "asks to wait 3600 s" in err and cli.sleeps == []
 
 
+def test_a_retry_after_past_max_minutes_stops_the_run_before_waiting(server, cli):
+    """--max-minutes 1 and a Retry-After of 90 s (within MAX_RETRY_AFTER): the wait would end after the run's
+    limit, so the run stops at once instead of overrunning by the wait."""
+    dataset = server.add_dataset(build_dataset())
+    server.fail("GET", f"/v1/datasets/{dataset.id}/metadata", 429, headers={"Retry-After": "90"})
+    code, _, err = cli("audit", "--dataset", dataset.id, "--max-minutes", "1")
+    assert code == acl_admin.EXIT_API and cli.sleeps == []
+    assert "the next attempt would start 90 s from now, after the longest one run takes (--max-minutes 1)" in err
+
+
+def test_a_back_off_that_fits_in_max_minutes_is_waited(server, cli):
+    dataset = server.add_dataset(build_dataset())
+    server.fail("GET", f"/v1/datasets/{dataset.id}/metadata", 429, headers={"Retry-After": "50"})
+    code, _, err = cli("audit", "--dataset", dataset.id, "--max-minutes", "1")
+    assert code == acl_admin.EXIT_ATTENTION and cli.sleeps == [50.0], err
+
+
 def test_unreachable_server_and_bad_arguments(cli, monkeypatch):
     code, _, err = cli("audit", "--dataset", "d", "--retries", "1", base_url="http://127.0.0.1:9/v1")
     # nothing listens there: said once (no retry warnings), naming what to check
