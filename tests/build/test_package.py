@@ -43,7 +43,7 @@ PACKAGE_FILES = ["PRIVACY.md", "README.md", "_assets/icon.svg",
                  "tools/web_search.py", "tools/web_search.yaml",
                  "websearch/__init__.py", "websearch/client.py", "websearch/errors.py", "websearch/fetchers.py",
                  "websearch/http_client.py", "websearch/mappers.py", "websearch/params.py", "websearch/providers.py",
-                 "websearch/redaction.py", "websearch/search.py"]
+                 "websearch/redaction.py", "websearch/results.py", "websearch/search.py"]
 RAG = [{"content": "巡更需先打卡", "metadata": {"score": 0.7, "dataset_name": "楼宇知识库", "segment_id": "s1",
                                               "doc_metadata": {"document_title": "巡更指南", "access_roles": ",物业经理,"}}},
        {"content": "冷水机组 7℃", "metadata": {"score": 0.6, "segment_id": "s2",
