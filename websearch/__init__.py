@@ -8,9 +8,11 @@ One subject per module:
 - `params`       the tool's parameters, each checked with an error naming it
 - `redaction`    every configured key and URL out of every message and output
 - `errors`       SearchError / SearchInputError and each provider's error text
-- `client`       a provider's calls: retries, back-off, the search's time budget, messages naming the provider
-- `mappers`      one flat item per provider result
+- `client`       a provider's calls: retries, back-off, the search's time budget, page caps, messages naming the
+                 provider
 - `fetchers`     each provider's requests and paging, feeding the results kept
+- `results`      the results kept: at most top_k, mapped only while wanted, duplicates dropped
+- `mappers`      one flat item per provider result
 - `search`       a whole search, the credential check and the tool's text summary
 
 No key and no URL is ever put into an exception message, a note or a log line: messages name the provider, the
