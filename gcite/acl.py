@@ -1,9 +1,10 @@
 """Check and repair a knowledge base's ACL metadata through Dify's Knowledge API: the library behind
 `python -m gcite acl audit|fix` (its options and output are `gcite.cli.acl`).
 
-What each stage does with a stored value is not described here but computed by the stages' own code: the
-Knowledge Retrieval pre-filter through `gcite.build.prefilter.conditions_for_roles` judged by
-`gcite.local.dify_metadata.admits` (Dify's SQL semantics), and the filter node through `nodes/filter_chunks.py`.
+What each stage does with a stored value is not described here but computed by the stages' own code: the filter
+node through `citations.filter` (the code of `nodes/filter_chunks.py`), and the Knowledge Retrieval pre-filter
+through `Stages`, which the caller hands in (the CLI: the pre-filter's conditions judged with Dify's SQL semantics),
+so that this library imports no builder module and no local stand-in of Dify.
 
 Dify's Knowledge API, as its source defines it (api/controllers/service_api/dataset/, services/metadata_service.py):
 - `GET  /datasets/{id}/metadata` → `{"doc_metadata": [{"id", "name", "type", "count"}], "built_in_field_enabled"}`.
@@ -24,21 +25,16 @@ Dify's Knowledge API, as its source defines it (api/controllers/service_api/data
 
 from __future__ import annotations
 
-
 import json
-
-
 import time
 import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from gcite.local.dify_metadata import admits, field_text
-from gcite.build.prefilter import conditions_for_roles
 from citations import acl_prefilter
 from citations import filter as filter_chunks
-from tools.web_search_providers import BodyTooLarge, parse_retry_after, read_body
+from websearch.http_client import MAX_REDIRECTS, BodyTooLarge, RedirectRefused, Reply, exchange, parse_retry_after
 
 # Exit codes (also in the README)
 EXIT_OK = 0  # nothing outside the convention is left (audit), every needed write is done and verified (fix)
@@ -95,12 +91,22 @@ def role_label(role: str) -> str:
     return role if role.strip() == role and not any(c in role for c in ',"\\') and role.isprintable() else show(role)
 
 
+@dataclass(frozen=True)
+class Stages:
+    """The pre-filter's own code, handed in by the caller. `admits(acl_field, doc_metadata, roles, missing_acl)`:
+    whether Knowledge Retrieval's pre-filter (its conditions for a user with `roles`, judged as Dify's SQL judges
+    them) lets a document with `doc_metadata` through; `stored_text(value)`: the text Dify's SQL matches a stored
+    value as (None for a JSON null)."""
+    admits: Callable[[str, dict[str, Any], list[str], str], bool]
+    stored_text: Callable[[Any], str | None]
+
+
 def metadata_of(field_name: str, value: Any) -> dict[str, Any]:
     return {} if value is MISSING else {field_name: value}
 
 
-def prefilter_admits(field_name: str, value: Any, roles: list[str], missing_acl: str) -> bool:
-    return admits(conditions_for_roles(field_name, roles, missing_acl), metadata_of(field_name, value))
+def prefilter_admits(stages: Stages, field_name: str, value: Any, roles: list[str], missing_acl: str) -> bool:
+    return stages.admits(field_name, metadata_of(field_name, value), roles, missing_acl)
 
 
 def node_result(field_name: str, value: Any, roles: list[str], missing_acl: str) -> dict[str, Any]:
@@ -143,21 +149,22 @@ def node_verdict(field_name: str, value: Any, missing_acl: str) -> Verdict:
     return Verdict(False, kept)
 
 
-def prefilter_verdict(field_name: str, value: Any, missing_acl: str, candidate_roles: tuple[str, ...]) -> Verdict:
+def prefilter_verdict(stages: Stages, field_name: str, value: Any, missing_acl: str,
+                      candidate_roles: tuple[str, ...]) -> Verdict:
     """Admitted for a user without roles (everyone), else for which of `candidate_roles` (the roles the value names)."""
-    if prefilter_admits(field_name, value, [], missing_acl):
+    if prefilter_admits(stages, field_name, value, [], missing_acl):
         return Verdict(True)
     return Verdict(False, tuple(r for r in candidate_roles
-                                if prefilter_admits(field_name, value, [r], missing_acl)))
+                                if prefilter_admits(stages, field_name, value, [r], missing_acl)))
 
 
-def role_candidates(value: Any) -> tuple[str, ...]:
+def role_candidates(stages: Stages, value: Any) -> tuple[str, ...]:
     """Roles to probe the pre-filter with: the roles a value names (also when the filter node cannot read it), and
     every shorter role that a substring match could confuse with one of them (its proper prefixes and suffixes)."""
     try:
         named = set(filter_chunks.parse_roles(value) or ())
     except filter_chunks.Malformed:
-        text = field_text(value) or ""  # the text Dify's SQL matches against
+        text = stages.stored_text(value) or ""  # the text Dify's SQL matches against
         for ch in '[]{}":':
             text = text.replace(ch, ",")
         named = {r.strip() for r in filter_chunks.ROLE_DELIMITERS.split(text)} - {""}
@@ -184,12 +191,13 @@ class Assessment:
     node: Verdict | None = None
     note: str = ""
 
-def assess(field_name: str, value: Any, missing_acl: str = "visible") -> Assessment:
+def assess(field_name: str, value: Any, missing_acl: str = "visible", *, stages: Stages) -> Assessment:
     """What the pre-filter and the filter node do with `value`, and what `fix` writes (None: nothing)."""
     if value is UNREADABLE:
         return Assessment(value, "unreadable", note="the API's metadata for this document cannot be read")
     try:
-        pre = prefilter_verdict(field_name, value, missing_acl, role_candidates(value) if value is not MISSING else ())
+        candidates = role_candidates(stages, value) if value is not MISSING else ()
+        pre = prefilter_verdict(stages, field_name, value, missing_acl, candidates)
         node = node_verdict(field_name, value, missing_acl)
     except (ValueError, TypeError, RecursionError, OverflowError, MemoryError) as error:  # a stage fails on it
         return Assessment(value, "unreadable", note=f"a stage fails on this value ({type(error).__name__})")
@@ -298,21 +306,24 @@ class KnowledgeApi:
             raise AclAdminError(EXIT_API, f"{what}: stopped after {minutes:.1f} minutes, the longest one run takes "
                                           f"(--max-minutes {self.max_minutes:g})")
 
-    def send(self, method: str, url: str, **kwargs: Any) -> Any:
-        """One request whose whole answer, body included, arrives within request_seconds."""
-        deadline = self.clock() + self.request_seconds
+    def run_left(self) -> float:
+        """Seconds the run may still take (--max-minutes)."""
+        return self.max_minutes * 60 - (self.clock() - self.started)
+
+    def send(self, method: str, url: str, **kwargs: Any) -> Reply:
+        """One request whose whole answer, body included, arrives within request_seconds and within the run's
+        --max-minutes; a redirect is followed only when the library will connect it to --base-url's scheme, host
+        and port (websearch.http_client)."""
+        deadline = self.clock() + min(self.request_seconds, self.run_left())
 
         def remaining() -> float:
             return deadline - self.clock()
 
+        return exchange(self.session, method, url, remaining=remaining, limit=MAX_BODY_BYTES,
+                        connect=CONNECT_SECONDS, on_request=self._count, **kwargs)
+
+    def _count(self) -> None:
         self.requests_made += 1
-        response = self.session.request(method, url, timeout=(min(CONNECT_SECONDS, self.request_seconds),
-                                                              self.request_seconds), stream=True, **kwargs)
-        try:
-            read_body(response, remaining, MAX_BODY_BYTES)
-        finally:
-            response.close()
-        return response
 
     def request(self, method: str, path: str, what: str, **kwargs: Any) -> Any:
         url = self.base_url + path
@@ -331,6 +342,8 @@ class KnowledgeApi:
             except BodyTooLarge:
                 raise AclAdminError(EXIT_API, f"{what}: {method} {url} answered with a body over "
                                               f"{MAX_BODY_BYTES // 2**20} MiB") from None
+            except RedirectRefused as redirect:
+                raise AclAdminError(EXIT_API, f"{what}: {method} {url} {redirect_problem(redirect)}") from None
             except self._requests.RequestException as error:
                 if refused(error):  # nothing listens there: a wrong address, said once and not retried
                     raise AclAdminError(EXIT_API, f"{what}: cannot connect to {self.base_url} (connection refused): "
@@ -399,6 +412,9 @@ class KnowledgeApi:
                     raise AclAdminError(EXIT_API, f"{problem}; the server asks to wait {asked:.0f} s "
                                                   f"(Retry-After), more than {MAX_RETRY_AFTER:.0f} s: try again later")
                 delay = asked
+        if delay >= self.run_left():  # the wait would end past --max-minutes: stop now, not after it
+            raise AclAdminError(EXIT_API, f"{problem}; the next attempt would start {delay:g} s from now, after "
+                                          f"the longest one run takes (--max-minutes {self.max_minutes:g}): stopped")
         self.log(f"{problem}; retrying in {delay:g} s ({attempt + 1}/{self.retries})")
         self.sleep(delay)
 
@@ -524,13 +540,13 @@ def acl_field(api: KnowledgeApi, dataset: str, name: str) -> dict[str, Any]:
 
 
 def run(api: KnowledgeApi, dataset: str, field_name: str, missing_acl: str, mode: str,
-        on_row: Callable[[Row], None], report: Report) -> Report:
+        on_row: Callable[[Row], None], report: Report, stages: Stages) -> Report:
     """mode: "audit", "dry-run" or "apply". Each row goes to `on_row` once decided (and written, with --apply)."""
     info = acl_field(api, dataset, field_name)
     for document in api.documents(dataset):
         values = field_values(document.get("doc_metadata"))
         value = UNREADABLE if values is None else values.get(field_name, MISSING)
-        row = Row(document["id"], str(document.get("name", "")), assess(field_name, value, missing_acl))
+        row = Row(document["id"], str(document.get("name", "")), assess(field_name, value, missing_acl, stages=stages))
         report.rows.append(row)
         if mode == "apply" and row.found.status == "fix":
             apply_write(api, dataset, info, row, values or {}, report)
@@ -559,6 +575,17 @@ def apply_write(api: KnowledgeApi, dataset: str, info: dict[str, Any], row: Row,
         raise AclAdminError(EXIT_API, f"wrote {name} = {show(target)} to document {row.id} but it reads back as "
                                       f"{show(after.get(name, MISSING))}")
     row.written = True
+
+
+def redirect_problem(redirect: RedirectRefused) -> str:
+    """Why a redirect of the Knowledge API was not followed, and what to do."""
+    fix = "set --base-url / DIFY_BASE_URL to the address that answers"
+    if redirect.kind == "too-many":
+        return f"redirected more than {MAX_REDIRECTS} times; {fix}"
+    if redirect.kind == "method":
+        return f"redirected the request (HTTP {redirect.status}), which would drop its body; {fix}"
+    return (f"answered with a redirect to another host (HTTP {redirect.status}); gcite acl sends the key only to the "
+            f"scheme, host and port of --base-url and did not follow it: {fix}")
 
 
 def attempts(n: int) -> str:

@@ -3,7 +3,7 @@ from typing import Any
 from dify_plugin import ToolProvider
 from dify_plugin.errors.tool import ToolProviderCredentialValidationError
 
-from tools import web_search_providers as web
+from websearch.search import check_all
 
 
 class GciteProvider(ToolProvider):
@@ -11,7 +11,7 @@ class GciteProvider(ToolProvider):
     provider with its cheapest call and reports every one that failed, by name (no key or URL in the message)."""
 
     def _validate_credentials(self, credentials: dict[str, Any]) -> None:
-        failures = web.check_all(credentials or {})
+        failures = check_all(credentials or {})
         if failures:
             raise ToolProviderCredentialValidationError(
                 "web search credentials failed: " + "; ".join(f"{name}: {why}" for name, why in failures.items()))

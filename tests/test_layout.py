@@ -14,8 +14,8 @@ import pytest
 
 from tests.support import ROOT
 
-OURS = ("citations", "gcite", "nodes", "tools", "endpoints", "provider", "bench", "fuzz", "main")
-CODE_DIRS = ("citations", "gcite", "nodes", "tools", "endpoints", "provider", "bench", "fuzz")
+OURS = ("citations", "gcite", "nodes", "tools", "websearch", "endpoints", "provider", "bench", "fuzz", "main")
+CODE_DIRS = ("citations", "gcite", "nodes", "tools", "websearch", "endpoints", "provider", "bench", "fuzz")
 
 
 def module_name(path: Path) -> str:
@@ -156,3 +156,30 @@ def test_no_block_of_six_lines_repeats_unless_a_comment_says_why():
         if len(distinct) > 1 and not all(explained(p, a, b) for p, a, b in where):
             repeats.append(" ~ ".join(f"{p.relative_to(ROOT)}:{a}-{b}" for p, a, b in where))
     assert not repeats, "repeated blocks:\n" + "\n".join(sorted(repeats)[:20])
+
+
+def test_the_web_search_library_imports_only_itself_citations_and_third_party_packages():
+    """`websearch/` is a library: the tool, the provider and `gcite acl` import it; it imports no tool, node,
+    endpoint, provider, CLI or other `gcite` module."""
+    forbidden = ("tools", "nodes", "endpoints", "provider", "gcite", "bench", "fuzz", "main")
+    for path in sorted((ROOT / "websearch").glob("*.py")):
+        for imported, line in imports_of(path):
+            assert imported.split(".")[0] not in forbidden, f"{path.relative_to(ROOT)}:{line} imports {imported}"
+
+
+def test_gcite_acl_imports_no_tool_node_builder_or_local_stand_in():
+    """`gcite/acl.py` is library code: its HTTP client comes from `websearch`, its filter logic from `citations`,
+    and the pre-filter's conditions and Dify's SQL semantics are handed in by the CLI (`gcite.acl.Stages`)."""
+    for imported, line in imports_of(ROOT / "gcite" / "acl.py"):
+        assert imported.split(".")[0] not in ("tools", "nodes") and not imported.startswith(
+            ("gcite.local", "gcite.build", "gcite.cli")), f"gcite/acl.py:{line} imports {imported}"
+
+
+def test_the_web_search_library_reads_no_private_attribute():
+    """The HTTP client uses public APIs of requests and urllib3 only (it once shortened a socket timeout through
+    `response.raw._fp.fp.raw._sock`): no `._name` is read in `websearch/` but on the module's own `self`."""
+    for path in sorted((ROOT / "websearch").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+                assert isinstance(node.value, ast.Name) and node.value.id == "self", \
+                    f"{path.relative_to(ROOT)}:{node.lineno} reads .{node.attr}"

@@ -117,7 +117,7 @@ class PrivacyFacts:
 
 def plugin_privacy_facts(manifest: dict[str, Any]) -> PrivacyFacts:
     """G-Cite's facts, from the code that has them: the search providers' table and the manifest's permissions."""
-    from tools.web_search_providers import PROVIDERS
+    from websearch.providers import PROVIDERS
 
     app = (((manifest.get("resource") or {}).get("permission") or {}).get("app") or {})
     return PrivacyFacts(tuple(provider.label for provider in PROVIDERS.values()), bool(app.get("enabled")))
@@ -295,7 +295,7 @@ def check_privacy(entries: dict[str, bytes], facts: PrivacyFacts | None) -> list
         for label in facts.search_providers:
             if label.lower() not in lowered:
                 found.append(Finding("privacy", f"PRIVACY.md does not say that web search sends the query to "
-                                                f"{label} (tools/web_search_providers.py calls it)"))
+                                                f"{label} (websearch/providers.py calls it)"))
         if facts.invokes_app and not re.search(r"\bapp\b", lowered):
             found.append(Finding("privacy", "PRIVACY.md does not say that the endpoint sends the question to the "
                                             "Dify app it invokes"))

@@ -13,13 +13,25 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
+from citations.filter import MISSING_ACL_CHOICES
 from gcite.acl import (DEFAULT_MAX_MINUTES, DEFAULT_MAX_REQUESTS, DEFAULT_RETRIES, EXIT_ATTENTION, EXIT_OK,
                        EXIT_USAGE, MAX_SHOWN_ROLES, MISSING, UNREADABLE, AclAdminError, KnowledgeApi, Report, Row,
-                       Verdict, role_label, run, safe, show)
-from citations import filter as filter_chunks
+                       Stages, Verdict, role_label, run, safe, show)
 
 
 LABELS = {"ok": "ok", "unset": "unset", "fix": "FIX", "unreadable": "CANNOT-READ"}
+
+
+def dify_stages() -> Stages:
+    """The pre-filter as a chatflow runs it: the conditions retrofit and the chatflows write for a user's roles
+    (`gcite.build.prefilter`), judged with Dify's SQL semantics (`gcite.local.dify_metadata`)."""
+    from gcite.build.prefilter import conditions_for_roles
+    from gcite.local.dify_metadata import admits, field_text
+
+    def prefilter_admits(acl_field: str, doc_metadata: dict[str, Any], roles: list[str], missing_acl: str) -> bool:
+        return admits(conditions_for_roles(acl_field, roles, missing_acl), doc_metadata)
+
+    return Stages(prefilter_admits, field_text)
 
 
 def line(row: Row, mode: str) -> str:
@@ -73,7 +85,7 @@ def add_parser(commands: Any) -> None:
         p.add_argument("--api-key", help="a knowledge-base API key (default: $DIFY_DATASET_API_KEY; prefer the "
                                          "environment, a command line is visible to other users)")
         p.add_argument("--acl-field", default="access_roles", help="the metadata field holding roles (default: access_roles)")
-        p.add_argument("--missing-acl", choices=filter_chunks.MISSING_ACL_CHOICES, default="visible",
+        p.add_argument("--missing-acl", choices=MISSING_ACL_CHOICES, default="visible",
                        help="as set in the chatflow's pre-filter and filter node (default: visible)")
         p.add_argument("--retries", type=int, default=DEFAULT_RETRIES,
                        help=f"retries for 429, 5xx and network errors (default {DEFAULT_RETRIES})")
@@ -162,7 +174,7 @@ def command(args: argparse.Namespace, stdout: Any = None, stderr: Any = None,
         if not args.json:
             print(f"dataset {safe(args.dataset)}, ACL field {args.acl_field!r}, missing_acl={args.missing_acl}, "
                   f"{'audit' if mode == 'audit' else 'fix (' + mode + ')'}", file=stdout)
-        run(api, args.dataset.strip(), args.acl_field, args.missing_acl, mode, on_row, report)
+        run(api, args.dataset.strip(), args.acl_field, args.missing_acl, mode, on_row, report, dify_stages())
     except AclAdminError as error:
         if report.writes:
             print(f"{report.writes} write(s) were made before the error", file=stderr)

@@ -35,9 +35,10 @@ PACKAGE_FILES = sorted(["PRIVACY.md", "README.md", "_assets/icon.svg",
                  "provider/gcite.py", "provider/gcite.yaml", "readme/README_zh_Hans.md", "requirements.txt",
                  "tools/filter_chunks.py", "tools/filter_chunks.yaml", "tools/merge_chunks.py", "tools/merge_chunks.yaml",
                  "tools/params.py", "tools/validate_citations.py", "tools/validate_citations.yaml",
-                 "tools/web_search.py", "tools/web_search.yaml", "tools/web_search_providers.py"]
-                       # the citation package, whole (the tools import it); never nodes/, the Code nodes made from it
-                       + [p.relative_to(ROOT).as_posix() for p in (ROOT / "citations").rglob("*.py")])
+                 "tools/web_search.py", "tools/web_search.yaml"]
+                       # the plugin's packages, whole (the tools import them); never nodes/, the Code nodes made from citations/
+                       + [p.relative_to(ROOT).as_posix() for package in ("citations", "websearch")
+                          for p in (ROOT / package).rglob("*.py")])
 RAG = [{"content": "巡更需先打卡", "metadata": {"score": 0.7, "dataset_name": "楼宇知识库", "segment_id": "s1",
                                               "doc_metadata": {"document_title": "巡更指南", "access_roles": ",物业经理,"}}},
        {"content": "冷水机组 7℃", "metadata": {"score": 0.6, "segment_id": "s2",

@@ -18,6 +18,8 @@ from citations import filter as filter_chunks
 from tests.support import ROOT
 from tests.support.knowledge_api import FakeDataset, KnowledgeApiServer
 
+STAGES = acl_cli.dify_stages()
+
 KEY = "dataset-Zq8uSECRETk3yWx41"
 FIELD = "access_roles"
 
@@ -312,6 +314,23 @@ def test_a_retry_after_beyond_the_limit_ends_the_run(server, cli):
     assert code == acl_admin.EXIT_API and "asks to wait 3600 s" in err and cli.sleeps == []
 
 
+def test_a_retry_after_past_max_minutes_stops_the_run_before_waiting(server, cli):
+    """--max-minutes 1 and a Retry-After of 90 s (within MAX_RETRY_AFTER): the wait would end after the run's
+    limit, so the run stops at once instead of overrunning by the wait."""
+    dataset = server.add_dataset(build_dataset())
+    server.fail("GET", f"/v1/datasets/{dataset.id}/metadata", 429, headers={"Retry-After": "90"})
+    code, _, err = cli("audit", "--dataset", dataset.id, "--max-minutes", "1")
+    assert code == acl_admin.EXIT_API and cli.sleeps == []
+    assert "the next attempt would start 90 s from now, after the longest one run takes (--max-minutes 1)" in err
+
+
+def test_a_back_off_that_fits_in_max_minutes_is_waited(server, cli):
+    dataset = server.add_dataset(build_dataset())
+    server.fail("GET", f"/v1/datasets/{dataset.id}/metadata", 429, headers={"Retry-After": "50"})
+    code, _, err = cli("audit", "--dataset", dataset.id, "--max-minutes", "1")
+    assert code == acl_admin.EXIT_ATTENTION and cli.sleeps == [50.0], err
+
+
 def test_unreachable_server_and_bad_arguments(cli, monkeypatch):
     code, _, err = cli("audit", "--dataset", "d", "--retries", "1", base_url="http://127.0.0.1:9/v1")
     # nothing listens there: said once (no retry warnings), naming what to check
@@ -417,7 +436,7 @@ def test_readme_acl_table_matches_the_stages():
         check_stage(pre_cell, lambda roles: admits(conditions_for_roles(FIELD, roles), doc), PROBES)
         check_stage(node_cell, lambda roles: node(roles)["kept_count"] == 1, PROBES,
                     node_reason=lambda: node([])["dropped"][0]["reason"])
-        found = acl_admin.assess(FIELD, value)
+        found = acl_admin.assess(FIELD, value, stages=STAGES)
         if fix_cell == "—":
             assert found.target is None and found.status in ("ok", "unset"), value_cell
         elif fix_cell.startswith("left alone"):
@@ -429,16 +448,16 @@ def test_readme_acl_table_matches_the_stages():
         assert case in values, case
     assert any(isinstance(v, str) and v.startswith('["') and v.endswith('"]') for v in values)  # JSON array text
     assert any(isinstance(v, str) and "；" in v for v in values)  # another delimiter
-    assert any(acl_admin.assess(FIELD, v).status == "unreadable" for v in values)
+    assert any(acl_admin.assess(FIELD, v, stages=STAGES).status == "unreadable" for v in values)
 
 
 def test_fix_is_idempotent_on_every_table_value():
     for value_cell, *_ in readme_table():
         if value_cell.startswith("chunk's"):
             continue
-        found = acl_admin.assess(FIELD, parse_cell_value(value_cell))
+        found = acl_admin.assess(FIELD, parse_cell_value(value_cell), stages=STAGES)
         if found.target is not None:
-            again = acl_admin.assess(FIELD, found.target)
+            again = acl_admin.assess(FIELD, found.target, stages=STAGES)
             assert again.status == "ok" and again.prefilter == again.node, value_cell
             if found.node.reason == "malformed_acl" and found.target == "":  # names no role: fixed to public
                 assert again.node.everyone, value_cell
@@ -447,10 +466,10 @@ def test_fix_is_idempotent_on_every_table_value():
 
 
 def test_pathological_values_are_judged_within_bounds():
-    deep = acl_admin.assess(FIELD, "[" * 5000)
+    deep = acl_admin.assess(FIELD, "[" * 5000, stages=STAGES)
     assert deep.status == "unreadable" and deep.target is None
     many = ",".join(f"r{i}" for i in range(3000))
-    found = acl_admin.assess(FIELD, many)
+    found = acl_admin.assess(FIELD, many, stages=STAGES)
     assert found.status == "fix" and found.target == "," + many + ","
     assert found.node.text().endswith("(2980 more)")
 
@@ -468,7 +487,7 @@ def test_retry_after_dates_without_a_zone_are_utc_in_both_clients():
     import email.utils
     import time
 
-    from tools.web_search_providers import parse_retry_after
+    from websearch.http_client import parse_retry_after
 
     assert acl_admin.parse_retry_after is parse_retry_after  # one parser for the Knowledge API and the providers
     ahead = email.utils.formatdate(time.time() + 100, usegmt=True)

@@ -11,7 +11,7 @@ import requests
 from gcite.local.search_server import API_KEY, SearchServer
 from citations import merge as merge_chunks
 from tests.support import sdk
-from tools import web_search_providers as web
+from websearch.search import check_all
 
 QUESTION = "巡更时发现异常怎么上报？"
 
@@ -105,7 +105,7 @@ def test_stopped_server_frees_its_port(server):
 def test_credentials_point_the_tool_at_the_server(server):
     assert server.credentials() == {"bocha_api_key": API_KEY, "bocha_base_url": server.base_url,
                                     "tavily_api_key": API_KEY, "tavily_base_url": server.base_url}
-    assert web.check_all(server.credentials()) == {}
+    assert check_all(server.credentials()) == {}
     with pytest.raises(ValueError, match="providers: the local server answers bocha and tavily, not 'brave'"):
         server.credentials(("brave",))
 

@@ -13,14 +13,15 @@ import requests
 import responses
 
 from citations import merge as merge_chunks
-from tools import web_search_providers as web
+from websearch import client, errors, http_client, mappers, params, providers
+from websearch.search import check_all, run_search
 
 KEY = "sk-TEST-9f8e7d6c5b4a"
 SEARX = "http://searx.internal.example:8888/private-instance"
 GATEWAY = "https://gateway.internal.example/bocha-proxy"
 CREDENTIALS = {"bocha_api_key": KEY, "tavily_api_key": KEY, "baidu_api_key": KEY, "serpapi_api_key": KEY,
                "brave_api_key": KEY, "searxng_base_url": SEARX}
-PROVIDER_NAMES = list(web.AUTO_ORDER)
+PROVIDER_NAMES = list(providers.AUTO_ORDER)
 
 ENDPOINT = {
     "bocha": ("POST", "https://api.bochaai.com/v1/web-search"),
@@ -147,7 +148,7 @@ def serve(rsps, provider, total):
 
 def search(provider, top_k=5, freshness="any", credentials=CREDENTIALS, seconds=7.0, sleeps=None):
     sleeps = [] if sleeps is None else sleeps
-    return web.run_search(web.PROVIDERS[provider], "巡检标准", top_k, freshness, credentials, web.Budget(seconds),
+    return run_search(providers.PROVIDERS[provider], "巡检标准", top_k, freshness, credentials, http_client.Budget(seconds),
                           sleep=sleeps.append)
 
 
@@ -175,7 +176,7 @@ def test_top_k_larger_than_available_returns_what_there_is_and_says_so(mocked, p
     serve(mocked, provider, 4)
     results, notes, _ = search(provider, top_k=10)
     assert [r["url"] for r in results] == [page_url(n) for n in range(4)]
-    label = web.PROVIDERS[provider].label
+    label = providers.PROVIDERS[provider].label
     assert notes == [f"{label} returned 4 result(s), fewer than top_k 10"]
 
 
@@ -224,21 +225,21 @@ def test_each_provider_is_mapped_to_flat_items_exactly():
                     "site_name": "", "published_date": "2025-03-01", "score": 2.0, "provider": "searxng"},
     }
     for name, item in expected.items():
-        assert web.MAPPERS[name](web.PROVIDERS[name], ITEM[name](0)) == item, name
+        assert mappers.MAPPERS[name](providers.PROVIDERS[name], ITEM[name](0)) == item, name
 
 
 def test_only_http_urls_are_passed_on():
     item = dict(tavily_item(0), url="javascript:alert(1)")
-    assert web.map_tavily(web.PROVIDERS["tavily"], item)["url"] == ""
+    assert mappers.map_tavily(providers.PROVIDERS["tavily"], item)["url"] == ""
     item = dict(tavily_item(0), url="HTTPS://Example.com/a")
-    assert web.map_tavily(web.PROVIDERS["tavily"], item)["url"] == "HTTPS://Example.com/a"
+    assert mappers.map_tavily(providers.PROVIDERS["tavily"], item)["url"] == "HTTPS://Example.com/a"
 
 
 def test_dates_the_providers_write_become_iso_days_and_unknown_text_is_kept():
-    assert web.iso_date("Tue, 12 Aug 2025 10:00:00 GMT") == "2025-08-12"  # Tavily news
-    assert web.iso_date("August 12, 2025") == "2025-08-12"
-    assert web.iso_date("3 days ago") == "3 days ago"
-    assert web.iso_date(None) == ""
+    assert mappers.iso_date("Tue, 12 Aug 2025 10:00:00 GMT") == "2025-08-12"  # Tavily news
+    assert mappers.iso_date("August 12, 2025") == "2025-08-12"
+    assert mappers.iso_date("3 days ago") == "3 days ago"
+    assert mappers.iso_date(None) == ""
 
 
 # --- freshness ---------------------------------------------------------------------------------------------
@@ -261,7 +262,7 @@ FRESHNESS_SENT = {
 
 
 @pytest.mark.parametrize("provider", PROVIDER_NAMES)
-@pytest.mark.parametrize("freshness", web.FRESHNESS)
+@pytest.mark.parametrize("freshness", providers.FRESHNESS)
 def test_freshness_is_sent_in_each_providers_own_values(mocked, provider, freshness):
     serve(mocked, provider, 5)
     _, notes, _ = search(provider, top_k=5, freshness=freshness)
@@ -315,7 +316,7 @@ def test_empty_results_are_an_empty_list_with_a_note(mocked, provider):
     mocked.add(method, url, json=EMPTY[provider])
     results, notes, requests_made = search(provider, top_k=5)
     assert results == [] and requests_made == 1
-    assert notes == [f"{web.PROVIDERS[provider].label} returned 0 result(s), fewer than top_k 5"]
+    assert notes == [f"{providers.PROVIDERS[provider].label} returned 0 result(s), fewer than top_k 5"]
 
 
 # --- errors ------------------------------------------------------------------------------------------------
@@ -343,8 +344,8 @@ def test_a_refused_key_names_the_provider_and_says_the_key_was_refused(mocked, p
     status, body, detail = REFUSED[provider]
     method, url = ENDPOINT[provider]
     mocked.add(method, url, status=status, **({"json": body} if isinstance(body, dict) else {"body": body}))
-    label = web.PROVIDERS[provider].label
-    with pytest.raises(web.SearchError) as caught:
+    label = providers.PROVIDERS[provider].label
+    with pytest.raises(errors.SearchError) as caught:
         search(provider)
     message = str(caught.value)
     assert message.startswith(f"{label} refused the API key (HTTP {status}")
@@ -356,7 +357,7 @@ def test_a_refused_key_names_the_provider_and_says_the_key_was_refused(mocked, p
 def test_bocha_403_means_the_balance_is_used_up_not_a_bad_key(mocked):
     mocked.add("POST", ENDPOINT["bocha"][1], status=403,
                json={"code": "403", "message": "You do not have enough money", "log_id": "c66aac17eab1bb7e"})
-    with pytest.raises(web.SearchError, match=r"^Bocha account balance is used up \(HTTP 403: You do not have "
+    with pytest.raises(errors.SearchError, match=r"^Bocha account balance is used up \(HTTP 403: You do not have "
                                               r"enough money\); top it up on the Bocha website$"):
         search("bocha")
 
@@ -377,10 +378,10 @@ def test_500_on_every_attempt_fails_after_bounded_retries_with_back_off(mocked, 
     method, url = ENDPOINT[provider]
     mocked.add(method, url, status=500, json={"code": "500", "message": "internal error"})
     sleeps = []
-    with pytest.raises(web.SearchError) as caught:
+    with pytest.raises(errors.SearchError) as caught:
         search(provider, sleeps=sleeps)
     message = str(caught.value)
-    assert message.startswith(f"{web.PROVIDERS[provider].label} failed with HTTP 500")
+    assert message.startswith(f"{providers.PROVIDERS[provider].label} failed with HTTP 500")
     assert message.endswith("after 3 attempts")
     assert sleeps == [0.5, 1.0] and len(mocked.calls) == 3
     assert_safe(message)
@@ -390,7 +391,7 @@ def test_a_retry_after_longer_than_the_budget_fails_at_once(mocked):
     mocked.add("POST", ENDPOINT["bocha"][1], status=429, headers={"Retry-After": "60"},
                json={"code": "429", "message": "You have reached the request limit", "log_id": "x"})
     sleeps = []
-    with pytest.raises(web.SearchError, match=r"^Bocha is rate-limiting or out of quota \(HTTP 429: You have "
+    with pytest.raises(errors.SearchError, match=r"^Bocha is rate-limiting or out of quota \(HTTP 429: You have "
                                               r"reached the request limit\)$"):
         search("bocha", sleeps=sleeps)
     assert sleeps == [] and len(mocked.calls) == 1
@@ -399,26 +400,26 @@ def test_a_retry_after_longer_than_the_budget_fails_at_once(mocked):
 def test_retry_after_as_an_http_date_is_honoured():
     response = requests.Response()
     response.headers["Retry-After"] = "Wed, 21 Oct 2015 07:28:00 GMT"  # in the past: retry now
-    assert web.retry_after(response) == 0.0
+    assert client.retry_after(response) == 0.0
     response.headers["Retry-After"] = "soon"
-    assert web.retry_after(response) is None
+    assert client.retry_after(response) is None
 
 
 @pytest.mark.parametrize("provider", PROVIDER_NAMES)
 def test_a_timeout_names_the_provider_and_the_time(mocked, provider):
     method, url = ENDPOINT[provider]
     mocked.add(method, url, body=requests.exceptions.ReadTimeout("HTTPSConnectionPool(host=x): read timed out"))
-    with pytest.raises(web.SearchError) as caught:
+    with pytest.raises(errors.SearchError) as caught:
         search(provider, seconds=7)
     message = str(caught.value)
-    assert message == f"{web.PROVIDERS[provider].label} did not answer within 7 s (timeout_seconds)"
+    assert message == f"{providers.PROVIDERS[provider].label} did not answer within 7 s (timeout_seconds)"
     assert len(mocked.calls) == 1
 
 
 def test_a_connection_failure_is_retried_then_reported_without_the_url(mocked):
     mocked.add("GET", ENDPOINT["searxng"][1], body=requests.exceptions.ConnectionError(f"cannot reach {SEARX}"))
     sleeps = []
-    with pytest.raises(web.SearchError) as caught:
+    with pytest.raises(errors.SearchError) as caught:
         search("searxng", sleeps=sleeps)
     assert str(caught.value) == ("could not connect to SearXNG (after 3 attempts); check the network and the "
                                  "base URL in the G-Cite credentials")
@@ -430,9 +431,9 @@ def test_a_connection_failure_is_retried_then_reported_without_the_url(mocked):
 def test_malformed_json_is_an_error_not_an_empty_list(mocked, provider):
     method, url = ENDPOINT[provider]
     mocked.add(method, url, status=200, body="<html><body>Gateway portal</body></html>", content_type="text/html")
-    with pytest.raises(web.SearchError) as caught:
+    with pytest.raises(errors.SearchError) as caught:
         search(provider)
-    assert str(caught.value) == (f"{web.PROVIDERS[provider].label} answered HTTP 200 with a body that is not JSON "
+    assert str(caught.value) == (f"{providers.PROVIDERS[provider].label} answered HTTP 200 with a body that is not JSON "
                                  "(text/html)")
 
 
@@ -445,7 +446,7 @@ WRONG_SHAPE = {"bocha": {"code": 200, "data": {"webPages": {"value": "none"}}}, 
 def test_json_without_a_result_list_is_an_error_naming_the_expected_path(mocked, provider):
     method, url = ENDPOINT[provider]
     mocked.add(method, url, json=WRONG_SHAPE[provider])
-    with pytest.raises(web.SearchError, match=r"answered without a result list \(expected "):
+    with pytest.raises(errors.SearchError, match=r"answered without a result list \(expected "):
         search(provider)
 
 
@@ -472,7 +473,7 @@ def test_an_error_body_with_status_200_is_an_error(mocked, provider):
     body, expected = ERROR_200[provider]
     method, url = ENDPOINT[provider]
     mocked.add(method, url, json=body)
-    with pytest.raises(web.SearchError) as caught:
+    with pytest.raises(errors.SearchError) as caught:
         search(provider)
     assert str(caught.value) == expected
     assert_safe(str(caught.value))
@@ -482,7 +483,7 @@ def test_an_error_body_with_status_200_is_an_error(mocked, provider):
 def test_a_key_refused_inside_a_200_body_says_the_key_was_refused(mocked, provider):
     body = {"code": 401, "msg": "Invalid API KEY", "log_id": "x"} if provider == "bocha" else REFUSED["baidu"][1]
     mocked.add("POST", ENDPOINT[provider][1], json=body)
-    with pytest.raises(web.SearchError, match=rf"^{web.PROVIDERS[provider].label} refused the API key \(HTTP 200 "
+    with pytest.raises(errors.SearchError, match=rf"^{providers.PROVIDERS[provider].label} refused the API key \(HTTP 200 "
                                               "with an error body: "):
         search(provider)
 
@@ -492,7 +493,7 @@ def test_a_provider_message_echoing_the_key_or_url_is_redacted(mocked):
     mocked.add("GET", ENDPOINT["searxng"][1], status=400, json={"error": echo})
     mocked.add("POST", ENDPOINT["bocha"][1], status=400, json={"code": "400", "message": f"bad key {KEY}"})
     for provider in ("searxng", "bocha"):
-        with pytest.raises(web.SearchError) as caught:
+        with pytest.raises(errors.SearchError) as caught:
             search(provider)
         assert "rejected the request (HTTP 400" in str(caught.value)
         assert_safe(str(caught.value))
@@ -501,10 +502,10 @@ def test_a_provider_message_echoing_the_key_or_url_is_redacted(mocked):
 # --- parameters and provider choice ----------------------------------------------------------------------
 
 def test_auto_takes_the_first_configured_provider_in_the_stated_order():
-    assert web.choose_provider("auto", CREDENTIALS).name == "bocha"
-    assert web.choose_provider(None, {"brave_api_key": KEY, "serpapi_api_key": KEY}).name == "serpapi"
-    assert web.choose_provider("", {"searxng_base_url": SEARX, "brave_api_key": " "}).name == "searxng"
-    assert web.choose_provider("Tavily", CREDENTIALS).name == "tavily"
+    assert params.choose_provider("auto", CREDENTIALS).name == "bocha"
+    assert params.choose_provider(None, {"brave_api_key": KEY, "serpapi_api_key": KEY}).name == "serpapi"
+    assert params.choose_provider("", {"searxng_base_url": SEARX, "brave_api_key": " "}).name == "searxng"
+    assert params.choose_provider("Tavily", CREDENTIALS).name == "tavily"
 
 
 @pytest.mark.parametrize("provider, credentials, message", [
@@ -517,37 +518,37 @@ def test_auto_takes_the_first_configured_provider_in_the_stated_order():
                             "'google'"),
 ])
 def test_a_provider_that_cannot_be_used_is_an_error_naming_the_field(provider, credentials, message):
-    with pytest.raises(web.SearchInputError) as caught:
-        web.choose_provider(provider, credentials)
+    with pytest.raises(errors.SearchInputError) as caught:
+        params.choose_provider(provider, credentials)
     assert str(caught.value) == message
 
 
 @pytest.mark.parametrize("parse, value, message", [
-    (web.parse_top_k, 0, "top_k: expected a whole number from 1 to 50, got 0"),
-    (web.parse_top_k, 51, "top_k: expected a whole number from 1 to 50, got 51"),
-    (web.parse_top_k, 2.5, "top_k: expected a whole number from 1 to 50, got 2.5"),
-    (web.parse_top_k, True, "top_k: expected a whole number from 1 to 50, got True"),
-    (web.parse_timeout, 0, "timeout_seconds: expected a number of seconds from 1 to 100, got 0"),
-    (web.parse_timeout, 500, "timeout_seconds: expected a number of seconds from 1 to 100, got 500"),
-    (web.parse_timeout, "soon", "timeout_seconds: expected a number of seconds from 1 to 100, got 'soon'"),
-    (web.parse_freshness, "hour", "freshness: expected one of any, day, week, month, year, got 'hour'"),
-    (web.parse_query, "  ", "query: expected the text to search for, got '  '"),
-    (web.parse_query, None, "query: expected the text to search for, got nothing"),
+    (params.parse_top_k, 0, "top_k: expected a whole number from 1 to 50, got 0"),
+    (params.parse_top_k, 51, "top_k: expected a whole number from 1 to 50, got 51"),
+    (params.parse_top_k, 2.5, "top_k: expected a whole number from 1 to 50, got 2.5"),
+    (params.parse_top_k, True, "top_k: expected a whole number from 1 to 50, got True"),
+    (params.parse_timeout, 0, "timeout_seconds: expected a number of seconds from 1 to 100, got 0"),
+    (params.parse_timeout, 500, "timeout_seconds: expected a number of seconds from 1 to 100, got 500"),
+    (params.parse_timeout, "soon", "timeout_seconds: expected a number of seconds from 1 to 100, got 'soon'"),
+    (params.parse_freshness, "hour", "freshness: expected one of any, day, week, month, year, got 'hour'"),
+    (params.parse_query, "  ", "query: expected the text to search for, got '  '"),
+    (params.parse_query, None, "query: expected the text to search for, got nothing"),
 ])
 def test_bad_parameters_are_errors_naming_the_parameter(parse, value, message):
-    with pytest.raises(web.SearchInputError) as caught:
+    with pytest.raises(errors.SearchInputError) as caught:
         parse(value)
     assert str(caught.value) == message
 
 
 def test_parameter_defaults_and_dify_number_forms():
-    assert web.parse_top_k(None) == 5 and web.parse_top_k(7.0) == 7 and web.parse_top_k("12") == 12
-    assert web.parse_timeout("") == 20.0 and web.parse_timeout(2.5) == 2.5
-    assert web.parse_freshness(None) == "any" and web.parse_freshness("Week") == "week"
+    assert params.parse_top_k(None) == 5 and params.parse_top_k(7.0) == 7 and params.parse_top_k("12") == 12
+    assert params.parse_timeout("") == 20.0 and params.parse_timeout(2.5) == 2.5
+    assert params.parse_freshness(None) == "any" and params.parse_freshness("Week") == "week"
 
 
 def test_a_base_url_that_is_not_http_is_an_error_naming_the_credential():
-    with pytest.raises(web.SearchInputError, match=r"^searxng_base_url: expected an http\(s\) URL"):
+    with pytest.raises(errors.SearchInputError, match=r"^searxng_base_url: expected an http\(s\) URL"):
         search("searxng", credentials={"searxng_base_url": "searx.local"})
 
 
@@ -569,7 +570,7 @@ def test_validation_calls_each_configured_providers_cheapest_endpoint(mocked):
         mocked.add(method, url, json=body)
     for provider in ("baidu", "brave", "searxng"):  # no free endpoint: one search of one result
         serve(mocked, provider, 1)
-    assert web.check_all(CREDENTIALS, sleep=lambda s: None) == {}
+    assert check_all(CREDENTIALS, sleep=lambda s: None) == {}
     paths = [urlsplit(c.request.url).path for c in mocked.calls]
     assert paths == ["/v1/fund/remaining", "/usage", "/v2/ai_search/web_search", "/account.json",
                      "/res/v1/web/search", "/private-instance/search"]
@@ -584,7 +585,7 @@ def test_validation_reports_every_failed_provider_by_name(mocked):
     mocked.add("GET", ENDPOINT["searxng"][1], body=requests.exceptions.ConnectionError(SEARX))
     credentials = {k: v for k, v in CREDENTIALS.items() if not k.startswith(("baidu", "brave"))}
     credentials["brave_base_url"] = "https://brave-proxy.internal.example"
-    failures = web.check_all(credentials, sleep=lambda s: None)
+    failures = check_all(credentials, sleep=lambda s: None)
     assert list(failures) == ["Bocha", "SerpAPI", "Brave Search", "SearXNG"]
     assert failures["Bocha"].startswith("Bocha refused the API key (HTTP 401")
     assert failures["SerpAPI"].startswith("SerpAPI refused the API key (HTTP 401")
@@ -595,7 +596,7 @@ def test_validation_reports_every_failed_provider_by_name(mocked):
 
 
 def test_validation_with_nothing_configured_makes_no_request(mocked):
-    assert web.check_all({}) == {} and len(mocked.calls) == 0
+    assert check_all({}) == {} and len(mocked.calls) == 0
 
 
 # --- the merge node reads this tool's output without loss ------------------------------------------------

@@ -10,7 +10,8 @@ import pytest
 import requests
 import responses
 
-from tools import web_search_providers as web
+from websearch import client, errors, http_client, providers, redaction
+from websearch.search import run_search
 from tests.support.local_http import origin, start_server, stop_server
 
 KEY = "sk-TEST-9f8e7d6c5b4a3210"
@@ -22,11 +23,11 @@ CREDENTIALS = {"brave_api_key": KEY, "baidu_api_key": KEY, "tavily_api_key": KEY
 
 
 def search(provider, credentials=CREDENTIALS, seconds=7.0, top_k=5):
-    return web.run_search(web.PROVIDERS[provider], "patrol", top_k, "any", credentials, web.Budget(seconds),
+    return run_search(providers.PROVIDERS[provider], "patrol", top_k, "any", credentials, http_client.Budget(seconds),
                           sleep=lambda s: None)
 
 
-def pieces(secret, size=web.KEY_PIECE):
+def pieces(secret, size=redaction.KEY_PIECE):
     return {secret[i:i + size] for i in range(len(secret) - size + 1)}
 
 
@@ -53,12 +54,12 @@ def test_a_redirect_to_another_host_is_not_followed_and_the_key_stays_home(mocke
     mocked.add(method, url, status=status, headers={"Location": EVIL})
     mocked.add(method, EVIL, json={"results": []})
     mocked.add("GET", EVIL, json={"results": []})
-    with pytest.raises(web.SearchError) as caught:
+    with pytest.raises(errors.SearchError) as caught:
         search(provider)
     assert [call.request.url.split("?")[0] for call in mocked.calls] == [url]  # nothing went to the other host
     assert mocked.calls[0].request.headers[header].endswith(KEY)
     message = str(caught.value)
-    assert message.startswith(f"{web.PROVIDERS[provider].label} answered with a redirect to another host (HTTP "
+    assert message.startswith(f"{providers.PROVIDERS[provider].label} answered with a redirect to another host (HTTP "
                               f"{status}); G-Cite sends the API key only to the configured host and did not follow it")
     assert "evil" not in message and KEY not in message
 
@@ -66,7 +67,7 @@ def test_a_redirect_to_another_host_is_not_followed_and_the_key_stays_home(mocke
 def test_a_redirect_to_another_port_or_scheme_of_the_same_host_is_another_host(mocked):
     for target in ("http://api.search.brave.com/res/v1/web/search", "https://api.search.brave.com:8443/x"):
         mocked.upsert("GET", BRAVE_URL, status=302, headers={"Location": target})
-        with pytest.raises(web.SearchError, match="redirect to another host"):
+        with pytest.raises(errors.SearchError, match="redirect to another host"):
             search("brave")
     assert all(call.request.url.startswith(BRAVE_URL) for call in mocked.calls)
 
@@ -83,16 +84,16 @@ def test_a_redirect_on_the_same_host_is_followed_with_the_key(mocked):
 
 def test_a_post_redirected_to_a_get_is_refused_not_sent_without_its_body(mocked):
     mocked.add("POST", BAIDU_URL, status=302, headers={"Location": "/v2/elsewhere"})
-    with pytest.raises(web.SearchError, match=r"^Baidu AI Search redirected a POST request \(HTTP 302\)"):
+    with pytest.raises(errors.SearchError, match=r"^Baidu AI Search redirected a POST request \(HTTP 302\)"):
         search("baidu")
     assert len(mocked.calls) == 1
 
 
 def test_redirects_on_the_same_host_are_bounded(mocked):
     mocked.add("GET", BRAVE_URL, status=307, headers={"Location": BRAVE_URL})
-    with pytest.raises(web.SearchError, match=f"redirected more than {web.MAX_REDIRECTS} times"):
+    with pytest.raises(errors.SearchError, match=f"redirected more than {http_client.MAX_REDIRECTS} times"):
         search("brave")
-    assert len(mocked.calls) == web.MAX_REDIRECTS + 1
+    assert len(mocked.calls) == http_client.MAX_REDIRECTS + 1
 
 
 # --- 2. redaction comes before the cut -------------------------------------------------------------------------
@@ -101,7 +102,7 @@ def test_redirects_on_the_same_host_are_bounded(mocked):
 def test_a_key_echoed_where_the_message_is_cut_leaves_no_piece_of_it(mocked, offset):
     echo = "x" * offset + f" {KEY} was refused"
     mocked.add("POST", TAVILY_URL, status=400, json={"detail": {"error": echo}})
-    with pytest.raises(web.SearchError) as caught:
+    with pytest.raises(errors.SearchError) as caught:
         search("tavily")
     message = str(caught.value)
     assert "rejected the request (HTTP 400" in message
@@ -111,17 +112,17 @@ def test_a_key_echoed_where_the_message_is_cut_leaves_no_piece_of_it(mocked, off
 def test_a_key_echoed_masked_or_cut_by_the_provider_is_redacted(mocked):
     echo = f"invalid key {KEY[:12]}****{KEY[-4:]}; expected one like {KEY[:-3]}"
     mocked.add("POST", TAVILY_URL, status=400, json={"detail": {"error": echo}})
-    with pytest.raises(web.SearchError) as caught:
+    with pytest.raises(errors.SearchError) as caught:
         search("tavily")
     assert_no_piece_of_the_key(str(caught.value))
     assert "invalid key ***" in str(caught.value)
 
 
 def test_redaction_keeps_what_is_not_a_piece_of_a_key():
-    assert web.redact(f"a {KEY} b sk-TEST c", [KEY]) == "a *** b sk-TEST c"  # 7 characters do not identify it
-    assert web.redact(f"x{KEY[3:15]}y", [KEY]) == "x***y"
+    assert redaction.redact(f"a {KEY} b sk-TEST c", [KEY]) == "a *** b sk-TEST c"  # 7 characters do not identify it
+    assert redaction.redact(f"x{KEY[3:15]}y", [KEY]) == "x***y"
     url = "http://searx.internal.example:8888/private"
-    assert web.redact(f"see {url}/search and searx.internal.example:8888", [url]) == "see ***/search and ***"
+    assert redaction.redact(f"see {url}/search and searx.internal.example:8888", [url]) == "see ***/search and ***"
 
 
 # --- 3. a key inside result fields never reaches an output -----------------------------------------------------
@@ -184,7 +185,7 @@ def trickle():
 
 def test_a_body_that_trickles_in_ends_at_the_deadline(trickle):
     started = time.monotonic()
-    with pytest.raises(web.SearchError) as caught:
+    with pytest.raises(errors.SearchError) as caught:
         search("searxng", credentials={"searxng_base_url": trickle}, seconds=2)
     elapsed = time.monotonic() - started
     assert str(caught.value) == "SearXNG did not answer within 2 s (timeout_seconds)"
@@ -193,16 +194,16 @@ def test_a_body_that_trickles_in_ends_at_the_deadline(trickle):
 
 def test_a_read_that_would_wait_past_the_deadline_waits_only_for_the_time_left(trickle):
     started = time.monotonic()
-    with pytest.raises(web.SearchError, match="did not answer within 2 s"):
+    with pytest.raises(errors.SearchError, match="did not answer within 2 s"):
         search("searxng", credentials={"searxng_base_url": trickle + "/stall"}, seconds=2)
     elapsed = time.monotonic() - started
     assert 1.9 <= elapsed < 2.4, elapsed  # the stalled read was given 0.5 s, not the 2 s of a fresh read timeout
 
 
 def test_a_body_larger_than_the_limit_is_an_error(mocked, monkeypatch):
-    monkeypatch.setattr(web, "MAX_BODY_BYTES", 1000)
+    monkeypatch.setattr(client, "MAX_BODY_BYTES", 1000)
     mocked.add("POST", TAVILY_URL, json={"results": [], "padding": "x" * 5000})
-    with pytest.raises(web.SearchError, match="^Tavily answered with a body over"):
+    with pytest.raises(errors.SearchError, match="^Tavily answered with a body over"):
         search("tavily")
 
 
@@ -222,9 +223,9 @@ def test_an_absurd_date_costs_only_that_field(mocked):
 
 @pytest.mark.parametrize("status", [200, 500])
 def test_a_body_nested_too_deep_is_a_search_error_naming_the_provider(mocked, status):
-    deep = '{"results": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    deep = '{"results": ' + "[" * 50_000 + "]" * 50_000 + "}"  # deep, yet under MAX_JSON_VALUES
     mocked.add("POST", TAVILY_URL, status=status, body=deep, content_type="application/json")
-    with pytest.raises(web.SearchError) as caught:
+    with pytest.raises(errors.SearchError) as caught:
         search("tavily")
     assert str(caught.value).startswith("Tavily ")
     if status == 200:
