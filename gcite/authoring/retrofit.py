@@ -17,8 +17,8 @@ of retrieval results — `retrofit` adds, beside what they join:
   list as `references`; an Answer showing two retrofitted LLMs' texts is refused (two chunk lists, one numbering).
 Everything else (ids, variables, model settings, features, positions of existing nodes) is kept.
 
-The node shapes, prompt text, pre-filter and memory come from `gcite.build.chatflows` (our own chatflows' generator) and
-`gcite.build.prefilter`; nothing of them is repeated here. Every change is reported as one line; a second run on the output
+The node shapes, prompt text, pre-filter and memory come from `gcite.authoring.chatflows` (our own chatflows' generator) and
+`gcite.authoring.prefilter`; nothing of them is repeated here. Every change is reported as one line; a second run on the output
 changes nothing. What cannot be done safely is refused with one line (`RetrofitRefusal`).
 """
 
@@ -31,8 +31,8 @@ from typing import Any
 import yaml
 
 from gcite import load_yaml
-from gcite.build import chatflows as dsl_build
-from gcite.build.prefilter import templated_conditions
+from gcite.authoring import chatflows as dsl_build
+from gcite.authoring.prefilter import templated_conditions
 
 NODES = ("plugin", "code")
 WEBS = ("none", "gcite")
@@ -255,7 +255,7 @@ def detect_lang(texts: Iterable[str]) -> str:
 
 
 def prompt_parts(lang: str) -> dict[str, str]:
-    """Our own chatflows' system prompt (gcite.build.chatflows) cut at its `# ` headings into the parts retrofit
+    """Our own chatflows' system prompt (gcite.authoring.chatflows) cut at its `# ` headings into the parts retrofit
     adds: `sources` (where the chunks come from), `rules` (the answering rules), `history` (the earlier
     conversation), `chunks` (the numbered chunks). The first part, the persona, stays the builder's."""
     parts = [p.strip() for p in re.split(r"(?m)^(?=# )", dsl_build.Variant(lang=lang).system_prompt())
@@ -263,7 +263,7 @@ def prompt_parts(lang: str) -> dict[str, str]:
     named = dict(zip(("persona", "sources", "rules", "history", "chunks"), parts, strict=True))
     if CONTEXT not in named["chunks"] or "{{#conversation.history_text#}}" not in named["history"] \
             or "[C:N]" not in named["rules"]:
-        raise RuntimeError("gcite/build/chatflows.py's prompt no longer has the sections retrofit takes from it: "
+        raise RuntimeError("gcite/authoring/chatflows.py's prompt no longer has the sections retrofit takes from it: "
                            "persona, sources, rules, history, chunks")
     return named
 
@@ -283,7 +283,7 @@ def citation_rules(lang: str) -> str:
     rules = RULE_HEADINGS[lang] + "\n" + "\n\n".join("#" + parts[k] for k in ("sources", "rules"))
     for placed, free in POSITION_FREE[lang]:
         if placed not in rules:
-            raise RuntimeError(f"gcite/build/chatflows.py's prompt no longer says {placed!r} (POSITION_FREE)")
+            raise RuntimeError(f"gcite/authoring/chatflows.py's prompt no longer says {placed!r} (POSITION_FREE)")
         rules = rules.replace(placed, free)
     return rules
 

@@ -121,7 +121,7 @@ def local_events(query: str, roles: str, dsl: str | None) -> Iterator[Event]:
     """The chatflow run on the local runner (graphon), its raw Dify stream read like a Service API stream. `dsl` is
     the chatflow's text (default: dsl/gcite_chatflow.yml). Web search is answered by the local search server."""
     from gcite.local.dify_rules import DifyRefusal
-    from gcite.build.chatflows import PLUGIN_DSL
+    from gcite.authoring.chatflows import PLUGIN_DSL
     from gcite.local.runner import run_chatflow
     from gcite.local.services import local_services
 

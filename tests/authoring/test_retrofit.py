@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gcite.build.retrofit import (CONTEXT, PREFIX, RULE_HEADINGS, Options, RetrofitRefusal, citation_rules,
+from gcite.authoring.retrofit import (CONTEXT, PREFIX, RULE_HEADINGS, Options, RetrofitRefusal, citation_rules,
                                   detect_lang, retrofit)
 from gcite.local.dify_rules import check_variable_ids
 from gcite.local.llm import ExtractiveModel, message_text

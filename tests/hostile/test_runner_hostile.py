@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from gcite.build import chatflows
+from gcite.authoring import chatflows
 from gcite.cli.main import main as cli
 from gcite.local.dify_rules import DifyRefusal
 from gcite.local.llm import OpenAICompatibleModel, sse_lines
