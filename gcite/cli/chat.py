@@ -185,12 +185,12 @@ def local_chatflow(choice: str | None) -> str | None:
     CliError of `gcite.cli.main` when it is not a chatflow."""
     from pathlib import Path
 
-    from gcite.cli.common import load_chatflow
+    from gcite.cli.common import read_chatflow_file
     from gcite.cli.demo import DSL_CHOICES
 
     if choice is None:
         return None
-    return load_chatflow(DSL_CHOICES.get(choice) or Path(choice))
+    return read_chatflow_file(DSL_CHOICES.get(choice) or Path(choice))
 
 
 def chat_command(args: Any, stdin: Any, stdout: Any, stderr: Any) -> int:
