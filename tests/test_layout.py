@@ -137,6 +137,15 @@ def test_no_source_folder_named_build():
                 assert not imported.startswith("gcite.build"), f"{path.relative_to(ROOT)}:{line} imports {imported}"
 
 
+def test_release_tooling_never_uses_the_builder_features():
+    """gcite/release/ ships what is authored; gcite/authoring/ may name the package (a DSL's dependency), never the
+    other way round."""
+    for name, path in MODULES.items():
+        if name.startswith("gcite.release"):
+            for imported, line in imports_of(path):
+                assert not imported.startswith("gcite.authoring"), f"{path.relative_to(ROOT)}:{line} imports {imported}"
+
+
 def test_argparse_only_in_the_cli():
     for name, path in MODULES.items():
         if name.startswith("gcite") and not name.startswith("gcite.cli"):
