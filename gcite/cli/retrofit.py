@@ -1,4 +1,4 @@
-"""`python -m gcite retrofit IN.yml`: G-Cite wired into an exported Dify app (the library: gcite/authoring/retrofit.py)."""
+"""`python -m gcite retrofit IN.yml`: G-Cite wired into an exported Dify app (the library: gcite/authoring/retrofit/)."""
 
 import argparse
 from pathlib import Path
