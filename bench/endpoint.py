@@ -14,7 +14,7 @@ import time
 
 from bench.common import ROOT, print_table
 from gcite.local.app_host import AppHost, sample_services
-from gcite.build.chatflows import PLUGIN_DSL
+from gcite.authoring.chatflows import PLUGIN_DSL
 from gcite.local.plugin_process import EndpointCall, PluginProcess
 from gcite.protocol import parse_gcite_sse
 

@@ -8,7 +8,7 @@ import zipfile
 from pathlib import Path
 
 from bench.common import ROOT, print_table
-from gcite.build.package import build
+from gcite.release.package import build
 from gcite.local.plugin_process import PluginProcess
 
 IN_FLIGHT = 200

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from gcite.protocol import DONE_KEYS, EVENTS, sse_blocks
+from gcite.sse import sse_lines
 
 MERGE_NODE = "merge"
 INCOMPLETE = "the connection closed before the answer was complete"
@@ -202,8 +203,6 @@ def _http_error(response: Any) -> Error:
 def _lines(response: Any) -> Iterator[str]:
     """The body's lines: UTF-8, split at LF only (U+2028 and other Unicode line separators in the JSON are text)."""
     import requests
-
-    from gcite.local.llm import sse_lines
 
     try:
         yield from sse_lines(response.iter_content(chunk_size=None))

@@ -1,10 +1,12 @@
 """The shape of the code, held by reading its imports (ast): no import circle; `citations/` imports only the
 standard library and itself (and `nodes/`, generated from it, only the standard library); nothing imports
-`gcite/cli/` but `python -m gcite`; argparse only in `gcite/cli/`; graphon only in `gcite/local/engine.py`; no test
+`gcite/cli/` but `python -m gcite`; the library at the top (`gcite/*.py`) imports neither `gcite.local` nor the
+CLI; no source folder is named `build`; argparse only in `gcite/cli/`; graphon only in `gcite/local/engine.py`; no test
 imports another test or conftest; and no block of six or more lines repeats in the code unless a comment in place
 says why (`nodes/` is generated, so it is not read: tests/authoring/test_bundle.py holds it to the package)."""
 
 import ast
+import os
 import re
 import sys
 from collections import defaultdict
@@ -92,6 +94,43 @@ def test_nothing_imports_the_cli_but_python_m_gcite():
             continue
         for imported, line in imports_of(path):
             assert not imported.startswith("gcite.cli"), f"{path.relative_to(ROOT)}:{line} imports {imported}"
+
+
+def top_level_library() -> list[str]:
+    return sorted(name for name, path in MODULES.items() if path.parent == ROOT / "gcite" and name != "gcite.__main__")
+
+
+@pytest.mark.parametrize("name", top_level_library())
+def test_the_library_at_the_top_imports_neither_the_local_dify_nor_the_cli(name):
+    """gcite/*.py (the client, the protocol, …) is what others import: it stands on its own, never on Dify played
+    locally (`gcite.local`, graphon behind it) or on the command line (`gcite.cli`)."""
+    for imported, line in imports_of(MODULES[name]):
+        for below in ("gcite.local", "gcite.cli"):
+            assert imported != below and not imported.startswith(below + "."), \
+                f"{MODULES[name].relative_to(ROOT)}:{line} imports {imported}"
+
+
+def test_no_source_folder_named_build():
+    """Python tooling skips folders named `build` as build output (GitHub's Python .gitignore, black's and pytest's
+    defaults): release tooling is in gcite/release/, builder features in gcite/authoring/."""
+    found = []
+    for folder, names, _ in os.walk(ROOT):
+        names[:] = [n for n in names if not n.startswith(".") and n not in ("__pycache__", "node_modules")]
+        if Path(folder).name == "build":
+            found.append(str(Path(folder).relative_to(ROOT)))
+    assert not found, f"folders named build: {found}"
+    for name, path in MODULES.items():
+        for imported, line in imports_of(path):
+            assert not imported.startswith("gcite.build"), f"{path.relative_to(ROOT)}:{line} imports {imported}"
+
+
+def test_release_tooling_never_uses_the_builder_features():
+    """gcite/release/ ships what is authored; gcite/authoring/ may name the package (a DSL's dependency), never the
+    other way round."""
+    for name, path in MODULES.items():
+        if name.startswith("gcite.release"):
+            for imported, line in imports_of(path):
+                assert not imported.startswith("gcite.authoring"), f"{path.relative_to(ROOT)}:{line} imports {imported}"
 
 
 def test_argparse_only_in_the_cli():

@@ -24,8 +24,8 @@ LABELS = {"ok": "ok", "unset": "unset", "fix": "FIX", "unreadable": "CANNOT-READ
 
 def dify_stages() -> Stages:
     """The pre-filter as a chatflow runs it: the conditions retrofit and the chatflows write for a user's roles
-    (`gcite.build.prefilter`), judged with Dify's SQL semantics (`gcite.local.dify_metadata`)."""
-    from gcite.build.prefilter import conditions_for_roles
+    (`gcite.authoring.prefilter`), judged with Dify's SQL semantics (`gcite.local.dify_metadata`)."""
+    from gcite.authoring.prefilter import conditions_for_roles
     from gcite.local.dify_metadata import admits, field_text
 
     def prefilter_admits(acl_field: str, doc_metadata: dict[str, Any], roles: list[str], missing_acl: str) -> bool:

@@ -11,7 +11,7 @@ def build_dsl_command(args: argparse.Namespace) -> int:
 
     from gcite import ROOT
     from gcite.authoring.bundle import write_nodes
-    from gcite.build import chatflows
+    from gcite.authoring import chatflows
 
     langs = tuple(dict.fromkeys(args.lang)) if args.lang else chatflows.LANGS
     defaults = args.slots == chatflows.ROLE_SLOTS and args.persona is None
@@ -45,8 +45,8 @@ def build_dsl_command(args: argparse.Namespace) -> int:
 def prefilter_command(args: argparse.Namespace) -> int:
     import yaml
 
-    from gcite.build import prefilter
-    from gcite.build.chatflows import MAX_ROLE_SLOTS, ROLE_SLOTS
+    from gcite.authoring import prefilter
+    from gcite.authoring.chatflows import MAX_ROLE_SLOTS, ROLE_SLOTS
     from citations.acl_prefilter import ROLE_DELIMITERS
 
     if not args.acl_field.strip():

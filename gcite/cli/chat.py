@@ -121,7 +121,7 @@ def local_events(query: str, roles: str, dsl: str | None) -> Iterator[Event]:
     """The chatflow run on the local runner (graphon), its raw Dify stream read like a Service API stream. `dsl` is
     the chatflow's text (default: dsl/gcite_chatflow.yml). Web search is answered by the local search server."""
     from gcite.local.dify_rules import DifyRefusal
-    from gcite.build.chatflows import PLUGIN_DSL
+    from gcite.authoring.chatflows import PLUGIN_DSL
     from gcite.local.runner import run_chatflow
     from gcite.local.services import local_services
 
@@ -185,12 +185,12 @@ def local_chatflow(choice: str | None) -> str | None:
     CliError of `gcite.cli.main` when it is not a chatflow."""
     from pathlib import Path
 
-    from gcite.cli.common import load_chatflow
+    from gcite.cli.common import read_chatflow_file
     from gcite.cli.demo import DSL_CHOICES
 
     if choice is None:
         return None
-    return load_chatflow(DSL_CHOICES.get(choice) or Path(choice))
+    return read_chatflow_file(DSL_CHOICES.get(choice) or Path(choice))
 
 
 def chat_command(args: Any, stdin: Any, stdout: Any, stderr: Any) -> int:

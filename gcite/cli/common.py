@@ -72,7 +72,7 @@ def read_text(path, kind: str = "a YAML file") -> str:
         raise CliError(f"{path}: cannot read it ({type(error).__name__}: {error.strerror or error})") from None
 
 
-def load_chatflow(path) -> str:
+def read_chatflow_file(path) -> str:
     """The text of a chatflow DSL file, or a CliError saying in one line why it is not one."""
     import yaml
 

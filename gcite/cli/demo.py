@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from gcite.build.chatflows import CODE_DSL, PLUGIN_DSL
+from gcite.authoring.chatflows import CODE_DSL, PLUGIN_DSL
 from gcite.local.llm import EXTRACTIVE_LABEL
 from gcite.cli.pretty import PrettyPrinter
 from gcite.local.runner import Conversation, run_chatflow

@@ -79,9 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sign_cli.add_parsers(commands, pack)
 
-    from gcite.build.chatflows import LANGS, MAX_ROLE_SLOTS, ROLE_SLOTS, SEARCHES
+    from gcite.authoring.chatflows import LANGS, MAX_ROLE_SLOTS, ROLE_SLOTS, SEARCHES
 
-    dsl = commands.add_parser("build-dsl", help="generate the chatflow DSL files from gcite/build/chatflows.py and nodes/*.py")
+    dsl = commands.add_parser("build-dsl", help="generate the chatflow DSL files from gcite/authoring/chatflows.py and nodes/*.py")
     dsl.add_argument("--lang", choices=LANGS, action="append",
                      help="the language of the prompt, labels and refusal phrase (repeatable; default: all)")
     dsl.add_argument("--slots", type=int, default=ROLE_SLOTS, metavar="N",
@@ -162,7 +162,7 @@ def dispatch(args: argparse.Namespace) -> int:
             print(secrets.token_urlsafe(SECRET_BYTES))
             return 0
         if args.command == "sync-schema":
-            from gcite.build import schema as schema_sync
+            from gcite.authoring import schema as schema_sync
 
             changed = schema_sync.sync()
             print("updated: " + ", ".join(changed) if changed else "schemas already in step")

@@ -1,4 +1,4 @@
-"""`python -m gcite retrofit IN.yml`: G-Cite wired into an exported Dify app (the library: gcite/build/retrofit.py)."""
+"""`python -m gcite retrofit IN.yml`: G-Cite wired into an exported Dify app (the library: gcite/authoring/retrofit/)."""
 
 import argparse
 from pathlib import Path
@@ -11,7 +11,7 @@ SUFFIX = ".gcite"
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    from gcite.build import retrofit
+    from gcite.authoring import retrofit
 
     parser = commands.add_parser(
         "retrofit", help="add G-Cite citations to an exported Dify chatflow or workflow (DSL YAML)",
@@ -53,8 +53,8 @@ def package_identifier(path: Path) -> str:
     """The identifier the plugin daemon gives the package at `path` (`--package`), or a one-line error."""
     import zipfile
 
-    from gcite.build.package import identifier_of_package
-    from gcite.build.retrofit import GCITE_PLUGIN
+    from gcite.release.package import identifier_of_package
+    from gcite.authoring.retrofit import GCITE_PLUGIN
 
     if not path.is_file():
         raise CliError(f"--package {path}: no such file (build one with `python -m gcite package`)")
@@ -76,8 +76,8 @@ def default_out(path: Path) -> Path:
 
 
 def command(args: argparse.Namespace) -> int:
-    from gcite.build import retrofit
-    from gcite.build.chatflows import ROLE_SLOTS
+    from gcite.authoring import retrofit
+    from gcite.authoring.chatflows import ROLE_SLOTS
 
     if args.slots is not None and args.acl is None:
         raise CliError("--slots needs --acl FIELD: the slots are the pre-filter's")

@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from gcite.cli.common import CliError, llm_options_problem, load_chatflow
+from gcite.cli.common import CliError, llm_options_problem, read_chatflow_file
 
 
 def demo_command(args: argparse.Namespace) -> int:
@@ -12,7 +12,7 @@ def demo_command(args: argparse.Namespace) -> int:
     from gcite.cli import demo
 
     path = demo.DSL_CHOICES.get(args.dsl) or Path(args.dsl)
-    load_chatflow(path)
+    read_chatflow_file(path)
     queries = tuple(q for q in args.query or () if q.strip())
     if args.query and not queries:
         raise CliError("--query: the question is empty")
@@ -43,7 +43,7 @@ def run_command(args: argparse.Namespace) -> int:
     check_llm_options(args)
     if not query.strip():
         raise CliError("--query: the question is empty")
-    dsl = load_chatflow(Path(args.dsl))
+    dsl = read_chatflow_file(Path(args.dsl))
 
     from gcite.local.dify_rules import DifyRefusal
     from gcite.cli.pretty import PrettyPrinter

@@ -33,7 +33,7 @@ def usage_problem(args: Any) -> str | None:
     --knowledge-base to check them (and sets args.dsl to the chatflow's path)."""
     import math
 
-    from gcite.cli.common import CliError, llm_options_problem, load_chatflow
+    from gcite.cli.common import CliError, llm_options_problem, read_chatflow_file
     from gcite.cli.demo import DSL_CHOICES
 
     if args.port is not None and not 0 <= args.port <= 65535:
@@ -50,7 +50,7 @@ def usage_problem(args: Any) -> str | None:
     if args.dsl is not None:
         path = DSL_CHOICES.get(args.dsl) or Path(args.dsl)
         try:
-            load_chatflow(path)
+            read_chatflow_file(path)
         except CliError as error:
             return str(error)
         args.dsl = str(path)

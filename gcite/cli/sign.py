@@ -1,6 +1,6 @@
 """`python -m gcite keygen`, `package` (with --sign, --marketplace, --repo, --contact) and `verify`: a package Dify
-installs, signed as its plugin daemon checks it, and checked against the Marketplace's rules (gcite.build.signing,
-gcite.build.marketplace)."""
+installs, signed as its plugin daemon checks it, and checked against the Marketplace's rules (gcite.release.signing,
+gcite.release.marketplace)."""
 
 import argparse
 import sys
@@ -46,7 +46,7 @@ def shown(path: Path) -> str:
 
 
 def keygen_command(args: argparse.Namespace) -> int:
-    from gcite.build.signing import SigningError, generate_key_pair
+    from gcite.release.signing import SigningError, generate_key_pair
 
     try:
         pair = generate_key_pair(args.out)
@@ -61,7 +61,7 @@ def keygen_command(args: argparse.Namespace) -> int:
 
 
 def verify_command(args: argparse.Namespace) -> int:
-    from gcite.build.signing import SigningError, verify_file
+    from gcite.release.signing import SigningError, verify_file
 
     try:
         result = verify_file(args.package, args.key)
@@ -78,9 +78,9 @@ def verify_command(args: argparse.Namespace) -> int:
 
 def package_command(args: argparse.Namespace) -> int:
     from gcite import ROOT
-    from gcite.build.marketplace import publisher_problems, release
-    from gcite.build.package import PackageError, source_of, update_dsl_dependencies
-    from gcite.build.signing import SigningError, read_private_key
+    from gcite.release.marketplace import publisher_problems, release
+    from gcite.release.package import PackageError, source_of, update_dsl_dependencies
+    from gcite.release.signing import SigningError, read_private_key
 
     if args.category and not args.sign:
         raise CliError("--category is recorded in the signature: it needs --sign KEY.private.pem")

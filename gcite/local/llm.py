@@ -11,7 +11,7 @@
 import json
 import os
 import re
-from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from typing import Any
 
 import requests
@@ -19,6 +19,7 @@ import requests
 from gcite.local.engine import (AIModelEntity, AssistantPromptMessage, FetchFrom, I18nObject, LLMResultChunk,
                                LLMResultChunkDelta, LLMUsage, ModelPropertyKey, ModelType, PromptMessage)
 from gcite.local.knowledge import relevance
+from gcite.sse import sse_lines
 from citations.phrases import INSUFFICIENT_DEFAULT
 
 EXTRACTIVE_LABEL = "gcite-extractive (built-in extractive stand-in, not an LLM)"
@@ -166,7 +167,7 @@ class OpenAICompatibleModel(_ModelBase):
         """The `content` deltas of an OpenAI-compatible SSE body. The body is UTF-8 whatever the Content-Type says
         (no charset would make `requests` read ISO-8859-1), and lines end at LF only (an optional CR before it is
         dropped): U+2028 and other Unicode line separators inside the JSON are text, not line ends."""
-        for raw in sse_lines(response.iter_content(chunk_size=None)):
+        for raw in sse_lines(response.iter_content(chunk_size=None), sender="LLM endpoint"):
             if not raw.startswith("data:"):
                 continue
             data = raw[5:].strip()
@@ -185,32 +186,3 @@ class OpenAICompatibleModel(_ModelBase):
                         raise RuntimeError("LLM endpoint sent text that is not valid Unicode (a lone surrogate)") \
                             from None
                     yield piece
-
-
-MAX_SSE_LINE = 16 * 1024 * 1024  # bytes: a longer line is an error, not unbounded memory
-
-
-def sse_lines(chunks: Iterable[bytes]) -> Iterator[str]:
-    """Lines of an SSE byte stream, split on b"\\n" only and decoded as UTF-8 one whole line at a time (so a
-    character split across network chunks is decoded intact)."""
-    pending: list[bytes] = []
-    size = 0
-    for chunk in chunks:
-        parts = chunk.split(b"\n")
-        if len(parts) > 1:
-            yield _decode_line(b"".join([*pending, parts[0]]))
-            yield from (_decode_line(part) for part in parts[1:-1])
-            pending, size = [], 0
-        pending.append(parts[-1])
-        size += len(parts[-1])
-        if size > MAX_SSE_LINE:
-            raise RuntimeError(f"LLM endpoint sent an SSE line longer than {MAX_SSE_LINE} bytes")
-    if size:
-        yield _decode_line(b"".join(pending))
-
-
-def _decode_line(line: bytes) -> str:
-    try:
-        return line.removesuffix(b"\r").decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise RuntimeError(f"LLM endpoint sent an SSE line that is not UTF-8: {error}") from None

@@ -371,10 +371,11 @@ class Conversation:
     end_user_id: str = field(default_factory=lambda: str(uuid.uuid4()))
 
 
-class _Translator:
+class ServiceApiConverter:
     """graphon events → Dify Service API events for `POST /v1/chat-messages`, `response_mode=streaming`: the fields
     of Dify's `task_entities` stream responses, filled as `WorkflowResponseConverter` and the advanced-chat task
-    pipeline fill them for `InvokeFrom.SERVICE_API` (no truncation)."""
+    pipeline fill them for `InvokeFrom.SERVICE_API` (no truncation). (The endpoint's `Translator` goes on from
+    there: Dify's stream → G-Cite events.)"""
 
     def __init__(self, graph_config: Mapping[str, Any], conversation: Conversation, inputs: Mapping[str, Any],
                  workflow_id: str, run_id: str, state: GraphRuntimeState) -> None:
@@ -398,7 +399,7 @@ class _Translator:
     def workflow(self, event: str, data: dict[str, Any]) -> dict[str, Any]:
         return self.envelope(event, workflow_run_id=self.run_id, data=data)
 
-    def translate(self, event: Any) -> list[dict[str, Any]]:
+    def convert(self, event: Any) -> list[dict[str, Any]]:
         if isinstance(event, GraphRunStartedEvent):
             return [self.workflow("workflow_started", {
                 "id": self.run_id, "workflow_id": self.workflow_id, "inputs": pydantic_json(self.inputs),
@@ -468,7 +469,7 @@ class _Translator:
             "files": []})
 
 
-def load_chatflow(dsl_text: str) -> tuple[dict[str, Any], dict[str, Any], str]:
+def parse_chatflow(dsl_text: str) -> tuple[dict[str, Any], dict[str, Any], str]:
     """The DSL document, its normalized graph and root node id; refused as Dify would refuse it to run."""
     document = load_yaml(dsl_text)
     if not isinstance(document, dict) or not isinstance((document.get("workflow") or {}).get("graph"), dict):
@@ -515,7 +516,7 @@ def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = N
     that fails Dify's validation is streamed as Dify streams it (`rejected_inputs_stream`)."""
     services = services or Services()
     conversation = conversation or Conversation()
-    document, graph_config, root = load_chatflow(dsl_text)
+    document, graph_config, root = parse_chatflow(dsl_text)
     query = validate_query(query)
     limits = code_settings(services.code_environ)
     app_name = str((document.get("app") or {}).get("name") or "gcite")
@@ -555,9 +556,9 @@ def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = N
                          command_channel=InMemoryChannel(), config=GraphEngineConfig())
 
     app_inputs = {**prepared, **{f"sys.{k}": v for k, v in system.items() if k != "conversation_id"}}
-    translator = _Translator(graph_config, conversation, app_inputs, workflow_id, run_id, state)
+    converter = ServiceApiConverter(graph_config, conversation, app_inputs, workflow_id, run_id, state)
     events: queue.Queue[list[dict[str, Any]] | None] = queue.Queue()  # the responses of one engine event together
-    layer = _StreamLayer(lambda event: events.put(translator.translate(event)))
+    layer = _StreamLayer(lambda event: events.put(converter.convert(event)))
     layer.engine = engine
     engine.layer(layer)
 

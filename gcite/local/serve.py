@@ -98,7 +98,7 @@ class LocalDify:
     def __init__(self, port: int = DEFAULT_PORT, llm: Any = None, pace: float = DEFAULT_PACE,
                  dsl: str | None = None, knowledge_base: str | None = None, fail_on: str | None = None) -> None:
         from gcite import ROOT
-        from gcite.build.chatflows import PLUGIN_DSL
+        from gcite.authoring.chatflows import PLUGIN_DSL
         from gcite.local.llm import ExtractiveModel
 
         self.root = ROOT

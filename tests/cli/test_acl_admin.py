@@ -13,7 +13,7 @@ from gcite import acl as acl_admin
 from gcite.cli import acl as acl_cli
 from gcite.cli.main import main
 from gcite.local.dify_metadata import admits
-from gcite.build.prefilter import conditions_for_roles
+from gcite.authoring.prefilter import conditions_for_roles
 from citations import filter as filter_chunks
 from tests.support import ROOT
 from tests.support.knowledge_api import FakeDataset, KnowledgeApiServer

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from gcite.cli.main import main
-from gcite.build.prefilter import conditions_for_roles, templated_conditions
+from gcite.authoring.prefilter import conditions_for_roles, templated_conditions
 from tests.support import ROOT
 from tests.support.local_http import serving
 from tests.support.openai_model import streaming_model
@@ -184,7 +184,7 @@ def test_build_dsl_defaults_reproduce_the_committed_files(tmp_path, capsys):
 
 
 def test_build_dsl_with_more_slots_a_language_and_a_persona(tmp_path, capsys):
-    from gcite.build.chatflows import condition_count
+    from gcite.authoring.chatflows import condition_count
     from gcite.local.runner import Services, run_chatflow
     from gcite.local.web_search import SampleSearchHttpClient
     from citations import acl_prefilter

@@ -10,7 +10,7 @@ import pytest
 from gcite import client, protocol
 from gcite.cli.main import main as gcite_main
 from gcite.client import Cite, Done, Error, Ready, Replace, Sources, Text
-from gcite.build.chatflows import PLUGIN_DSL
+from gcite.authoring.chatflows import PLUGIN_DSL
 from gcite.local.runner import dify_sse, run_chatflow
 from gcite.local.services import local_services
 from tests.support.local_http import origin, start_server, stop_server

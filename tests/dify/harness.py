@@ -18,7 +18,7 @@ import pytest
 import requests
 import yaml
 
-from gcite.build import retrofit
+from gcite.authoring import retrofit
 from gcite.local.knowledge import load_json
 from gcite.local.plugin_process import PluginProcess
 from gcite.local.search_server import SearchServer

@@ -22,7 +22,7 @@ from gcite.protocol import EVENTS, parse_gcite_sse
 from citations.filter import parse_roles
 from tests.dify.console import chat
 from tests.dify.scripted_llm import is_title_request
-from gcite.build.retrofit import PREFIX, new_id
+from gcite.authoring.retrofit import PREFIX, new_id
 from tests.dify.harness import (DSL_FILES, ENDPOINT_SECRET, HOOK_ID, METADATA_FIELDS, RETROFIT_APP, ROOT, dump,
                                 stored_metadata)
 

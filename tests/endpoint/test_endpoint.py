@@ -9,7 +9,7 @@ import time
 import pytest
 
 from gcite.local.app_host import AppHost, sample_services
-from gcite.build.chatflows import CODE_DSL, PLUGIN_DSL
+from gcite.authoring.chatflows import CODE_DSL, PLUGIN_DSL
 from gcite.local.knowledge import load_json
 from gcite.local.plugin_process import PluginProcess
 from citations.filter import parse_roles

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gcite.build.package import build, collect_files, package_entries, validate
+from gcite.release.package import build, collect_files, package_entries, validate
 from gcite.local.plugin_process import PluginProcess
 from tests.support import ROOT
 from tests.support.package_env import package_python, unpack
@@ -105,7 +105,7 @@ def test_broken_declarations_are_reported_like_the_daemon_would(tree, breakage, 
 
 def test_the_package_command_refuses_a_broken_endpoint(tree, tmp_path):
     edit_yaml(tree / "endpoints/chat.yaml", lambda d: d.update(method="PATCH"))
-    from gcite.build.package import PackageError
+    from gcite.release.package import PackageError
     with pytest.raises(PackageError) as raised:
         build(tree, tmp_path / "dist")
     assert any("PATCH" in p for p in raised.value.problems)

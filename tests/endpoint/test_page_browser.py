@@ -17,7 +17,7 @@ import pytest
 import requests
 
 from gcite import ROOT
-from gcite.build.chatflows import PLUGIN_DSL
+from gcite.authoring.chatflows import PLUGIN_DSL
 from gcite.local.knowledge import load_json
 from gcite.local.runner import run_chatflow
 from gcite.local.services import local_services

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 import endpoints.chat_protocol as chat_protocol
 from gcite import protocol
 from gcite.local.app_host import sample_services
-from gcite.build.chatflows import CODE_DSL, PLUGIN_DSL
+from gcite.authoring.chatflows import CODE_DSL, PLUGIN_DSL
 from gcite.protocol import (SOURCE_KEYS, ProtocolError, Translator, parse_gcite_sse, safe_url, source_of, gcite_sse, translate)
 from gcite.local.runner import run_chatflow
 from citations import validate as validate_citations

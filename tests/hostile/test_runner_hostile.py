@@ -11,11 +11,12 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from gcite.build import chatflows
+from gcite.authoring import chatflows
 from gcite.cli.main import main as cli
 from gcite.local.dify_rules import DifyRefusal
-from gcite.local.llm import OpenAICompatibleModel, sse_lines
+from gcite.local.llm import OpenAICompatibleModel
 from gcite.local.runner import Services, run_chatflow
+from gcite.sse import sse_lines
 from tests.support import ROOT
 from tests.support.runner_dsl import minimal_dsl
 from tests.support.local_http import origin, start_server, stop_server

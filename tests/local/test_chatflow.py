@@ -7,7 +7,7 @@ import re
 import pytest
 import yaml
 
-from gcite.build import chatflows
+from gcite.authoring import chatflows
 from gcite.client import Cite, Done, Text, dify_events, parse_dify_sse
 from gcite.local.llm import OpenAICompatibleModel
 from gcite.local.runner import GCITE_PLUGIN, Conversation, Services, run_chatflow, dify_sse

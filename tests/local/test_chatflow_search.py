@@ -13,7 +13,7 @@ import requests
 import yaml
 
 from gcite.cli import demo
-from gcite.build import chatflows
+from gcite.authoring import chatflows
 from gcite.cli.main import main as cli
 from gcite.local.runner import run_chatflow
 from gcite.local.search_server import ranked

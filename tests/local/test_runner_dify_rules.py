@@ -7,7 +7,7 @@ import uuid
 import pytest
 import yaml
 
-from gcite.build import chatflows
+from gcite.authoring import chatflows
 from gcite.local.dify_rules import DifyRefusal, code_settings, is_postgres_uuid
 from gcite.local.runner import Services, run_chatflow
 from tests.support.runner_dsl import minimal_dsl, text_input

@@ -4,7 +4,7 @@ what operators' data looks like: a JSON-null ACL, a blank ACL and an ACL outside
 
 import pytest
 
-from gcite.build import chatflows
+from gcite.authoring import chatflows
 from gcite.local.dify_metadata import admits, field_text
 from gcite.local.knowledge import load_json
 from gcite.local.runner import Services, dify_sse, run_chatflow

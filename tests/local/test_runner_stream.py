@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from gcite.build import chatflows
+from gcite.authoring import chatflows
 from gcite.local.llm import ExtractiveModel
 from gcite.local.runner import Conversation, Services, run_chatflow, dify_sse
 from gcite.local.services import local_services

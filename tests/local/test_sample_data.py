@@ -5,7 +5,7 @@ import io
 
 import pytest
 
-from gcite.build import chatflows
+from gcite.authoring import chatflows
 from gcite.client import Done, collect, dify_events
 from gcite.cli import demo
 from gcite.local.knowledge import load_json

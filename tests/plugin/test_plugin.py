@@ -3,8 +3,8 @@ import re
 import pytest
 import yaml
 
-from gcite.build.schema import UnifiedChunk, json_schema_of
-from gcite.build.schema import ITEM_SCHEMAS, with_item_schema
+from gcite.authoring.schema import UnifiedChunk, json_schema_of
+from gcite.authoring.schema import ITEM_SCHEMAS, with_item_schema
 from citations import merge as merge_chunks
 from tests.support import sdk
 from tests.support import ROOT
@@ -60,8 +60,8 @@ def test_every_label_and_description_is_bilingual():
 
 def test_runtime_requirements_are_bounded():
     """Each runtime requirement has a version and an upper bound, dify-plugin>=0.9.0 (the Marketplace's rule, which
-    lives in gcite.build.marketplace)."""
-    from gcite.build.marketplace import check_dependencies
+    lives in gcite.release.marketplace)."""
+    from gcite.release.marketplace import check_dependencies
 
     assert check_dependencies({"requirements.txt": (ROOT / "requirements.txt").read_bytes()}) == []
 
@@ -154,7 +154,7 @@ def test_validate_tool_raises_naming_the_parameter(reg):
 
 
 def test_validate_outputs_validate_as_citations():
-    from gcite.build.schema import Citation
+    from gcite.authoring.schema import Citation
     from citations import validate as validate_citations
     result = validate_citations.main("a[C:1] b[C:2]", merge_chunks.main(RAG, WEB_SHAPES["bocha_raw"][0])["chunk_metadata"])
     assert len(result["citations"]) == 2

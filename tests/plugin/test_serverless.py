@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from gcite.build.package import build
+from gcite.release.package import build
 from tests.support.package_env import package_python, unpack
 from tests.support import ROOT
 

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gcite.local.dify_metadata import admits
-from gcite.build.prefilter import ROLE_CLAUSES, conditions_for_roles, templated_conditions
+from gcite.authoring.prefilter import ROLE_CLAUSES, conditions_for_roles, templated_conditions
 from citations import acl_prefilter
 from citations import filter as filter_chunks
 

@@ -449,8 +449,8 @@ def release(root: Path, out_dir: Path, *, repo: str | None = None, contact: str 
     import tempfile
     import zipfile
 
-    from gcite.build import signing
-    from gcite.build.package import build, identifier_of_package
+    from gcite.release import signing
+    from gcite.release.package import build, identifier_of_package
 
     problems = publisher_problems(repo, contact)
     if problems:

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gcite.build.retrofit import (CONTEXT, PREFIX, RULE_HEADINGS, Options, RetrofitRefusal, citation_rules,
+from gcite.authoring.retrofit import (CONTEXT, PREFIX, RULE_HEADINGS, Options, RetrofitRefusal, citation_rules,
                                   detect_lang, retrofit)
 from gcite.local.dify_rules import check_variable_ids
 from gcite.local.llm import ExtractiveModel, message_text
-from gcite.local.runner import load_chatflow, run_chatflow
+from gcite.local.runner import parse_chatflow, run_chatflow
 from gcite.local.services import start_local_services
 from tests.support.graph import upstream_of
 
@@ -145,7 +145,7 @@ def test_a_second_run_changes_nothing(path):
 @pytest.mark.parametrize("path", POSITIVE, ids=lambda p: p.name)
 def test_the_result_passes_the_runners_dify_rules(path):
     result = retrofit(load(path), options())
-    document, graph, root = load_chatflow(result.text)
+    document, graph, root = parse_chatflow(result.text)
     check_variable_ids(document["workflow"])
     assert graph["nodes"] and root
     # every G-Cite node and every rewired context reads only what an upstream node outputs

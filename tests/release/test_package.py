@@ -15,7 +15,7 @@ import pytest
 import requests
 import yaml
 
-from gcite.build.package import (PackageError, build, checksum, collect_files, identifier_of_package, package_entries,
+from gcite.release.package import (PackageError, build, checksum, collect_files, identifier_of_package, package_entries,
                            plugin_references, source_of, update_dsl_dependencies)
 from gcite.local.plugin_process import PluginProcess
 from citations import filter as filter_chunks

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from gcite.build.retrofit import Options, chunks_section, citation_rules, retrofit
+from gcite.authoring.retrofit import Options, chunks_section, citation_rules, retrofit
 from gcite.cli.main import build_parser
 from tests.support import ROOT
 

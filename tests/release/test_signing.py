@@ -10,8 +10,8 @@ import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from gcite.build import signing
-from gcite.build.signing import SigningError, VERIFICATION_FILE
+from gcite.release import signing
+from gcite.release.signing import SigningError, VERIFICATION_FILE
 from tests.support import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures" / "dify-signing"  # copied from the daemon's repository (see README.md there)

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gcite.build import marketplace, signing
-from gcite.build.marketplace import Finding, check, publish, release
+from gcite.release import marketplace, signing
+from gcite.release.marketplace import Finding, check, publish, release
 from tests.support import ROOT
 
 REPO = "https://github.com/example-org/gcite"
@@ -92,7 +92,7 @@ def test_a_signed_release_verifies_with_the_publishers_key(tmp_path):
     result = signing.verify_file(built.path, [pair.public])
     assert result.verified and result.key == str(pair.public) and result.category == "community"
     assert list(entries_of(built.path))[-1] == signing.VERIFICATION_FILE
-    from gcite.build.package import identifier_of_package
+    from gcite.release.package import identifier_of_package
 
     assert built.identifier == identifier_of_package(built.path)  # the verification entry is part of the checksum
 

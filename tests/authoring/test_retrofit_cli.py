@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gcite.build.marketplace import release
-from gcite.build.package import identifier_of_package
-from gcite.build.signing import generate_key_pair, load_private_key
+from gcite.release.marketplace import release
+from gcite.release.package import identifier_of_package
+from gcite.release.signing import generate_key_pair, load_private_key
 from gcite.cli.main import main
 from tests.support import ROOT
 

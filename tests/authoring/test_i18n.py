@@ -5,7 +5,7 @@ import re
 import pytest
 import yaml
 
-from gcite.build import chatflows
+from gcite.authoring import chatflows
 from gcite.local.llm import ExtractiveModel
 from gcite.local.runner import Services, run_chatflow
 from gcite.local.web_search import SampleSearchHttpClient

@@ -20,8 +20,8 @@ from typing import Any
 import yaml
 
 from gcite import ROOT
-from gcite.build.package import package_entries, unique_identifier
-from gcite.build.prefilter import ROLE_CLAUSES, public_clauses, templated_conditions
+from gcite.release.package import package_entries, unique_identifier
+from gcite.authoring.prefilter import ROLE_CLAUSES, public_clauses, templated_conditions
 from citations.answer_layout import SOURCE_LIST, source_list  # the Answer template, named once
 from citations.phrases import INSUFFICIENT_DEFAULT
 from gcite.authoring.bundle import bundle

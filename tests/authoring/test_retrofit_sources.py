@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gcite.build import chatflows
-from gcite.build.chatflows import SOURCE_LIST, source_list
-from gcite.build.retrofit import PREFIX, Options, RetrofitRefusal, retrofit
+from gcite.authoring import chatflows
+from gcite.authoring.chatflows import SOURCE_LIST, source_list
+from gcite.authoring.retrofit import PREFIX, Options, RetrofitRefusal, retrofit
 from gcite.local.llm import ExtractiveModel, first_sentence, message_text, numbered_chunks
 from gcite.local.runner import run_chatflow
 from gcite.local.services import start_local_services

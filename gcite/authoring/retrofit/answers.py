@@ -1,0 +1,69 @@
+"""`--sources-in-answer`: each Answer node showing the LLM's text (`{{#<llm>.text#}}`) then lists the cited sources,
+as our chatflows' Answer node does (`chatflows.source_list`); in a workflow each End node after the LLM outputs that
+list as `references`. An Answer showing two retrofitted LLMs' texts is refused (two chunk lists, one numbering)."""
+
+from gcite.authoring import chatflows as dsl_build
+from gcite.authoring.retrofit.nodes import end_outputs
+from gcite.authoring.retrofit.plan import Plan, template_of
+from gcite.authoring.retrofit.reading import RetrofitRefusal
+
+END_SOURCE_LIST = "references"  # the End output name for it in a workflow (Dify: variable names of 30 at most)
+
+
+def answers_showing(plan: Plan, llm_id: str) -> list[str]:
+    """The Answer nodes whose template shows the LLM's own text (`{{#<llm>.text#}}`)."""
+    g, shown = plan.graph, template_of([llm_id, "text"])
+    return [n["id"] for n in g.nodes if g.type_of(n["id"]) == "answer" and shown in str(n["data"].get("answer") or "")]
+
+
+def check_answers(plan: Plan, llms: list[str]) -> None:
+    """Check, before anything changes: an Answer showing the text of two retrofitted LLMs would list two sources
+    under one marker: each LLM's merge node numbers its own chunks from 1.
+
+    Reads the Answer nodes' templates. Writes nothing; refuses such an Answer."""
+    g = plan.graph
+    shown: dict[str, list[str]] = {}
+    for llm_id in llms:
+        for answer in answers_showing(plan, llm_id):
+            shown.setdefault(answer, []).append(llm_id)
+    for answer, of in shown.items():
+        if len(of) > 1:
+            raise RetrofitRefusal(f"--sources-in-answer: Answer {g.title(answer)} shows the text of LLMs "
+                                  f"{' and '.join(g.title(x) for x in of)}, whose [C:N] markers number different "
+                                  f"chunk lists, so one source list cannot serve both; split the Answer node or "
+                                  f"leave the option out")
+
+
+def list_sources(plan: Plan, llm_id: str, validate: str) -> None:
+    """Pass: each Answer node showing the LLM's text then lists the cited sources, wired as in our own chatflows
+    (`dsl_build.source_list`); in a workflow, each End node after the LLM outputs the list.
+
+    Reads the Answer nodes' templates (or, in a workflow, the End nodes after the LLM). Writes the source list at the
+    end of each Answer that does not list it yet and the edge validate → Answer (or the End outputs and edges); a note
+    where no Answer shows the LLM's text, or one inside an iteration or loop does."""
+    g = plan.graph
+    if plan.mode == "workflow":
+        end_outputs(plan, llm_id, validate, dsl_build.SOURCE_LIST, "string", END_SOURCE_LIST)
+        return
+    answers = answers_showing(plan, llm_id)
+    appended = dsl_build.source_list(validate)
+    if not answers:
+        plan.notes.append(f"--sources-in-answer: no Answer node shows {template_of([llm_id, 'text'])} (the text "
+                          f"of LLM {g.title(llm_id)} reaches the answer through other nodes): no source list "
+                          f"added; append {appended.strip()} to the Answer by hand where it fits")
+        return
+    for answer in answers:
+        node = g.by_id[answer]
+        template = str(node["data"]["answer"])
+        if f"{{{{#{validate}.references" in template:  # listed already (by an earlier run, or by hand)
+            continue
+        if node.get("parentId"):
+            plan.notes.append(f"--sources-in-answer: Answer {g.title(answer)} is inside an iteration or loop: "
+                              f"no source list added")
+            continue
+        node["data"]["answer"] = template.rstrip() + appended
+        plan.change(f"answer extended: Answer {g.title(answer)} lists the cited sources after its text "
+                    f"({validate}.{dsl_build.SOURCE_LIST})")
+        if not g.has_edge(validate, answer):
+            g.add_edge(validate, answer)
+            plan.change(f"edge added: {validate} → {g.title(answer)}")

@@ -1,0 +1,131 @@
+"""Rewriting an LLM's prompt: G-Cite's citation rules (taken from our own chatflows' prompt), in the prompt's
+language, appended to its system prompt; the numbered chunks and the earlier conversation where they are missing.
+
+The pass is `rewrite_prompt`; the rest is the text it adds (`citation_rules`, `history_section`, `chunks_section`,
+also what docs/retrofit.md tells a builder to paste by hand) and how the language is told (`lang_of`).
+"""
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from gcite.authoring import chatflows as dsl_build
+from gcite.authoring.retrofit.plan import Plan, new_id
+
+CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+LATIN = re.compile(r"[A-Za-z]")
+CONTEXT = "{{#context#}}"
+RULE_HEADINGS = {"zh": "# 引用规则（G-Cite）", "en": "# Citation rules (G-Cite)"}
+
+
+def prompt_messages(data: dict[str, Any]) -> list[dict[str, Any]]:
+    template = data.get("prompt_template")
+    if isinstance(template, list):
+        return [m for m in template if isinstance(m, dict)]
+    if isinstance(template, dict):
+        return [template]
+    return []
+
+
+def detect_lang(texts: Iterable[str]) -> str:
+    text = "".join(texts)
+    return "zh" if len(CJK.findall(text)) * 3 >= len(LATIN.findall(text)) and CJK.search(text) else "en"
+
+
+def prompt_parts(lang: str) -> dict[str, str]:
+    """Our own chatflows' system prompt (gcite.authoring.chatflows) cut at its `# ` headings into the parts retrofit
+    adds: `sources` (where the chunks come from), `rules` (the answering rules), `history` (the earlier
+    conversation), `chunks` (the numbered chunks). The first part, the persona, stays the builder's."""
+    parts = [p.strip() for p in re.split(r"(?m)^(?=# )", dsl_build.Variant(lang=lang).system_prompt())
+             if p.startswith("# ")]
+    named = dict(zip(("persona", "sources", "rules", "history", "chunks"), parts, strict=True))
+    if CONTEXT not in named["chunks"] or "{{#conversation.history_text#}}" not in named["history"] \
+            or "[C:N]" not in named["rules"]:
+        raise RuntimeError("gcite/authoring/chatflows.py's prompt no longer has the sections retrofit takes from it: "
+                           "persona, sources, rules, history, chunks")
+    return named
+
+
+# Our own prompt puts the chunks below its rules; a builder's prompt may hold its context above them, so the rules
+# retrofit adds say "the numbered chunks" without saying where
+POSITION_FREE = {"en": (("The numbered chunks below come from", "The numbered chunks come from"),
+                        ("strictly on the numbered chunks below.", "strictly on the numbered chunks.")),
+                 "zh": (("下方检索片段可能来自", "检索片段可能来自"),
+                        ("严格基于下方编号的检索片段", "严格基于编号的检索片段"))}
+
+
+def citation_rules(lang: str) -> str:
+    """The citation rules of our own chatflows' prompt, one heading level down under G-Cite's heading, with no word
+    on where the chunks stand (POSITION_FREE)."""
+    parts = prompt_parts(lang)
+    rules = RULE_HEADINGS[lang] + "\n" + "\n\n".join("#" + parts[k] for k in ("sources", "rules"))
+    for placed, free in POSITION_FREE[lang]:
+        if placed not in rules:
+            raise RuntimeError(f"gcite/authoring/chatflows.py's prompt no longer says {placed!r} (POSITION_FREE)")
+        rules = rules.replace(placed, free)
+    return rules
+
+
+def history_section(lang: str) -> str:
+    return prompt_parts(lang)["history"]
+
+
+def chunks_section(lang: str) -> str:
+    return prompt_parts(lang)["chunks"]
+
+
+def own_line_context(text: str) -> str:
+    """`{{#context#}}` on a line of its own, so the merge node's `[C:N]` header lines stay header lines."""
+    text = re.sub(r"(?<=[^\n])\{\{#context#\}\}", "\n" + CONTEXT, text)
+    return re.sub(r"\{\{#context#\}\}(?=[^\n])", CONTEXT + "\n", text)
+
+
+def lang_of(plan: Plan, llm_id: str) -> str:
+    """The language of the rules for this LLM: `--lang`, else its system prompt's (else its whole prompt's)."""
+    if plan.options.lang != "auto":
+        return plan.options.lang
+    messages = prompt_messages(plan.graph.by_id[llm_id]["data"])
+    system = [m.get("text") or "" for m in messages if m.get("role") == "system"]
+    return detect_lang(system or [m.get("text") or "" for m in messages])
+
+
+def rewrite_prompt(plan: Plan, llm_id: str, lang: str) -> None:
+    """Pass: the LLM's prompt gains G-Cite's citation rules, never twice.
+
+    Reads the LLM's `prompt_template` and `options.memory`. Writes its messages: a system message if it has none
+    (chat mode), `{{#context#}}` put on a line of its own, and at the end of the system prompt the citation rules,
+    the earlier conversation (with --memory, where no message has it) and the chunks (where no message has
+    `{{#context#}}`); on a prompt that has the rules already, only the earlier conversation when --memory asks for
+    it. One change line per edit."""
+    g = plan.graph
+    data = g.by_id[llm_id]["data"]
+    messages = prompt_messages(data)
+    system = next((m for m in messages if m.get("role") == "system"), None)
+    if system is None and isinstance(data.get("prompt_template"), list):
+        system = {"id": new_id("system", llm_id), "role": "system", "text": ""}
+        data["prompt_template"].insert(0, system)
+        plan.change(f"prompt extended: LLM {g.title(llm_id)} gains a system prompt")
+    elif system is None:
+        system = messages[0]  # completion mode: one prompt
+    text = system.get("text") or ""
+    history = plan.options.memory and not any(
+        "{{#conversation.history_text#}}" in (m.get("text") or "") for m in messages)
+    if any(h in text for h in RULE_HEADINGS.values()):
+        if history:
+            system["text"] = text.rstrip() + "\n\n" + history_section(lang)
+            plan.change(f"prompt extended: LLM {g.title(llm_id)} system prompt gains the earlier conversation")
+        return
+    for message in messages:
+        spaced = own_line_context(message.get("text") or "")
+        if spaced != (message.get("text") or ""):
+            message["text"] = spaced
+            plan.change(f"prompt: LLM {g.title(llm_id)} {{{{#context#}}}} put on a line of its own (each "
+                        f"numbered chunk starts with its [C:N] line)")
+    text = system.get("text") or ""
+    chunks = not any(CONTEXT in (m.get("text") or "") for m in messages)
+    added = [citation_rules(lang)] + ([history_section(lang)] if history else []) \
+        + ([chunks_section(lang)] if chunks else [])
+    system["text"] = (text.rstrip() + "\n\n" if text.strip() else "") + "\n\n".join(added)
+    extras = [name for name, wanted in (("the earlier conversation", history), ("the chunks", chunks)) if wanted]
+    plan.change(f"prompt extended: LLM {g.title(llm_id)} system prompt gains G-Cite's citation rules ({lang})"
+                + (f" and {' and '.join(extras)}" if extras else ""))
