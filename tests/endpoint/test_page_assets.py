@@ -116,6 +116,22 @@ def test_frame_ancestors_refuse_a_malformed_setting_with_a_message_naming_it(end
         allowed_origins({"allowed_origins": f"https://app.example.com, {entry}"})
 
 
+def test_gcite_serve_allow_origin_takes_what_this_setting_takes():
+    """`gcite serve --allow-origin` checks origins with this setting's pattern (it cannot import this module, which
+    imports dify_plugin) and writes each as browsers send `Origin`: lower case, no default port, no trailing slash."""
+    from endpoints import settings
+    from gcite.cli import serve as serve_cli
+
+    assert serve_cli.ORIGIN.pattern == settings.ORIGIN.pattern
+    assert serve_cli.MIN_SECRET_BYTES == settings.MIN_SECRET_BYTES
+    for given, origin in (("http://localhost:3000", "http://localhost:3000"),
+                          ("HTTP://LocalHost:3000/", "http://localhost:3000"),
+                          ("https://app.example.com:443", "https://app.example.com"),
+                          ("http://127.0.0.1:80", "http://127.0.0.1"), ("http://[::1]:5173", "http://[::1]:5173")):
+        assert serve_cli.origin_of(given) == (origin, None)
+        assert settings.allowed_origins({"allowed_origins": origin}) == [origin] == [settings.normal_origin(given)]
+
+
 def test_a_csp_injection_through_the_setting_never_reaches_the_header(endpoint):
     for allowed in ("http://;report-uri https://evil.example/r", "http://a.example.com;script-src *",
                     "https://a.example.com\u000d\u000aSet-Cookie: x=1"):
