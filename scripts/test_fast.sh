@@ -12,7 +12,7 @@ PY=${PY:-.venv/bin/python}
 LIMIT=${TEST_FAST_TIMEOUT:-900}
 MARKS=${TEST_MARKS:-"not browser and not fuzz_replay"}
 SHARD_1=(tests/local tests/hostile tests/endpoint tests/plugin tests/docs tests/test_layout.py)
-SHARD_2=(tests/cli tests/build tests/citations tests/authoring)
+SHARD_2=(tests/cli tests/build tests/citations tests/authoring tests/js)
 
 # a folder added under tests/ must be given to a shard, or its tests would silently not run
 for entry in tests/*/ tests/test_*.py; do

@@ -79,13 +79,12 @@ async function* textPieces(body, state) {
 async function* sseBlocks(pieces) {
   const LINE_END = /\r\n|\r|\n/g;
   let buffer = "", name = null, data = [];
-  for await (const piece of pieces) {
-    buffer += piece;
+  function* blocks(last) {  // the blocks the buffer's whole lines end; `last`: no more text comes
     let start = 0;
     for (;;) {
       LINE_END.lastIndex = start;
       const end = LINE_END.exec(buffer);
-      if (!end || (end[0] === "\r" && end.index + 1 === buffer.length)) break;  // a CR last: an LF may follow
+      if (!end || (!last && end[0] === "\r" && end.index + 1 === buffer.length)) break;  // a CR last: an LF may follow
       const line = buffer.slice(start, end.index);
       start = end.index + end[0].length;
       if (line === "") {
@@ -102,6 +101,11 @@ async function* sseBlocks(pieces) {
     }
     buffer = buffer.slice(start);
   }
+  for await (const piece of pieces) {
+    buffer += piece;
+    yield* blocks(false);
+  }
+  yield* blocks(true);
   // a last block without its blank line is not an event: the connection was cut inside it
 }
 
