@@ -47,8 +47,10 @@ browser:
 	@dpkg -s chromium fonts-noto-cjk >/dev/null 2>&1 || { apt-get update && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium fonts-noto-cjk; }
 
-# make demo [QUERY="…"] [ROLES="role1,role2"] [DSL=code|plugin|path/to/dsl.yml] [DEMO=cli]; ROLES=, is a user with
-# no role. The terminal demo, then the chat page on 127.0.0.1 (Ctrl-C stops it) unless DEMO=cli.
+# make demo [QUERY="…"] [ROLES="role1,role2"] [DSL=code|plugin|path/to/dsl.yml] [DEMO=cli] [DEMO_LANG=en|zh];
+# ROLES=, is a user with no role. The terminal demo, then the chat page on 127.0.0.1 (Ctrl-C stops it) unless
+# DEMO=cli. Its sample questions are in DEMO_LANG, else in your locale's language (LANG: zh_* Chinese, else
+# English); `gcite demo` reads DEMO_LANG itself and says which it chose and how to switch.
 demo: $(STAMP)
 	@set -- ; \
 	if [ -n "$$QUERY" ]; then set -- "$$@" --query "$$QUERY"; fi; \

@@ -1,7 +1,6 @@
 """`python -m gcite serve`: its options and checks; the server itself is `gcite.local.serve`."""
 
 import errno
-import json
 import os
 import re
 import stat
@@ -23,6 +22,8 @@ MAX_SECRET_FILE_BYTES = 4096  # one secret, with room to spare; a larger file is
 
 
 def add_serve_arguments(parser: Any) -> None:
+    from gcite.cli.common import add_knowledge_base_argument
+
     parser.add_argument("--port", type=int, help=f"port on 127.0.0.1 (default {DEFAULT_PORT}, or a free port when that "
                                                  "one is taken; 0: any free port)")
     parser.add_argument("--llm-base-url", help="an OpenAI-compatible endpoint for the chatflow's LLM "
@@ -34,8 +35,7 @@ def add_serve_arguments(parser: Any) -> None:
     parser.add_argument("--dsl", metavar="plugin|code|PATH",
                         help="the chatflow the app runs: plugin (dsl/gcite_chatflow.yml, default), code "
                              "(dsl/gcite_chatflow_code.yml) or a DSL file")
-    parser.add_argument("--knowledge-base", help="a knowledge base JSON file in the format of "
-                                                 "gcite/local/samples/knowledge_base.json (default: that file)")
+    add_knowledge_base_argument(parser)
     parser.add_argument("--fail-on", metavar="TEXT", help="for trying the error state: a question containing TEXT "
                                                           "makes the chatflow's model fail")
     parser.add_argument("--allow-origin", action="append", metavar="ORIGIN",
@@ -53,7 +53,7 @@ def usage_problem(args: Any) -> str | None:
     --knowledge-base to check them (and sets args.dsl to the chatflow's path)."""
     import math
 
-    from gcite.cli.common import CliError, llm_options_problem, load_chatflow
+    from gcite.cli.common import CliError, knowledge_base_problem, llm_options_problem, load_chatflow
     from gcite.cli.demo import DSL_CHOICES
 
     if args.port is not None and not 0 <= args.port <= 65535:
@@ -145,23 +145,6 @@ def read_secret_file(path: Path) -> tuple[str | None, str | None]:
     return secret, None
 
 
-def knowledge_base_problem(path: Path) -> str | None:
-    """Why `path` is not a knowledge base file like gcite/local/samples/knowledge_base.json, in one line; None if it is."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        return f"--knowledge-base {path}: not a JSON file (not UTF-8 text)"
-    except OSError as error:
-        return f"--knowledge-base {path}: cannot read it ({error.strerror or type(error).__name__})"
-    except ValueError as error:
-        return f"--knowledge-base {path}: not a JSON file ({getattr(error, 'msg', error)} at line " \
-               f"{getattr(error, 'lineno', '?')}, column {getattr(error, 'colno', '?')})"
-    if not isinstance(data, dict) or not isinstance(data.get("documents"), list):
-        return (f"--knowledge-base {path}: not a knowledge base (expected a JSON object with a \"documents\" list, "
-                f"as in gcite/local/samples/knowledge_base.json)")
-    return None
-
-
 def serve_on_port(args: Any, make: Callable[[int], Any]) -> Any:
     """`make(port)` on the port asked for; without --port, on DEFAULT_PORT or, when that one is taken, on a free port
     (said on stdout). None after printing why it cannot serve: a --port that is taken names --port."""
@@ -206,7 +189,7 @@ def serve_command(args: Any) -> int:
     if args.allow_origin:
         print(f"other origins: {' '.join(args.allow_origin)} may call the endpoint and read /local/users")
     if args.secret:
-        print(f"token secret:  from {args.secret_file} (the same hook and tokens on every start)")
+        print(f"token secret:  from {args.secret_file} (the same URL on every start; tokens outlive a restart)")
     else:
         print("token secret:  made at start (--secret-file FILE for a fixed one)")
     print("Ctrl-C stops.", flush=True)
