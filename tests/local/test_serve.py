@@ -311,6 +311,10 @@ def test_allow_origin_admits_that_app_and_a_fixed_secret_signs_the_docs_tokens(t
         assert response.status_code == 200 and response.headers["Access-Control-Allow-Origin"] == APP
         assert response.text.startswith(": open") and "event: done" in response.text and '"status":"cited"' in response.text
 
+        page = requests.get(served["page"].split("#")[0], timeout=30)  # and it may frame the page (#parent=)
+        assert page.headers["Content-Security-Policy"].endswith(
+            f"frame-ancestors 'self' {served['origin']} {APP} http://127.0.0.1:5173")
+
         users = requests.get(f"{served['origin']}/local/users", headers={"Origin": APP}, timeout=30)
         assert users.headers["Access-Control-Allow-Origin"] == APP
         for user in users.json():
