@@ -49,8 +49,9 @@ def add_serve_arguments(parser: Any) -> None:
 
 
 def usage_problem(args: Any) -> str | None:
-    """What is wrong with `gcite serve`'s options, in one line; None when nothing is. Reads --dsl and
-    --knowledge-base to check them (and sets args.dsl to the chatflow's path)."""
+    """What is wrong with `gcite serve`'s options, in one line; None when nothing is. Reads --dsl, --knowledge-base
+    and --secret-file to check them; sets args.dsl to the chatflow's path, args.allow_origin to the origins as
+    browsers send them, and args.secret to the secret of --secret-file (None without it)."""
     import math
 
     from gcite.cli.common import CliError, knowledge_base_problem, llm_options_problem, load_chatflow
@@ -119,16 +120,16 @@ def read_secret_file(path: Path) -> tuple[str | None, str | None]:
     not one line of UTF-8 text, or a secret under MIN_SECRET_BYTES. The secret itself is never in a message."""
     where = f"--secret-file {path}"
     try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):  # a folder, or a pipe that would keep the server from starting
+            return None, f"{where}: not a file"
+        if os.name == "posix" and info.st_mode & 0o077:
+            return None, (f"{where}: other users may read or change it (mode {stat.S_IMODE(info.st_mode):o}); the "
+                          f"secret signs every user's token: make it yours alone with chmod 600 {path}")
         with open(path, "rb") as file:
-            info = os.fstat(file.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                return None, f"{where}: not a file"
             data = file.read(MAX_SECRET_FILE_BYTES + 1)
     except OSError as error:
         return None, f"{where}: cannot read it ({error.strerror or type(error).__name__})"
-    if os.name == "posix" and info.st_mode & 0o077:
-        return None, (f"{where}: other users may read or change it (mode {stat.S_IMODE(info.st_mode):o}); the secret "
-                      f"signs every user's token: make it yours alone with chmod 600 {path}")
     if len(data) > MAX_SECRET_FILE_BYTES:
         return None, f"{where}: over {MAX_SECRET_FILE_BYTES} bytes; it should hold one secret (gcite secret prints one)"
     try:

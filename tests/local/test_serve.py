@@ -141,7 +141,7 @@ def test_gcite_chat_cli_against_serve(local):
     (["--secret-file", "{tmp}/two-lines"], "error: --secret-file {tmp}/two-lines: more than one line"),
     (["--secret-file", "{tmp}/binary"], "error: --secret-file {tmp}/binary: not UTF-8 text"),
     (["--secret-file", "{tmp}/nope"], "error: --secret-file {tmp}/nope: cannot read it (No such file or directory)"),
-    (["--secret-file", "{tmp}"], "error: --secret-file {tmp}: "),
+    (["--secret-file", "{tmp}"], "error: --secret-file {tmp}: not a file"),
 ])
 def test_serve_refuses_bad_options_in_one_line(argv, message, tmp_path, capsys):
     from gcite.cli.main import main
