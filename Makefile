@@ -29,10 +29,10 @@ $(STAMP): $(REQS) scripts/find_python.sh
 
 # the browser tests get a process of their own (the rest imports dify_plugin, whose gevent patching a browser
 # driver must not share); the rest runs in two processes over disjoint folders (scripts/test_fast.sh). Each run is
-# bounded so that a hang fails instead of holding CI
+# bounded so that a hang fails instead of holding CI, and says what it runs and how far it is every 20 s
 test: $(STAMP) browser
 	TEST_MARKS="not browser" TEST_FAST_TIMEOUT=1800 PY=$(PY) scripts/test_fast.sh
-	timeout 900 $(PY) -m pytest -q tests -m browser
+	TEST_FAST_TIMEOUT=900 PY=$(PY) scripts/test_fast.sh browser
 
 # the loop while working: everything but the browser tests and the fuzz corpus replay, in two pytest processes
 test-fast: $(STAMP)
@@ -47,8 +47,10 @@ browser:
 	@dpkg -s chromium fonts-noto-cjk >/dev/null 2>&1 || { apt-get update && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium fonts-noto-cjk; }
 
-# make demo [QUERY="…"] [ROLES="role1,role2"] [DSL=code|plugin|path/to/dsl.yml] [DEMO=cli]; ROLES=, is a user with
-# no role. The terminal demo, then the chat page on 127.0.0.1 (Ctrl-C stops it) unless DEMO=cli.
+# make demo [QUERY="…"] [ROLES="role1,role2"] [DSL=code|plugin|path/to/dsl.yml] [DEMO=cli] [DEMO_LANG=en|zh];
+# ROLES=, is a user with no role. The terminal demo, then the chat page on 127.0.0.1 (Ctrl-C stops it) unless
+# DEMO=cli. Its sample questions are in DEMO_LANG, else in your locale's language (LANG: zh_* Chinese, else
+# English); `gcite demo` reads DEMO_LANG itself and says which it chose and how to switch.
 demo: $(STAMP)
 	@set -- ; \
 	if [ -n "$$QUERY" ]; then set -- "$$@" --query "$$QUERY"; fi; \

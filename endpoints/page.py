@@ -1,7 +1,9 @@
 """`GET /gcite/` and `GET /gcite/<path:asset>`: the reference chat page, served by the plugin from endpoints/page/.
 
-Only the three files of the page are served, looked up by exact name (no path is ever joined from the request), with
-their content type and headers that keep the page safe: a Content-Security-Policy that allows only the page's own
+Only the page's files are served, looked up by exact name (no path is ever joined from the request): the three of
+endpoints/page/ and `gcite-client.js`, the stream client the page imports, which is the JS client module of
+clients/js/ (the file an app installs as @gcite/client; one copy, shipped in the plugin for the page). Each goes
+with its content type and headers that keep the page safe: a Content-Security-Policy that allows only the page's own
 script, style and requests (`connect-src 'self'` is the chat endpoint beside it), no inline script, no framing except
 by the endpoint's allowed origins, `nosniff` and no referrer.
 """
@@ -16,10 +18,12 @@ from dify_plugin import Endpoint
 from endpoints.settings import SettingError, allowed_origins, is_origin, logger
 
 PAGE_DIR = Path(__file__).resolve().parent / "page"
-FILES = {
-    "index.html": "text/html; charset=utf-8",
-    "gcite.css": "text/css; charset=utf-8",
-    "gcite.js": "text/javascript; charset=utf-8",
+CLIENT = Path(__file__).resolve().parent.parent / "clients" / "js" / "gcite-client.js"
+FILES = {  # name in the URL: (file, content type)
+    "index.html": (PAGE_DIR / "index.html", "text/html; charset=utf-8"),
+    "gcite.css": (PAGE_DIR / "gcite.css", "text/css; charset=utf-8"),
+    "gcite.js": (PAGE_DIR / "gcite.js", "text/javascript; charset=utf-8"),
+    "gcite-client.js": (CLIENT, "text/javascript; charset=utf-8"),
 }
 
 
@@ -52,8 +56,9 @@ class GCitePageEndpoint(Endpoint):
         headers = security_headers(settings)
         if name not in FILES:
             return Response("not found\n", status=404, content_type="text/plain; charset=utf-8", headers=headers)
+        path, content_type = FILES[name]
         try:
-            body = (PAGE_DIR / name).read_bytes()
+            body = path.read_bytes()
         except OSError:
             return Response("not found\n", status=404, content_type="text/plain; charset=utf-8", headers=headers)
-        return Response(body, status=200, content_type=FILES[name], headers=headers)
+        return Response(body, status=200, content_type=content_type, headers=headers)

@@ -1,15 +1,19 @@
-// G-Cite reference chat page: one ES module, no build step, no dependencies.
+// G-Cite reference chat page: the page's own ES module, no build step, no dependencies.
 //
-// It is also the reference for other front ends. What it does, in order:
+// It is also the reference for other front ends. Reading the stream is not here: `gcite-client.js` beside it (the
+// @gcite/client module, clients/js/ in the repository, the same file an app installs from npm) sends the question and
+// yields the protocol's events; this module is what a page adds to them. What it does, in order:
 //   1. gets a token: from the URL fragment (#token=…), or from postMessage of the embedding site, never a query string;
-//   2. POSTs {query, conversation} to ./chat with `Authorization: Bearer <token>` and reads the SSE stream
-//      (events ready, sources, text, cite, replace, done, error — see docs/protocol.md);
+//   2. asks through the client's `Chat` (POST {query, conversation} to ./chat with the token; the events ready,
+//      sources, text, cite, replace, done, error — see docs/protocol.md);
 //   3. draws the answer from `text` and `cite` events as they come (appending, not redrawing): text through a small
 //      markdown renderer that only creates elements and text nodes (never parsed HTML), each citation a superscript
 //      number kept on one line with the character before it and the punctuation after it;
 //   4. on `done`, draws the sources bar from `done.citations` (only cited sources, in display order); a weak
 //      citation's popover says why it is weak.
 // All model and source text enters the page through textContent / createTextNode.
+
+import { Chat, CLIENT_ERRORS, safeUrl } from "./gcite-client.js";
 
 const TEXT = {
   en: {
@@ -33,6 +37,7 @@ const TEXT = {
       unauthorized: "Your session is not valid (sign in again).",
       forbidden: "This conversation cannot be continued with your sign-in.",
       http: "The server refused the request.",
+      unreadable: "The server's answer could not be read.",
     },
     thinking: "Searching the sources…",
   },
@@ -57,39 +62,13 @@ const TEXT = {
       unauthorized: "登录状态无效，请重新登录。",
       forbidden: "无法以当前登录身份继续该对话。",
       http: "服务器拒绝了请求。",
+      unreadable: "无法读取服务器的回答。",
     },
     thinking: "正在检索资料…",
   },
 };
 export const lang = (navigator.language || "en").toLowerCase().startsWith("zh") ? "zh" : "en";
 const T = TEXT[lang];
-
-// ---------------------------------------------------------------------------------------------------------------
-// The stream: SSE over fetch (EventSource cannot POST or send headers).
-
-/** Yields {event, data} for each SSE event of a fetch Response; comments (": open") and pings are skipped. */
-export async function* readEvents(response) {
-  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += value.replace(/\r\n?/g, "\n");
-    let end;
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      let event = "message";
-      const data = [];
-      for (const line of block.split("\n")) {
-        if (line.startsWith("event:")) event = line.slice(6).trim();
-        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
-      }
-      if (!data.length || event === "ping") continue;
-      yield { event, data: JSON.parse(data.join("\n")) };
-    }
-  }
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // A safe markdown renderer: paragraphs, headings, lists, **strong**, *em*, `code`, fenced code. It builds nodes;
@@ -266,14 +245,6 @@ export class Markdown {
 // ---------------------------------------------------------------------------------------------------------------
 // One answer: its state, and what the page shows of it. Text and citations are appended as they come; `done` and
 // `error` add to what is shown; only `replace` draws the answer whole again.
-
-/** http(s) URLs only, else "" (the endpoint already guarantees it; a front end checks again). */
-export function safeUrl(url) {
-  try {
-    const parsed = new URL(url);
-    return parsed.protocol === "http:" || parsed.protocol === "https:" ? parsed.href : "";
-  } catch { return ""; }
-}
 
 const ICONS = {  // tiny inline SVG paths: a document for the knowledge base, a globe for the web
   rag: "M3.5 1.5h6l3 3v10h-9z M9.5 1.5v3h3 M5.5 8h5 M5.5 11h5",
@@ -509,18 +480,35 @@ export class Answer {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// A chat: the token, the conversation handle, one request per question.
+// The thread: one turn per question, asked through the client's Chat (which keeps the token and the conversation).
 
-export class Chat {
+/** The page's words for an `error` event: a request the endpoint refused (it has an HTTP `status`) and the client's
+ *  own errors in the page's language; the endpoint's error events keep their message (safe to show). */
+function pageError(data) {
+  const message = typeof data.message === "string" ? data.message : "";
+  if (typeof data.status === "number") {
+    const code = { 401: "unauthorized", 403: "forbidden" }[data.status] || "http";
+    return { code, message: T.errors[code] + (message ? ` (${message})` : "") };
+  }
+  if (data.code === CLIENT_ERRORS.connection || data.code === CLIENT_ERRORS.incomplete) {
+    return { code: "connection", message: T.errors.connection };
+  }
+  if (data.code === CLIENT_ERRORS.badStream) return { code: "http", message: T.errors.unreadable };
+  return data;
+}
+
+export class Thread {
   constructor({ endpoint, thread, popover, onBusy = () => {} }) {
-    Object.assign(this, { endpoint, thread, popover, onBusy });
-    this.token = null;
-    this.conversation = null;  // the handle from the last `done`: the next question continues the conversation
+    Object.assign(this, { thread, popover, onBusy });
+    this.client = new Chat({ url: endpoint });
   }
 
+  get token() { return this.client.token; }
+  set token(token) { this.client.token = token; }
+
   reset(token) {
-    this.token = token;
-    this.conversation = null;
+    this.client.token = token;
+    this.client.reset();
     this.thread.replaceChildren();
     this.popover.hidden = true;
   }
@@ -531,28 +519,13 @@ export class Chat {
     const answer = new Answer(turn.appendChild(el("div", "gc-answer")), this.popover);
     this.onBusy(true);
     try {
-      const body = { query };
-      if (this.conversation) body.conversation = this.conversation;
-      const response = await fetch(this.endpoint, {
-        method: "POST",
-        headers: { "Content-Type": "application/json", Authorization: `Bearer ${this.token}` },
-        body: JSON.stringify(body),
-      });
-      if (!response.ok) {
-        let message = "";
-        try { message = (await response.json()).message || ""; } catch { /* not JSON */ }
-        const code = { 401: "unauthorized", 403: "forbidden" }[response.status] || "http";
-        answer.fail(code, T.errors[code] + (message ? ` (${message})` : ""));
-        return answer;
+      for await (const { event, data } of this.client.stream(query)) {
+        if (event === "error") answer.apply("error", pageError(data && typeof data === "object" ? data : {}));
+        else answer.apply(event, data);
       }
-      for await (const { event, data } of readEvents(response)) {
-        if (answer.apply(event, data)) break;
-      }
-      if (answer.status === "streaming") answer.fail("connection", T.errors.connection);
     } catch {
       if (answer.status === "streaming") answer.fail("connection", T.errors.connection);
     } finally {
-      if (answer.done && answer.done.conversation) this.conversation = answer.done.conversation;
       this.onBusy(false);
     }
     return answer;
@@ -580,7 +553,7 @@ export function start() {
   const $ = (id) => document.getElementById(id);
   const form = $("gc-ask"), query = $("gc-query"), send = $("gc-send"), notice = $("gc-notice");
   query.placeholder = T.placeholder;
-  const chat = new Chat({
+  const chat = new Thread({
     endpoint: new URL("chat", document.baseURI).href,
     thread: $("gc-thread"),
     popover: $("gc-popover"),

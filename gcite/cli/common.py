@@ -47,6 +47,13 @@ def add_llm_arguments(parser) -> None:
     parser.add_argument("--llm-model", metavar="NAME", help="model name at --llm-base-url (needs --llm-base-url)")
 
 
+def add_knowledge_base_argument(parser) -> None:
+    """`--knowledge-base FILE` (`demo`, `run`, `serve`): the local Knowledge Retrieval's documents."""
+    parser.add_argument("--knowledge-base", metavar="FILE",
+                        help="a knowledge base JSON file in the format of gcite/local/samples/knowledge_base.json "
+                             "(default: that file)")
+
+
 def llm_options_problem(args) -> str | None:
     """--llm-base-url and --llm-model go together (`demo`, `run`, `serve`): what is wrong, or None."""
     if args.llm_base_url and not args.llm_model:
@@ -96,3 +103,35 @@ def read_chatflow_file(path) -> str:
     if not isinstance(workflow, dict) or not isinstance(workflow.get("graph"), dict):
         raise CliError(f"{path}: not a chatflow DSL (it has no workflow.graph)")
     return text
+
+
+def knowledge_base_problem(path) -> str | None:
+    """Why `path` is not a knowledge base file like gcite/local/samples/knowledge_base.json, in one line naming
+    --knowledge-base (`serve`, `run`, `demo`); None if it is."""
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        return f"--knowledge-base {path}: not a JSON file (not UTF-8 text)"
+    except OSError as error:
+        return f"--knowledge-base {path}: cannot read it ({error.strerror or type(error).__name__})"
+    except ValueError as error:
+        return f"--knowledge-base {path}: not a JSON file ({getattr(error, 'msg', error)} at line " \
+               f"{getattr(error, 'lineno', '?')}, column {getattr(error, 'colno', '?')})"
+    if not isinstance(data, dict) or not isinstance(data.get("documents"), list):
+        return (f"--knowledge-base {path}: not a knowledge base (expected a JSON object with a \"documents\" list, "
+                f"as in gcite/local/samples/knowledge_base.json)")
+    return None
+
+
+def load_knowledge_base(path):
+    """The knowledge base of `--knowledge-base PATH` (`run`, `demo`), or a CliError saying in one line why it is not
+    one; None for no path (the built-in sample)."""
+    import json
+
+    if path is None:
+        return None
+    if problem := knowledge_base_problem(path):
+        raise CliError(problem)
+    return json.loads(path.read_text(encoding="utf-8"))

@@ -9,7 +9,7 @@ import argparse
 import sys
 
 from gcite.cli.build import build_dsl_command, prefilter_command
-from gcite.cli.common import CliError, add_llm_arguments, engine_logs
+from gcite.cli.common import CliError, add_knowledge_base_argument, add_llm_arguments, engine_logs
 from gcite.cli.run import demo_command, run_command
 
 # random bytes in a `gcite secret`: the endpoint takes no shorter token_secret (MIN_SECRET_BYTES in
@@ -42,6 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--dsl", default="plugin", metavar="plugin|code|PATH",
                       help="the chatflow: plugin (dsl/gcite_chatflow.yml, default), code "
                            "(dsl/gcite_chatflow_code.yml) or a DSL file")
+    demo.add_argument("--lang", choices=("en", "zh"),
+                      help="the language of the sample questions (default: $DEMO_LANG, else your locale: Chinese for "
+                           "zh_*, else English)")
+    add_knowledge_base_argument(demo)
     add_llm_arguments(demo)
     demo.add_argument("--verbose", action="store_true",
                       help="also print the workflow engine's log records (graphon, dify_plugin) on stderr")
@@ -54,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--pretty", action="store_true",
                      help="show the chunk list, the answer as it streams and the cited sources instead of the raw "
                           "stream")
+    add_knowledge_base_argument(run)
     add_llm_arguments(run)
     run.add_argument("--web-search-fails", action="store_true",
                      help="the local search server refuses the key (the web search node fails and the answer falls "

@@ -3,10 +3,11 @@
 import argparse
 import sys
 
-from gcite.cli.common import CliError, llm_options_problem, read_chatflow_file
+from gcite.cli.common import CliError, llm_options_problem, load_knowledge_base, read_chatflow_file
 
 
 def demo_command(args: argparse.Namespace) -> int:
+    import os
     from pathlib import Path
 
     from gcite.cli import demo
@@ -16,10 +17,20 @@ def demo_command(args: argparse.Namespace) -> int:
     queries = tuple(q for q in args.query or () if q.strip())
     if args.query and not queries:
         raise CliError("--query: the question is empty")
+    if args.lang and queries:
+        raise CliError("--lang chooses the language of the sample questions; with --query there are none to choose")
     roles = demo.DEMO_ROLES if args.roles is None else args.roles
     check_llm_options(args)
-    return 0 if demo.run(sys.stdout, queries or demo.DEMO_TURNS, roles, path, args.llm_base_url,
-                         args.llm_model) else 1
+    knowledge_base = load_knowledge_base(Path(args.knowledge_base) if args.knowledge_base else None)
+    if not queries:  # the sample questions, in the language the user reads
+        try:
+            lang, why = demo.demo_language(os.environ, args.lang)
+        except demo.LanguageError as error:
+            raise CliError(str(error)) from None
+        print(demo.language_note(lang, why), flush=True)
+        queries = demo.SAMPLE_TURNS[lang]
+    return 0 if demo.run(sys.stdout, queries, roles, path, args.llm_base_url, args.llm_model, knowledge_base,
+                         args.knowledge_base) else 1
 
 
 def check_llm_options(args: argparse.Namespace) -> None:
@@ -44,6 +55,7 @@ def run_command(args: argparse.Namespace) -> int:
     if not query.strip():
         raise CliError("--query: the question is empty")
     dsl = read_chatflow_file(Path(args.dsl))
+    knowledge_base = load_knowledge_base(Path(args.knowledge_base) if args.knowledge_base else None)
 
     from gcite.local.dify_rules import DifyRefusal
     from gcite.cli.pretty import PrettyPrinter
@@ -57,9 +69,10 @@ def run_command(args: argparse.Namespace) -> int:
 
     printer = PrettyPrinter(sys.stdout) if args.pretty else None
     failed = False
+    overrides = {} if knowledge_base is None else {"knowledge_base": knowledge_base}
     with local_services(llm_base_url=args.llm_base_url, llm_model=args.llm_model,
                         web_search_fails=args.web_search_fails,
-                        retrieval_log=show_retrieval if args.verbose else None) as services:
+                        retrieval_log=show_retrieval if args.verbose else None, **overrides) as services:
         try:
             for event in run_chatflow(dsl, query, inputs, services):
                 failed |= event["event"] == "error" or (  # Dify's failed run ends at workflow_finished

@@ -1,7 +1,9 @@
 """`python -m gcite serve`: its options and checks; the server itself is `gcite.local.serve`."""
 
 import errno
-import json
+import os
+import re
+import stat
 import sys
 import threading
 from pathlib import Path
@@ -9,8 +11,19 @@ from typing import Any, Callable
 
 from gcite.local.serve import DEFAULT_PACE, DEFAULT_PORT, LocalDify
 
+# An origin as the endpoint's `allowed_origins` setting takes it: scheme://host[:port], a DNS name, an IPv4 address or
+# a bracketed IPv6 address. The same pattern as endpoints/settings.py's ORIGIN (a test keeps them equal): importing
+# that module would import dify_plugin, whose gevent patching this process must not take.
+ORIGIN = re.compile(r"(https?)://((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+                    r"|\[[0-9a-f:.]{2,45}\])(?::([0-9]{1,5}))?")
+DEFAULT_PORTS = {"http": 80, "https": 443}
+MIN_SECRET_BYTES = 32  # the endpoint's token_secret minimum (endpoints/settings.py MIN_SECRET_BYTES)
+MAX_SECRET_FILE_BYTES = 4096  # one secret, with room to spare; a larger file is not a secret file
+
 
 def add_serve_arguments(parser: Any) -> None:
+    from gcite.cli.common import add_knowledge_base_argument
+
     parser.add_argument("--port", type=int, help=f"port on 127.0.0.1 (default {DEFAULT_PORT}, or a free port when that "
                                                  "one is taken; 0: any free port)")
     parser.add_argument("--llm-base-url", help="an OpenAI-compatible endpoint for the chatflow's LLM "
@@ -22,18 +35,26 @@ def add_serve_arguments(parser: Any) -> None:
     parser.add_argument("--dsl", metavar="plugin|code|PATH",
                         help="the chatflow the app runs: plugin (dsl/gcite_chatflow.yml, default), code "
                              "(dsl/gcite_chatflow_code.yml) or a DSL file")
-    parser.add_argument("--knowledge-base", help="a knowledge base JSON file in the format of "
-                                                 "gcite/local/samples/knowledge_base.json (default: that file)")
+    add_knowledge_base_argument(parser)
     parser.add_argument("--fail-on", metavar="TEXT", help="for trying the error state: a question containing TEXT "
                                                           "makes the chatflow's model fail")
+    parser.add_argument("--allow-origin", action="append", metavar="ORIGIN",
+                        help="an app's origin whose pages may call the endpoint and read /local/users, exactly "
+                             "scheme://host[:port] (e.g. http://localhost:3000); repeat for more (default: only the "
+                             "page's own origin)")
+    parser.add_argument("--secret-file", metavar="FILE",
+                        help="sign tokens with the secret in FILE (one line, at least 32 bytes; readable by you alone, "
+                             "chmod 600) instead of one made at start, so your own tokens and the endpoint's URL stay "
+                             "valid across restarts")
 
 
 def usage_problem(args: Any) -> str | None:
-    """What is wrong with `gcite serve`'s options, in one line; None when nothing is. Reads --dsl and
-    --knowledge-base to check them (and sets args.dsl to the chatflow's path)."""
+    """What is wrong with `gcite serve`'s options, in one line; None when nothing is. Reads --dsl, --knowledge-base
+    and --secret-file to check them; sets args.dsl to the chatflow's path, args.allow_origin to the origins as
+    browsers send them, and args.secret to the secret of --secret-file (None without it)."""
     import math
 
-    from gcite.cli.common import CliError, llm_options_problem, read_chatflow_file
+    from gcite.cli.common import CliError, knowledge_base_problem, llm_options_problem, read_chatflow_file
     from gcite.cli.demo import DSL_CHOICES
 
     if args.port is not None and not 0 <= args.port <= 65535:
@@ -54,26 +75,75 @@ def usage_problem(args: Any) -> str | None:
         except CliError as error:
             return str(error)
         args.dsl = str(path)
-    if args.knowledge_base is not None:
-        return knowledge_base_problem(Path(args.knowledge_base))
+    if args.knowledge_base is not None and (problem := knowledge_base_problem(Path(args.knowledge_base))):
+        return problem
+    origins = []
+    for value in getattr(args, "allow_origin", None) or ():
+        origin, problem = origin_of(value)
+        if problem:
+            return problem
+        origins.append(origin)
+    args.allow_origin = list(dict.fromkeys(origins))
+    args.secret = None
+    if getattr(args, "secret_file", None) is not None:
+        args.secret, problem = read_secret_file(Path(args.secret_file))
+        return problem
     return None
 
 
-def knowledge_base_problem(path: Path) -> str | None:
-    """Why `path` is not a knowledge base file like gcite/local/samples/knowledge_base.json, in one line; None if it is."""
+def shown(value: str) -> str:
+    """A value the user gave, for an error line: as typed when short, printable and without spaces, else quoted (and
+    cut at 60 characters)."""
+    plain = value and len(value) <= 60 and value.isprintable() and not any(c.isspace() for c in value)
+    return value if plain else repr(value[:60])
+
+
+def origin_of(value: str) -> tuple[str, str | None]:
+    """(the origin as browsers send it in `Origin`: lower case, no trailing slash, no default port; None) or
+    ("", why `value` is not an exact origin, naming --allow-origin)."""
+    if value.strip() == "*":
+        return "", ("--allow-origin *: gcite serve takes exact origins only (scheme://host[:port], e.g. "
+                    "http://localhost:3000); repeat --allow-origin for each")
+    origin = value.strip().rstrip("/").lower()
+    match = ORIGIN.fullmatch(origin)
+    if not match or (match.group(3) is not None and not 1 <= int(match.group(3)) <= 65535):
+        return "", (f"--allow-origin {shown(value)}: not an origin; write it as scheme://host[:port] with no path, "
+                    "e.g. http://localhost:3000")
+    if match.group(3) and int(match.group(3)) == DEFAULT_PORTS[match.group(1)]:
+        origin = f"{match.group(1)}://{match.group(2)}"
+    return origin, None
+
+
+def read_secret_file(path: Path) -> tuple[str | None, str | None]:
+    """(the secret: the file's text without the whitespace around it; None) or (None, why the file cannot be used,
+    naming --secret-file). Refused: a file other users may read or write (it signs every user's token), one that is
+    not one line of UTF-8 text, or a secret under MIN_SECRET_BYTES. The secret itself is never in a message."""
+    where = f"--secret-file {path}"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        return f"--knowledge-base {path}: not a JSON file (not UTF-8 text)"
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):  # a folder, or a pipe that would keep the server from starting
+            return None, f"{where}: not a file"
+        if os.name == "posix" and info.st_mode & 0o077:
+            return None, (f"{where}: other users may read or change it (mode {stat.S_IMODE(info.st_mode):o}); the "
+                          f"secret signs every user's token: make it yours alone with chmod 600 {path}")
+        with open(path, "rb") as file:
+            data = file.read(MAX_SECRET_FILE_BYTES + 1)
     except OSError as error:
-        return f"--knowledge-base {path}: cannot read it ({error.strerror or type(error).__name__})"
-    except ValueError as error:
-        return f"--knowledge-base {path}: not a JSON file ({getattr(error, 'msg', error)} at line " \
-               f"{getattr(error, 'lineno', '?')}, column {getattr(error, 'colno', '?')})"
-    if not isinstance(data, dict) or not isinstance(data.get("documents"), list):
-        return (f"--knowledge-base {path}: not a knowledge base (expected a JSON object with a \"documents\" list, "
-                f"as in gcite/local/samples/knowledge_base.json)")
-    return None
+        return None, f"{where}: cannot read it ({error.strerror or type(error).__name__})"
+    if len(data) > MAX_SECRET_FILE_BYTES:
+        return None, f"{where}: over {MAX_SECRET_FILE_BYTES} bytes; it should hold one secret (gcite secret prints one)"
+    try:
+        secret = data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return None, f"{where}: not UTF-8 text"
+    if not secret:
+        return None, f"{where}: the file is empty (.venv/bin/python -m gcite secret > {path} writes a secret)"
+    if "\n" in secret or "\r" in secret:
+        return None, f"{where}: more than one line; the file should hold the secret alone"
+    if len(secret.encode("utf-8")) < MIN_SECRET_BYTES:
+        return None, (f"{where}: the secret is {len(secret.encode('utf-8'))} bytes; the endpoint takes at least "
+                      f"{MIN_SECRET_BYTES} (.venv/bin/python -m gcite secret prints one)")
+    return secret, None
 
 
 def serve_on_port(args: Any, make: Callable[[int], Any]) -> Any:
@@ -108,13 +178,21 @@ def serve_command(args: Any) -> int:
     llm = make_llm(args.llm_base_url, args.llm_model) if args.llm_base_url else None  # usage_problem checked the pair
     local = serve_on_port(args, lambda port: LocalDify(port, llm=llm, pace=args.pace if llm is None else 0,
                                                         dsl=args.dsl, knowledge_base=args.knowledge_base,
-                                                        fail_on=args.fail_on))
+                                                        fail_on=args.fail_on, allow_origins=args.allow_origin,
+                                                        secret=args.secret))
     if local is None:
         return 2
     local.start()
     print(f"G-Cite page:   {local.page_url}", flush=True)
     print(f"chat endpoint: {local.base}/gcite/chat", flush=True)
-    print("sample users:  " + "; ".join(f"{u['id']} ({', '.join(u['roles']) or 'no role'})" for u in local.users))
+    print(f"sample users:  http://127.0.0.1:{local.port}/local/users (tokens); "
+          + "; ".join(f"{u['id']} ({', '.join(u['roles']) or 'no role'})" for u in local.users))
+    if args.allow_origin:
+        print(f"other origins: {' '.join(args.allow_origin)} may call the endpoint and read /local/users")
+    if args.secret:
+        print(f"token secret:  from {args.secret_file} (the same URL on every start; tokens outlive a restart)")
+    else:
+        print("token secret:  made at start (--secret-file FILE for a fixed one)")
     print("Ctrl-C stops.", flush=True)
     try:
         threading.Event().wait()

@@ -5,15 +5,21 @@ encodes it and sent to the real plugin process (`python -m main`) over stdio; th
 are answered by running the chatflow DSL on the local runner (graphon), and the plugin's streamed response is written
 back as it comes. Nothing of the page or the endpoint runs in this process.
 
-It also mints tokens, signed with a secret made at start, for a few sample users with different roles (and one with
-none), and lists them at `/local/users`; the page, opened with `#local`, shows them in a user picker. The built-in
-stand-in LLM streams at a human pace (`--pace`), so the streaming can be seen.
+It also mints tokens, signed with a secret made at start (or the operator's fixed one, `secret`), for a few sample
+users with different roles (and one with none), and lists them at `/local/users`; the page, opened with `#local`,
+shows them in a user picker. The built-in stand-in LLM streams at a human pace (`--pace`), so the streaming can be
+seen. With a fixed secret the hook is fixed too (derived from it), so the endpoint's URL stays the same across
+restarts on one port.
 
 It answers only requests whose `Host` is its own address (127.0.0.1 or localhost with its port; 421 otherwise), so a
 web page on another name that resolves to 127.0.0.1 (DNS rebinding) cannot read the tokens; a `Content-Length` that
-is not a number is 400, a body over the daemon's 10 MiB 413.
+is not a number is 400, a body over the daemon's 10 MiB 413. Pages on other origins are refused by the endpoint's
+`allowed_origins` setting, which holds the page's own origin and the `allow_origins` given (`--allow-origin`); those
+origins may also read `/local/users` (CORS), so an app in development can pick a sample user's token.
 """
 
+import hashlib
+import hmac
 import json
 import secrets
 import string
@@ -90,20 +96,31 @@ def mint_token(secret: str, sub: str, roles: list[str], hours: float = TOKEN_HOU
     return jwt.encode({"sub": sub, "roles": roles, "exp": int(time.time() + hours * 3600)}, secret, algorithm="HS256")
 
 
+def hook_of(secret: str) -> str:
+    """The 16 lowercase letters of the endpoint's hook for a fixed secret: the same secret, the same URL (the hook
+    tells nothing of the secret: it is an HMAC of a constant under it)."""
+    digest = hmac.new(secret.encode("utf-8"), b"gcite serve hook", hashlib.sha256).digest()
+    return "".join(string.ascii_lowercase[byte % 26] for byte in digest[:16])
+
+
 # --- the server ---------------------------------------------------------------------------------------------
 
 class LocalDify:
     """The plugin process, the app the endpoint invokes, the endpoint's settings and the HTTP server."""
 
     def __init__(self, port: int = DEFAULT_PORT, llm: Any = None, pace: float = DEFAULT_PACE,
-                 dsl: str | None = None, knowledge_base: str | None = None, fail_on: str | None = None) -> None:
+                 dsl: str | None = None, knowledge_base: str | None = None, fail_on: str | None = None,
+                 allow_origins: Sequence[str] = (), secret: str | None = None) -> None:
+        """`allow_origins`: other origins (normalised, as `gcite.cli.serve.origin_of` makes them) whose pages may call
+        the endpoint; `secret`: a fixed token signing secret (at least 32 bytes), else one made now."""
         from gcite import ROOT
         from gcite.authoring.chatflows import PLUGIN_DSL
         from gcite.local.llm import ExtractiveModel
 
         self.root = ROOT
-        self.hook = "".join(secrets.choice(string.ascii_lowercase) for _ in range(16))
-        self.secret = secrets.token_urlsafe(32)
+        self.secret = secret or secrets.token_urlsafe(32)
+        self.hook = hook_of(secret) if secret else "".join(secrets.choice(string.ascii_lowercase) for _ in range(16))
+        self.allow_origins = list(dict.fromkeys(allow_origins))
         self.dsl_text = Path(dsl or PLUGIN_DSL).read_text(encoding="utf-8")
         self.knowledge_base = json.loads(Path(knowledge_base).read_text(encoding="utf-8")) if knowledge_base else None
         self.llm = PacedModel(llm or ExtractiveModel(), pace, fail_on)
@@ -134,7 +151,7 @@ class LocalDify:
     def settings(self) -> dict[str, Any]:
         """The endpoint group's settings, as the operator would fill them in Dify."""
         return {"app": {"app_id": LOCAL_APP_ID}, "token_secret": self.secret,
-                "allowed_origins": f"http://127.0.0.1:{self.port}"}
+                "allowed_origins": " ".join([f"http://127.0.0.1:{self.port}", *self.allow_origins])}
 
     def start(self) -> "LocalDify":
         self._endpoint = self._start_endpoint()
@@ -216,8 +233,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._plain(302, "", {"Location": f"{prefix}/gcite/#local"})
         elif path == "/local/users" and self.command == "GET":
             users = [{k: u[k] for k in ("id", "name", "roles", "token", "examples")} for u in self.local.users]
-            self._plain(200, json.dumps(users, ensure_ascii=False), {"Content-Type": "application/json; charset=utf-8",
-                                                                     "Cache-Control": "no-store"})
+            headers = {"Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store", "Vary": "Origin"}
+            origin = (self.headers.get("Origin") or "").strip()
+            if origin and origin.rstrip("/").lower() in self.local.allow_origins:  # an app given with --allow-origin
+                headers["Access-Control-Allow-Origin"] = origin
+            self._plain(200, json.dumps(users, ensure_ascii=False), headers)
         elif self.path.startswith(prefix + "/"):
             body = self._body()
             if body is not None:

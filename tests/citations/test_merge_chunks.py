@@ -98,7 +98,7 @@ def test_items_that_are_not_objects_or_have_no_text_are_skipped_and_reported():
 def test_rag_item_maps_every_field():
     item = rag_item(content="  巡更  ", score="0.73", document_title="巡更指南", document_name="巡更.md",
                     source_file_url="oss://kb/巡更.pdf")
-    hidden = only(main([item], None))  # by default a storage address is not passed on (tests/nodes/test_merge_storage_urls.py)
+    hidden = only(main([item], None))  # by default a storage address is not passed on (tests/citations/test_merge_storage_urls.py)
     assert (hidden["url"], hidden["source_file_url"]) == ("", "")
     chunk = only(main([item], None, show_storage_urls=True))
     assert chunk == {

@@ -295,6 +295,98 @@ def test_demo_refuses_a_file_that_is_not_a_chatflow(tmp_path, capsys):
     assert "not a chatflow DSL" in one_error_line(capsys, ["demo", "--dsl", str(tmp_path / "x.yml")])
 
 
+# --- the sample questions' language, your own knowledge base (issue 35, point 5) ------------------------------
+
+@pytest.mark.parametrize("environ,asked,chosen", [
+    ({}, None, ("en", "no LANG set")),
+    ({"LANG": "en_US.UTF-8"}, None, ("en", "LANG=en_US.UTF-8")),
+    ({"LANG": "zh_CN.UTF-8"}, None, ("zh", "LANG=zh_CN.UTF-8")),
+    ({"LANG": "zh_TW"}, None, ("zh", "LANG=zh_TW")),
+    ({"LANG": "C.UTF-8"}, None, ("en", "LANG=C.UTF-8")),
+    ({"LANG": "de_DE.UTF-8"}, None, ("en", "LANG=de_DE.UTF-8")),  # neither: English, the README's language
+    ({"LC_ALL": "zh_CN.UTF-8", "LANG": "en_US.UTF-8"}, None, ("zh", "LC_ALL=zh_CN.UTF-8")),  # as programs read it
+    ({"LC_MESSAGES": "en_GB", "LANG": "zh_CN.UTF-8"}, None, ("en", "LC_MESSAGES=en_GB")),
+    ({"LC_ALL": "", "LANG": "zh_CN.UTF-8"}, None, ("zh", "LANG=zh_CN.UTF-8")),  # an empty variable is not set
+    ({"DEMO_LANG": "zh", "LANG": "en_US.UTF-8"}, None, ("zh", "DEMO_LANG=zh")),
+    ({"DEMO_LANG": "EN", "LC_ALL": "zh_CN.UTF-8"}, None, ("en", "DEMO_LANG=EN")),
+    ({"DEMO_LANG": "en", "LANG": "zh_CN.UTF-8"}, "zh", ("zh", "--lang zh")),
+])
+def test_the_demo_language_comes_from_lang_or_demo_lang(environ, asked, chosen):
+    from gcite.cli.demo import SAMPLE_TURNS, demo_language, language_note
+
+    assert demo_language(environ, asked) == chosen
+    lang, why = chosen
+    other = {"en": "zh", "zh": "en"}[lang]
+    note = language_note(lang, why)
+    assert f"({why})" in note and f"make demo DEMO_LANG={other}" in note and f"--lang {other}" in note
+    assert all(q.isascii() for q in SAMPLE_TURNS["en"]) and not any(q.isascii() for q in SAMPLE_TURNS["zh"])
+
+
+def test_a_demo_lang_that_is_no_language_is_one_error_line(capsys, monkeypatch):
+    monkeypatch.setenv("DEMO_LANG", "fr")
+    assert one_error_line(capsys, ["demo"]) == "error: DEMO_LANG=fr: expected en or zh"
+    assert "with --query there are none" in one_error_line(capsys, ["demo", "--lang", "zh", "--query", "q"])
+
+
+def test_the_demo_asks_in_the_language_it_names(capsys, monkeypatch):
+    monkeypatch.delenv("DEMO_LANG", raising=False)
+    monkeypatch.delenv("LC_ALL", raising=False)
+    monkeypatch.delenv("LC_MESSAGES", raising=False)
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == ("Sample questions in Chinese (LANG=zh_CN.UTF-8); for English: make demo "
+                                   "DEMO_LANG=en, or gcite demo --lang en")
+    assert "===== turn 1: 巡更时发现异常怎么上报？" in out and "===== turn 2: 会议室怎么预约？" in out
+    assert main(["demo", "--lang", "en"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Sample questions in English (--lang en); for Chinese: make demo DEMO_LANG=zh")
+    assert "===== turn 1: How do I report an anomaly on patrol?" in out
+    assert out.count("status: cited") == 2  # the sample data answers both, with citations
+
+
+def a_knowledge_base(tmp_path):
+    """A knowledge base of one document no sample holds, in the sample's format."""
+    path = tmp_path / "kb.json"
+    path.write_text(json.dumps({"dataset_id": "mine", "dataset_name": "我的知识库", "documents": [{
+        "document_id": "doc-roof", "document_name": "roof.md",
+        "doc_metadata": {"document_title": "屋顶花园开放规定", "access_roles": "", "updated": "2026-01-01"},
+        "segments": [{"segment_id": "seg-roof-1", "content": "屋顶花园每天早上八点开放，晚上六点关闭，雨天不开放。"}]}]},
+        ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def test_run_and_demo_take_your_knowledge_base(tmp_path, capsys):
+    kb = str(a_knowledge_base(tmp_path))
+    question = "屋顶花园几点开放？"
+    assert main(["run", str(ROOT / "dsl" / "gcite_chatflow.yml"), "--query", question, "--inputs",
+                 '{"user_roles": "前台"}', "--knowledge-base", kb, "--pretty"]) == 0
+    out = capsys.readouterr().out
+    assert "屋顶花园开放规定" in out.split("-- cited sources")[1] and "巡更" not in out.split("-- cited sources")[1]
+    assert main(["demo", "--query", question, "--knowledge-base", kb]) == 0
+    out = capsys.readouterr().out
+    assert f"Knowledge base: {kb} (1 documents)" in out
+    assert "[1] 屋顶花园开放规定" in out.split("-- cited sources")[1]
+
+
+@pytest.mark.parametrize("command", [
+    ["run", str(ROOT / "dsl" / "gcite_chatflow.yml"), "--query", "q"], ["demo"], ["demo", "--query", "q"]])
+@pytest.mark.parametrize("name,content,message", [
+    ("bad.json", "{bad\n", "not a JSON file (Expecting property name enclosed in double quotes at line 1, column 2)"),
+    ("list.json", "[1]", "not a knowledge base (expected a JSON object with a \"documents\" list"),
+    ("nope.json", None, "cannot read it (No such file or directory)"),
+    ("latin1.json", b"\xe9", "not a JSON file (not UTF-8 text)"),
+])
+def test_run_and_demo_refuse_a_bad_knowledge_base_as_serve_does(command, name, content, message, tmp_path, capsys):
+    path = tmp_path / name
+    if content is not None:
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    line = one_error_line(capsys, [*command, "--knowledge-base", str(path)])
+    assert line.startswith(f"error: --knowledge-base {path}: {message}")
+    assert main(["serve", "--knowledge-base", str(path)]) == 2  # the same words from serve
+    assert capsys.readouterr().err.strip() == line
+
+
 # --- the Makefile ---------------------------------------------------------------------------------------------
 
 def test_make_demo_passes_query_roles_and_dsl(tmp_path):
@@ -307,6 +399,19 @@ def test_make_demo_passes_query_roles_and_dsl(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "Chatflow: gcite_chatflow_code.yml" in done.stdout and "user_roles = 前台" in done.stdout
     assert "===== turn 1: What's the visitor \"rule\"?" in done.stdout and "turn 2" not in done.stdout
+
+
+def test_make_demo_takes_demo_lang_over_lang():
+    import os
+    import shutil
+    if not shutil.which("make"):
+        pytest.skip("make is not installed")
+    env = {k: v for k, v in os.environ.items() if k not in ("QUERY", "ROLES", "DSL", "DEMO", "LC_ALL", "LC_MESSAGES")}
+    done = subprocess.run(["make", "-s", "demo", "DEMO=cli", "DEMO_LANG=en"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, env={**env, "LANG": "zh_CN.UTF-8"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Sample questions in English (DEMO_LANG=en); for Chinese: make demo DEMO_LANG=zh")
+    assert "===== turn 2: How do I book a meeting room?" in done.stdout
 
 
 def test_the_set_up_announces_each_step():

@@ -97,3 +97,74 @@ def test_another_origins_page_is_refused(local, browser, elsewhere):
     assert answer == {"status": 0, "text": "TypeError: Failed to fetch"}
     assert len(local.app.conversations) == before  # the app was never called
     page.close()
+
+
+# --- an app on another origin, through the JS client (issue 35, points 2 and 3) --------------------------------
+
+CLIENT = Path(__file__).resolve().parents[2] / "clients" / "js" / "gcite-client.js"
+ASK_WITH_CLIENT = """async ([url, users]) => {
+  const { Chat } = await import("/gcite-client.js");
+  let token;
+  try {
+    token = (await (await fetch(users)).json()).find((u) => u.id === "wang").token;
+  } catch (error) {
+    return {users: String(error)};
+  }
+  const events = [];
+  const result = await new Chat({ url, token }).ask("巡更时发现异常怎么上报？", { onEvent: (e) => events.push(e.event) });
+  return {users: "read", result, events};
+}"""
+
+
+@pytest.fixture(scope="module")
+def app():
+    """An app in development: its own origin (another port of 127.0.0.1), serving a blank page and the client
+    module as an app that installed @gcite/client would."""
+    class App(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            if self.path == "/gcite-client.js":
+                body, kind = CLIENT.read_bytes(), "text/javascript; charset=utf-8"
+            else:
+                body, kind = b"<!doctype html><title>an app</title>", "text/html"
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = start_server(App)
+    yield origin(server)
+    stop_server(server)
+
+
+def test_an_app_on_another_origin_asks_through_the_js_client_once_its_origin_is_allowed(local, browser, app):
+    allowed = LocalDify(port=0, pace=0, allow_origins=[app]).start()
+    try:
+        page = browser.new_page()
+        page.goto(f"{app}/")
+        answer = page.evaluate(ASK_WITH_CLIENT, [f"{allowed.base}/gcite/chat",
+                                                 f"http://127.0.0.1:{allowed.port}/local/users"])
+        assert answer["users"] == "read"  # /local/users answers the allowed origin (CORS)
+        result = answer["result"]
+        assert result["status"] == "cited" and "[1]" in result["answer"], result
+        assert answer["events"][0] == "ready" and answer["events"][-1] == "done"
+        assert answer["events"].index("sources") < answer["events"].index("text")
+
+        # the same app, against a gcite serve that was not given its origin: refused, the sample tokens unread
+        before = len(local.app.conversations)
+        refused = page.evaluate(ASK_WITH_CLIENT, [f"{local.base}/gcite/chat",
+                                                  f"http://127.0.0.1:{local.port}/local/users"])
+        assert refused == {"users": "TypeError: Failed to fetch"}
+        token = local.users[0]["token"]
+        refused = page.evaluate("""async ([url, token]) => {
+          const { Chat } = await import("/gcite-client.js");
+          return new Chat({ url, token }).ask("巡更时发现异常怎么上报？");
+        }""", [f"{local.base}/gcite/chat", token])
+        assert refused["status"] == "error" and refused["error"]["code"] == "connection", refused
+        assert len(local.app.conversations) == before  # the preflight was refused: the app was never called
+        page.close()
+    finally:
+        allowed.close()

@@ -26,17 +26,19 @@ def get(endpoint, values, settings=None):
     return endpoint.invoke(request, values, settings or {})
 
 
-@pytest.mark.parametrize("asset, content_type", [
-    (None, "text/html; charset=utf-8"),
-    ("index.html", "text/html; charset=utf-8"),
-    ("gcite.css", "text/css; charset=utf-8"),
-    ("gcite.js", "text/javascript; charset=utf-8"),
+@pytest.mark.parametrize("asset, content_type, path", [
+    (None, "text/html; charset=utf-8", PAGE / "index.html"),
+    ("index.html", "text/html; charset=utf-8", PAGE / "index.html"),
+    ("gcite.css", "text/css; charset=utf-8", PAGE / "gcite.css"),
+    ("gcite.js", "text/javascript; charset=utf-8", PAGE / "gcite.js"),
+    # the stream client the page imports: the JS client package's module itself, not a copy
+    ("gcite-client.js", "text/javascript; charset=utf-8", ROOT / "clients" / "js" / "gcite-client.js"),
 ])
-def test_serves_each_file_with_its_type_and_safe_headers(endpoint, asset, content_type):
+def test_serves_each_file_with_its_type_and_safe_headers(endpoint, asset, content_type, path):
     response = get(endpoint, {"asset": asset} if asset else {})
     assert response.status_code == 200
     assert response.headers["Content-Type"] == content_type
-    assert response.get_data() == (PAGE / (asset or "index.html")).read_bytes()
+    assert response.get_data() == path.read_bytes()
     csp = response.headers["Content-Security-Policy"]
     assert "default-src 'none'" in csp and "script-src 'self'" in csp and "connect-src 'self'" in csp
     assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
@@ -48,6 +50,7 @@ def test_serves_each_file_with_its_type_and_safe_headers(endpoint, asset, conten
 @pytest.mark.parametrize("asset", [
     "../page.py", "../../manifest.yaml", "page/../gcite.js", "%2e%2e/page.py", "..%2Fpage.py", "/etc/passwd",
     "GCITE.JS", "gcite.js/", "index.html/../../main.py", "chat", "page.yaml", ".",
+    "package.json", "gcite-client.d.ts", "../clients/js/gcite-client.js", "clients/js/gcite-client.js",
 ])
 def test_anything_else_is_404_without_content(endpoint, asset):
     response = get(endpoint, {"asset": asset})
@@ -113,6 +116,22 @@ def test_frame_ancestors_refuse_a_malformed_setting_with_a_message_naming_it(end
         allowed_origins({"allowed_origins": f"https://app.example.com, {entry}"})
 
 
+def test_gcite_serve_allow_origin_takes_what_this_setting_takes():
+    """`gcite serve --allow-origin` checks origins with this setting's pattern (it cannot import this module, which
+    imports dify_plugin) and writes each as browsers send `Origin`: lower case, no default port, no trailing slash."""
+    from endpoints import settings
+    from gcite.cli import serve as serve_cli
+
+    assert serve_cli.ORIGIN.pattern == settings.ORIGIN.pattern
+    assert serve_cli.MIN_SECRET_BYTES == settings.MIN_SECRET_BYTES
+    for given, origin in (("http://localhost:3000", "http://localhost:3000"),
+                          ("HTTP://LocalHost:3000/", "http://localhost:3000"),
+                          ("https://app.example.com:443", "https://app.example.com"),
+                          ("http://127.0.0.1:80", "http://127.0.0.1"), ("http://[::1]:5173", "http://[::1]:5173")):
+        assert serve_cli.origin_of(given) == (origin, None)
+        assert settings.allowed_origins({"allowed_origins": origin}) == [origin] == [settings.normal_origin(given)]
+
+
 def test_a_csp_injection_through_the_setting_never_reaches_the_header(endpoint):
     for allowed in ("http://;report-uri https://evil.example/r", "http://a.example.com;script-src *",
                     "https://a.example.com\u000d\u000aSet-Cookie: x=1"):
@@ -124,9 +143,21 @@ def test_page_has_no_inline_script_and_never_writes_html():
     html = (PAGE / "index.html").read_text(encoding="utf-8")
     assert re.findall(r"<script[^>]*>", html) == ['<script type="module" src="gcite.js">']
     assert not re.search(r"\son[a-z]+=", html)  # no inline event handlers (the CSP would block them anyway)
-    js = (PAGE / "gcite.js").read_text(encoding="utf-8")
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
-        assert sink not in js, sink
+    for path in (PAGE / "gcite.js", ROOT / "clients" / "js" / "gcite-client.js"):
+        js = path.read_text(encoding="utf-8")
+        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
+            assert sink not in js, (path.name, sink)
+
+
+def test_the_page_imports_only_the_files_it_is_served_with():
+    """Every module the page imports is one the endpoint serves beside it (a relative import of another file would
+    be a 404 in Dify), and the client module imports nothing."""
+    from endpoints.page import FILES
+
+    imports = re.findall(r'^import .* from "\./([^"]+)";$', (PAGE / "gcite.js").read_text(encoding="utf-8"), re.MULTILINE)
+    assert imports == ["gcite-client.js"] and set(imports) <= set(FILES)
+    assert not re.search(r"^\s*(import|export) .* from ", (ROOT / "clients/js/gcite-client.js").read_text(encoding="utf-8"),
+                         re.MULTILINE)
 
 
 def test_the_endpoint_declarations_route_to_the_page_module():

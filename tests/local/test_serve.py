@@ -119,6 +119,29 @@ def test_gcite_chat_cli_against_serve(local):
      "error: --knowledge-base {tmp}/nope.json: cannot read it (No such file or directory)"),
     (["--dsl", "{tmp}/workflow.yml"], "error: {tmp}/workflow.yml: not a chatflow DSL (app.mode is 'workflow'"),
     (["--dsl", "{tmp}/bad.json"], "error: {tmp}/bad.json: not a YAML file ("),
+    # --allow-origin: exact origins only, each checked (issue 35, point 3)
+    (["--allow-origin", "*"], "error: --allow-origin *: gcite serve takes exact origins only"),
+    (["--allow-origin", "localhost:3000"], "error: --allow-origin localhost:3000: not an origin; write it as "
+                                           "scheme://host[:port] with no path, e.g. http://localhost:3000"),
+    (["--allow-origin", "http://localhost:3000", "--allow-origin", "http://localhost:3000/app"],
+     "error: --allow-origin http://localhost:3000/app: not an origin"),
+    (["--allow-origin", "http://localhost:99999"], "error: --allow-origin http://localhost:99999: not an origin"),
+    (["--allow-origin", "https://*.example.com"], "error: --allow-origin https://*.example.com: not an origin"),
+    (["--allow-origin", "http://a.example;script-src *"], "error: --allow-origin 'http://a.example;script-src *': "
+                                                          "not an origin"),
+    (["--allow-origin", ""], "error: --allow-origin '': not an origin"),
+    # --secret-file: one private line of at least 32 bytes; the secret is never shown
+    (["--secret-file", "{tmp}/shared"], "error: --secret-file {tmp}/shared: other users may read or change it (mode "
+                                        "644); the secret signs every user's token: make it yours alone with chmod 600 "
+                                        "{tmp}/shared"),
+    (["--secret-file", "{tmp}/group"], "error: --secret-file {tmp}/group: other users may read or change it (mode 640)"),
+    (["--secret-file", "{tmp}/short"], "error: --secret-file {tmp}/short: the secret is 12 bytes; the endpoint takes "
+                                       "at least 32"),
+    (["--secret-file", "{tmp}/empty"], "error: --secret-file {tmp}/empty: the file is empty"),
+    (["--secret-file", "{tmp}/two-lines"], "error: --secret-file {tmp}/two-lines: more than one line"),
+    (["--secret-file", "{tmp}/binary"], "error: --secret-file {tmp}/binary: not UTF-8 text"),
+    (["--secret-file", "{tmp}/nope"], "error: --secret-file {tmp}/nope: cannot read it (No such file or directory)"),
+    (["--secret-file", "{tmp}"], "error: --secret-file {tmp}: not a file"),
 ])
 def test_serve_refuses_bad_options_in_one_line(argv, message, tmp_path, capsys):
     from gcite.cli.main import main
@@ -126,10 +149,18 @@ def test_serve_refuses_bad_options_in_one_line(argv, message, tmp_path, capsys):
     (tmp_path / "bad.json").write_text("{bad\n")
     (tmp_path / "list.json").write_text("[1]")
     (tmp_path / "workflow.yml").write_text("app:\n  mode: workflow\nworkflow:\n  graph: {}\n")
+    secret = "s3cr3t-" + "x" * 40
+    for name, content, mode in (("shared", secret, 0o644), ("group", secret, 0o640), ("short", "twelve-bytes", 0o600),
+                                ("empty", "\n", 0o600), ("two-lines", f"{secret}\n{secret}\n", 0o600),
+                                ("binary", b"\xff" * 40, 0o600)):
+        path = tmp_path / name
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+        path.chmod(mode)
     assert main(["serve", *(a.replace("{tmp}", str(tmp_path)) for a in argv)]) == 2
     captured = capsys.readouterr()
     assert captured.err.startswith(message.replace("{tmp}", str(tmp_path))) and captured.err.count("\n") == 1
     assert "Traceback" not in captured.err and captured.out == ""
+    assert "s3cr3t" not in captured.err and "twelve" not in captured.err
 
 
 def test_serve_takes_plugin_or_code_for_dsl():
@@ -229,3 +260,64 @@ def test_a_client_that_stops_sending_is_dropped_without_a_traceback(local, monke
     time.sleep(0.2)
     captured = capfd.readouterr()
     assert "Traceback" not in captured.err + captured.out
+
+
+# --- an app on another origin, and a fixed secret (issue 35, point 3) ------------------------------------------
+
+APP = "http://localhost:3000"  # a front end in development, on another port
+
+
+def preflight(url, origin):
+    return requests.options(url, timeout=30, headers={"Origin": origin, "Access-Control-Request-Method": "POST",
+                                                      "Access-Control-Request-Headers": "authorization,content-type"})
+
+
+def test_an_app_on_another_origin_is_refused_without_allow_origin(local):
+    url = f"{local.base}/gcite/chat"
+    assert preflight(url, APP).status_code == 403
+    before = len(local.app.conversations)
+    response = requests.post(url, json={"query": "巡更"}, timeout=60,
+                             headers={"Authorization": f"Bearer {local.users[0]['token']}", "Origin": APP})
+    assert response.status_code == 403 and response.json()["code"] == "origin_not_allowed"
+    assert "Access-Control-Allow-Origin" not in response.headers and len(local.app.conversations) == before
+    users = requests.get(f"http://127.0.0.1:{local.port}/local/users", headers={"Origin": APP}, timeout=30)
+    assert "Access-Control-Allow-Origin" not in users.headers  # its page cannot read the sample tokens either
+
+
+def test_allow_origin_admits_that_app_and_a_fixed_secret_signs_the_docs_tokens(tmp_path):
+    """`gcite serve --allow-origin http://localhost:3000 --secret-file FILE`: the app's preflight and stream are
+    answered with its origin, its page may read /local/users, any other origin is still refused; a token minted with
+    the docs' recipe (endpoint.md) and the secret from the file is taken, and the hook comes from the secret."""
+    from gcite.local.serve import hook_of
+    from tests.support.serve_process import gcite_serve, private_secret_file
+
+    secret = "a-fixed-local-development-secret-of-48-bytes-...."
+    with gcite_serve("--pace", "0", "--allow-origin", APP, "--allow-origin", "HTTP://127.0.0.1:5173/",
+                     "--secret-file", str(private_secret_file(tmp_path, secret))) as served:
+        assert served["base"].endswith(f"/e/{hook_of(secret)}")
+        assert f"other origins: {APP} http://127.0.0.1:5173 may call the endpoint" in "\n".join(served["lines"])
+        assert secret not in "\n".join(served["lines"])
+        url = served["chat"]
+        answered = preflight(url, APP)
+        assert answered.status_code == 204 and answered.headers["Access-Control-Allow-Origin"] == APP
+        assert "Authorization" in answered.headers["Access-Control-Allow-Headers"]
+        assert preflight(url, "http://127.0.0.1:5173").status_code == 204
+        assert preflight(url, "http://localhost:3001").status_code == 403  # exact origins: another port is another
+
+        claims = {"sub": "dev-user", "roles": ["物业经理"], "exp": int(time.time()) + 900}  # the docs' recipe
+        token = jwt.encode(claims, (tmp_path / "gcite-secret").read_text(encoding="utf-8").strip(), algorithm="HS256")
+        response = requests.post(url, json={"query": "巡更时发现异常怎么上报？"}, timeout=120,
+                                 headers={"Authorization": f"Bearer {token}", "Origin": APP})
+        assert response.status_code == 200 and response.headers["Access-Control-Allow-Origin"] == APP
+        assert response.text.startswith(": open") and "event: done" in response.text and '"status":"cited"' in response.text
+
+        page = requests.get(served["page"].split("#")[0], timeout=30)  # and it may frame the page (#parent=)
+        assert page.headers["Content-Security-Policy"].endswith(
+            f"frame-ancestors 'self' {served['origin']} {APP} http://127.0.0.1:5173")
+
+        users = requests.get(f"{served['origin']}/local/users", headers={"Origin": APP}, timeout=30)
+        assert users.headers["Access-Control-Allow-Origin"] == APP
+        for user in users.json():
+            assert jwt.decode(user["token"], secret, algorithms=["HS256"])["sub"] == user["id"]
+        other = requests.get(f"{served['origin']}/local/users", headers={"Origin": "http://evil.example"}, timeout=30)
+        assert "Access-Control-Allow-Origin" not in other.headers

@@ -27,7 +27,7 @@ from tests.support.package_env import package_python, unpack
 
 # Exactly what the plugin runs, its icon, its privacy policy and its user-facing README (English, and Chinese where
 # the daemon looks for other languages). Adding a packaged file means adding it here.
-PACKAGE_FILES = sorted(["PRIVACY.md", "README.md", "_assets/icon.svg",
+PACKAGE_FILES = sorted(["PRIVACY.md", "README.md", "_assets/icon.svg", "clients/js/gcite-client.js",
                  "endpoints/chat.py", "endpoints/chat.yaml", "endpoints/chat_preflight.yaml", "endpoints/chat_protocol.py",
                  "endpoints/page.py", "endpoints/page.yaml", "endpoints/page/gcite.css", "endpoints/page/gcite.js",
                  "endpoints/page/index.html", "endpoints/page_assets.yaml", "endpoints/settings.py",
