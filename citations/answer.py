@@ -3,8 +3,10 @@
 Every delta goes through `CitationStream` (a marker split across deltas is never shown half; citations numbered
 1..K by first appearance; an unknown id dropped and reported), except a reasoning model's `<think>…</think>`, which
 passes through untouched. Each citation is rendered whole in one piece of text (`html`: a superscript link with the
-source's title; `plain`: `[n]`), and pieces are sent in batches: at most one event per `window` seconds, and no
-piece waits longer than that. Time is never read here: every step is given `now`.
+source's title; `plain`: `[n]`). Deltas are sent in batches: the first at once, then at most one event per `window`
+seconds, and no delta waits longer than that; a batch is cleaned in one go (the citation stream gives the same text
+for any split, and one call per batch costs less than one per delta). Time is never read here: every step is given
+`now`.
 
 The state of one answer is a plain dict (`new_answer`); the functions below each do one step of it:
 `feed_delta` / `due_events` / `next_due` while the model streams, then `finish_answer` or `fail_answer`, then
@@ -46,7 +48,10 @@ USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 def model_config_of(value):
     """The `model` parameter (Dify's model selector: {provider, model, model_type, mode, completion_params}) as the
-    SDK's model config."""
+    SDK's model config. A selector still wrapped as a constant input ({type: constant, value: selector}: what Dify 1.16
+    passes when the tool node has no `tool_node_version`) is unwrapped."""
+    if isinstance(value, dict) and value.get("type") == "constant" and isinstance(value.get("value"), dict):
+        value = value["value"]
     if not isinstance(value, dict) or not all(isinstance(value.get(k), str) and value[k].strip()
                                               for k in MODEL_FIELDS):
         shown = type(value).__name__ if not isinstance(value, dict) else f"an object with {sorted(value)[:8]}"
@@ -115,13 +120,14 @@ def new_answer(chunk_metadata=None, style=STYLES[0], insufficient_phrases=INSUFF
         "style": style,
         "window": window,
         "question": question or "",
-        "pending": [],  # rendered text not sent yet
-        "queued_at": None,  # when the oldest pending text was queued
+        "raw": [],  # the model's deltas received since the last event
+        "queued_at": None,  # when the oldest of them was received
         "sent_at": None,  # when the last event was sent
         "events": 0,
-        "longest_wait": 0.0,  # the longest any text waited to be sent
+        "longest_wait": 0.0,  # the longest any delta waited to be sent
         "think": {"inside": False, "held": ""},
         "group": [],  # numbers of the citation group being written (citations with no text between)
+        "markup": {},  # (number, after another of its group) -> its markup
         "said": [],  # the start of the answer's text, for its language
         "said_chars": 0,
         "failed": None,  # "error" or "timeout" once the model failed after text
@@ -130,20 +136,25 @@ def new_answer(chunk_metadata=None, style=STYLES[0], insufficient_phrases=INSUFF
 
 def feed_delta(state, delta, now):
     """One model delta; returns the events (texts) to send now."""
-    queue_parts(state, split_think(state["think"], delta), now)
+    if delta:
+        if not state["raw"]:
+            state["queued_at"] = now
+        state["raw"].append(delta)
     return due_events(state, now)
 
 
 def due_events(state, now):
-    """The pending text as one event when the last event was sent at least `window` ago (or none was)."""
-    if not state["pending"] or (state["sent_at"] is not None and now - state["sent_at"] < state["window"]):
+    """The deltas received since the last event, made safe to show, as one event when the last event was sent at
+    least `window` ago (or none was): a batch is cleaned once, not delta by delta (the citation stream gives the
+    same text for any split)."""
+    if not state["raw"] or (state["sent_at"] is not None and now - state["sent_at"] < state["window"]):
         return []
-    return flush(state, now)
+    return send(state, shown_text(state), now)
 
 
 def next_due(state, now):
-    """Seconds until pending text must be sent (0: now), or None when nothing is pending."""
-    if not state["pending"]:
+    """Seconds until received text must be sent (0: now), or None when none is waiting."""
+    if not state["raw"]:
         return None
     if state["sent_at"] is None:
         return 0.0
@@ -153,18 +164,16 @@ def next_due(state, now):
 def finish_answer(state, now):
     """The model ended: whatever was held back, except an unfinished marker (a model cut by its token limit may end
     on `[C:3`), then an open `<think>` closed; returns the last events."""
-    close_answer(state, now)
-    return flush(state, now)
+    return send(state, shown_text(state) + closing_text(state), now)
 
 
 def fail_answer(state, reason, now):
     """The model failed after text was shown (`reason`: "error" or "timeout"): the text safe to show, without an
     unfinished marker, then one notice in the answer's language; returns the last events."""
-    close_answer(state, now)
+    text = shown_text(state) + closing_text(state)
     state["failed"] = reason
     notice = NOTICES[answer_language(state)][reason]
-    queue_text(state, ("\n\n" if state["events"] or state["pending"] else "") + notice, now)
-    return flush(state, now)
+    return send(state, text + ("\n\n" if state["events"] or text else "") + notice, now)
 
 
 def failure_reason(message, elapsed):
@@ -203,53 +212,57 @@ def final_outputs(state, usage=None):
 
 # --- steps ------------------------------------------------------------------------------------------------------
 
-def queue_parts(state, parts, now):
-    """Think text queued as it is; answer text through the citation stream, its pieces rendered."""
-    for kind, text in parts:
+def shown_text(state):
+    """The deltas received since the last event, rendered: think text as it is, answer text through the citation
+    stream, its pieces rendered (what the stream holds back stays in it)."""
+    text = "".join(state["raw"])
+    state["raw"] = []
+    out = []
+    for kind, part in split_think(state["think"], text):
         if kind == "think":
-            queue_text(state, text, now)
-        else:
-            for piece in state["stream"].feed_pieces(text):
-                queue_text(state, render_piece(state, piece), now)
+            out.append(part)
+            continue
+        for piece in state["stream"].feed_pieces(part):
+            out.append(render_piece(state, piece))
+    return "".join(out)
 
 
-def queue_text(state, text, now):
-    if text:
-        if not state["pending"]:
-            state["queued_at"] = now
-        state["pending"].append(text)
-
-
-def flush(state, now):
-    if not state["pending"]:
-        return []
-    text = "".join(state["pending"])
-    state["pending"] = []
-    state["longest_wait"] = max(state["longest_wait"], now - state["queued_at"])
-    state["sent_at"] = now
-    state["events"] += 1
-    return [text]
-
-
-def close_answer(state, now):
-    """Everything held back by the `<think>` splitter and the citation stream, rendered and queued, except an
-    unfinished marker; an open `<think>` is closed so that what follows is not folded into it."""
-    queue_parts(state, split_think(state["think"], "", final=True), now)
+def closing_text(state):
+    """Everything still held back by the `<think>` splitter and the citation stream, rendered, except an unfinished
+    marker; an open `<think>` is closed so that what follows is not folded into it."""
+    out = []
+    for kind, part in split_think(state["think"], "", final=True):
+        out.append(part if kind == "think" else "".join(render_piece(state, piece)
+                                                          for piece in state["stream"].feed_pieces(part)))
     drop = state["stream"].pending
     pieces = state["stream"].finish_pieces()
     if drop and pieces and pieces[-1]["type"] == "text" and pieces[-1]["text"].rstrip().endswith(drop.rstrip()):
         pieces[-1]["text"] = pieces[-1]["text"].rstrip()[:-len(drop.rstrip())].rstrip()
-    for piece in pieces:
-        queue_text(state, render_piece(state, piece), now)
+    out += [render_piece(state, piece) for piece in pieces]
     if state["think"]["inside"]:
         state["think"]["inside"] = False
-        queue_text(state, "\n" + THINK_TAGS[1], now)
+        out.append("\n" + THINK_TAGS[1])
+    return "".join(out)
+
+
+def send(state, text, now):
+    """`text` as one event (none when it is empty)."""
+    waited = now - state["queued_at"] if state["queued_at"] is not None else 0.0
+    state["queued_at"] = None
+    if not text:
+        return []
+    state["longest_wait"] = max(state["longest_wait"], waited)
+    state["sent_at"] = now
+    state["events"] += 1
+    return [text]
 
 
 def split_think(think, delta, final=False):
     """`delta` cut into ("think", text) and ("answer", text) parts: `<think>`, what follows it and `</think>` are
     think text. The end of `delta` that may be the start of a tag is held back (`think["held"]`) until the next
     delta shows what it is, or released when `final`."""
+    if not think["held"] and "<" not in delta:  # the usual delta: no tag can start in it
+        return [("think" if think["inside"] else "answer", delta)] if delta else []
     text = think["held"] + delta
     think["held"] = ""
     parts = []
@@ -285,24 +298,28 @@ def tag_start(text, tag):
 def render_piece(state, piece):
     """A `CitationStream` piece as the chat shows it: text as it is; a citation rendered whole."""
     if piece["type"] == "text":
-        if piece["text"]:
+        if state["group"]:
             state["group"] = []
+        if state["said_chars"] < LANGUAGE_SAMPLE:
             remember_said(state, piece["text"])
         return piece["text"]
     out = []
     for number, chunk_id in zip(piece["numbers"], piece["ids"]):
         if number in state["group"]:
             continue  # `[C:1][C:1]`: one citation
-        separator = bool(state["group"])
+        key = (number, bool(state["group"]))
         state["group"].append(number)
-        out.append(citation_markup(number, state["chunks"].get(int(chunk_id)), state["style"], separator))
+        markup = state["markup"].get(key)
+        if markup is None:  # each number's markup is made once: a long answer cites the same sources again and again
+            markup = state["markup"][key] = citation_markup(number, state["chunks"].get(int(chunk_id)),
+                                                            state["style"], key[1])
+        out.append(markup)
     return "".join(out)
 
 
 def remember_said(state, text):
-    if state["said_chars"] < LANGUAGE_SAMPLE:
-        state["said"].append(text)
-        state["said_chars"] += len(text)
+    state["said"].append(text)
+    state["said_chars"] += len(text)
 
 
 def answer_language(state):

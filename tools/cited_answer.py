@@ -10,6 +10,7 @@ from dify_plugin.entities.tool import ToolInvokeMessage
 
 from citations.answer import (BATCH_WINDOW, due_events, fail_answer, failure_message, failure_reason, feed_delta,
                               final_outputs, finish_answer, new_answer, next_due, tool_request)
+from citations.dify_inputs import no_surrogate
 from citations.prompt import prompt_messages
 from tools.params import sendable
 
@@ -54,12 +55,12 @@ class CitedAnswerTool(Tool):
                     raise ModelFailed(failure_message(str(value))) from None
                 texts = fail_answer(state, failure_reason(str(value), now - started), now)
             for text in texts:
-                yield self.create_stream_variable_message("answer", sendable(text))
+                yield self.create_stream_variable_message("answer", no_surrogate(text))
             if kind == "error":
                 break
         else:
             for text in finish_answer(state, self.clock()):
-                yield self.create_stream_variable_message("answer", sendable(text))
+                yield self.create_stream_variable_message("answer", no_surrogate(text))
         if not state["events"]:
             yield self.create_stream_variable_message("answer", "")  # the Answer node's variable exists
         for name, value in final_outputs(state, usage).items():

@@ -213,6 +213,8 @@ def test_tool_request_reads_dify_parameters():
                               "history": None, "style": None, "insufficient_phrases": ""})
     assert request["model"] == MODEL and request["chunk_metadata"] is None and request["style"] == "html"
     assert request["insufficient_phrases"] == A.INSUFFICIENT_DEFAULT and request["history"] == ""
+    wrapped = A.tool_request({"model": {"type": "constant", "value": MODEL}, "query": "q"})  # a node without a version
+    assert wrapped["model"] == MODEL
 
 
 @pytest.mark.parametrize("parameters,field", [
