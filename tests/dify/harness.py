@@ -26,6 +26,7 @@ from tests.dify import stack as st
 from tests.dify.console import Console, Knowledge
 from tests.dify.daemon import MODEL, OPENAI_IDENTIFIER, Daemon
 from tests.dify.sandbox import Sandbox
+from tests.support.cited import cited_chatflow
 
 ROOT = Path(__file__).resolve().parents[2]
 DSL_FILES = ("gcite_chatflow.yml", "gcite_chatflow.en.yml", "gcite_chatflow_code.yml", "gcite_chatflow_code.en.yml")
@@ -36,6 +37,7 @@ LLM_PROVIDER = "langgenius/openai/openai"
 RETROFIT_FIXTURE = ROOT / "tests" / "fixtures" / "retrofit" / "svcvit-image-knowledge-base.zh.yml"  # a builder's own
 RETROFIT_APP = "retrofit:" + RETROFIT_FIXTURE.name  # its `gcite retrofit --nodes code` output, among run.apps
 RETROFIT_OPTIONS = retrofit.Options(nodes="code")  # Code nodes: no plugin tool needed
+CITED_APP = "cited:" + DSL_FILES[0]  # the Chinese plugin chatflow with cited_answer in place of LLM + validate
 TOOL_PROVIDER = "gcite/gcite/gcite"
 METADATA_FIELDS = ("document_title", "source_file_url", "access_roles", "updated")
 ENDPOINT_SECRET = "test-dify-endpoint-secret-0123456789-abcdef"
@@ -149,22 +151,26 @@ def _boot(run: DifyRun, tarball: Path, python: Path, work: Path) -> None:
         build_knowledge_base(run)
     with phase("import, publish and key the four shipped chatflows"):
         for name in DSL_FILES:
-            app = App(name, dsl_for_dify((ROOT / "dsl" / name).read_text(encoding="utf-8"), run))
-            app.app_id, app.import_result = run.console.import_app(app.dsl_text)
-            run.console.publish(app.app_id)
-            app.key = run.console.app_api_key(app.app_id)
-            run.apps[name] = app
+            add_app(run, name, dsl_for_dify((ROOT / "dsl" / name).read_text(encoding="utf-8"), run))
     with phase("retrofit a builder's chatflow (gcite retrofit --nodes code), import, publish and key it"):
         run.retrofitted = retrofit.retrofit(builder_export_for_dify(RETROFIT_FIXTURE.read_text(encoding="utf-8"),
                                                                     run), RETROFIT_OPTIONS)
-        app = App(RETROFIT_APP, run.retrofitted.text)  # retrofit's output as it is, nothing edited after
-        app.app_id, app.import_result = run.console.import_app(app.dsl_text)
-        run.console.publish(app.app_id)
-        app.key = run.console.app_api_key(app.app_id)
-        run.apps[RETROFIT_APP] = app
+        add_app(run, RETROFIT_APP, run.retrofitted.text)  # retrofit's output as it is, nothing edited after
+    with phase("a chatflow with cited_answer (tests/support/cited.py), import, publish and key it"):
+        add_app(run, CITED_APP, dsl_for_dify(cited_chatflow((ROOT / "dsl" / DSL_FILES[0]).read_text(encoding="utf-8")),
+                                             run))
     run.daemon.endpoint_settings[HOOK_ID] = {
         "app": {"app_id": run.apps["gcite_chatflow.yml"].app_id}, "token_secret": ENDPOINT_SECRET,
         "allowed_origins": "", "snippet_length": "300"}
+
+
+def add_app(run: DifyRun, name: str, dsl_text: str) -> App:
+    app = App(name, dsl_text)
+    app.app_id, app.import_result = run.console.import_app(app.dsl_text)
+    run.console.publish(app.app_id)
+    app.key = run.console.app_api_key(app.app_id)
+    run.apps[name] = app
+    return app
 
 
 def plugin_identifier() -> str:

@@ -23,8 +23,8 @@ from citations.filter import parse_roles
 from tests.dify.console import chat
 from tests.dify.scripted_llm import is_title_request
 from gcite.build.retrofit import PREFIX, new_id
-from tests.dify.harness import (DSL_FILES, ENDPOINT_SECRET, HOOK_ID, METADATA_FIELDS, RETROFIT_APP, ROOT, dump,
-                                stored_metadata)
+from tests.dify.harness import (CITED_APP, DSL_FILES, ENDPOINT_SECRET, HOOK_ID, METADATA_FIELDS, RETROFIT_APP, ROOT,
+                                dump, stored_metadata)
 
 MARKER = re.compile(r"\[C:(\d+)\]")
 VISITOR_QUERY = "访客来访需要怎么登记？"  # the visitor document: roles 前台 and 物业经理
@@ -100,7 +100,7 @@ def llm_prompt(dify, app_id: str, query: str) -> str:
 
 def test_console_setup_imports_all_four_chatflows_and_the_retrofitted_one(dify):
     assert dify.tenant_id and dify.console.http.cookies.get("access_token")
-    assert set(dify.apps) == {*DSL_FILES, RETROFIT_APP}
+    assert set(dify.apps) == {*DSL_FILES, RETROFIT_APP, CITED_APP}  # CITED_APP: test_cited_answer_in_dify.py
     for app in dify.apps.values():
         assert app.import_result["status"] in ("completed", "completed-with-warnings"), app.import_result
         assert app.import_result["imported_dsl_version"] and app.key.startswith("app-")

@@ -46,8 +46,15 @@ def cited_chatflow(dsl_text: str, style: str = "html") -> str:
                                                   "plugin_unique_identifier", "is_team_authorization")},
                  "type": "tool", "title": "Cited answer", "desc": "", "selected": False, "tool_name": "cited_answer",
                  "tool_label": "Cited answer",
-                 "tool_configurations": {"model": model, "style": style,
-                                         "insufficient_phrases": validate["tool_configurations"]["insufficient_phrases"]},
+                 # As Dify's editor writes a tool node today. A model selector must be read with the variable pool,
+                 # which graphon gives a tool node only when it has a `tool_node_version` (ToolNode._run): Dify moves
+                 # the selector to tool_parameters as a constant (human_input_adapter._adapt_tool_node_data_for_graph),
+                 # and without the pool the plugin would get {type, value}. With the pool, form values are inputs.
+                 "tool_node_version": "2",
+                 "tool_configurations": {
+                     "model": model, "style": {"type": "constant", "value": style},
+                     "insufficient_phrases": {"type": "constant",
+                                              "value": validate["tool_configurations"]["insufficient_phrases"]}},
                  "tool_parameters": {
                      "query": {"type": "mixed", "value": "{{#sys.query#}}"},
                      "context": {"type": "variable", "value": ["merge", "formatted_chunks"]},
