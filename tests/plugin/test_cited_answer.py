@@ -259,3 +259,29 @@ def test_over_stdio_without_the_manifest_permission_the_daemon_refuses(plugin):
     finally:
         plugin.manifest = allowed
     assert "permission denied, you need to enable llm access in plugin manifest" in call.error["message"]
+
+
+def test_over_stdio_bad_input_and_a_malformed_model_chunk_leave_the_process_up(plugin):
+    call = plugin.start_tool("gcite", "cited_answer", {**PARAMETERS, "model": "gpt-4o"}, llm_handler=lambda r: iter(()))
+    assert list(call.stream(timeout=60)) == [] and "model:" in call.error["message"]
+
+    def malformed(request):
+        yield chunk(0, "Rooms are booked in the app [C:1].")
+        yield {"model": "m", "delta": {"index": 1}}  # no message: the SDK cannot read it as a chunk
+
+    call = plugin.start_tool("gcite", "cited_answer", PARAMETERS, llm_handler=malformed)
+    variables = {m["message"]["variable_name"]: m["message"]["variable_value"] for m in call.stream(timeout=60)
+                 if not m["message"]["stream"]}
+    assert call.error is None and variables["status"] == "model_error"
+    assert plugin.alive and plugin.call_tool("gcite", "validate_citations", {"answer": "ok[C:1]"}).error is None
+
+
+def test_a_chunk_whose_content_is_a_list_of_parts_gives_its_text_parts():
+    from dify_plugin.entities.model.message import ImagePromptMessageContent, TextPromptMessageContent
+
+    from tools.cited_answer import delta_text
+
+    parts = [TextPromptMessageContent(data="Rooms "), ImagePromptMessageContent(url="https://x/y.png", format="png",
+                                                                                mime_type="image/png"),
+             TextPromptMessageContent(data="[C:1]")]
+    assert delta_text(parts) == "Rooms [C:1]" and delta_text(None) == "" and delta_text("x") == "x"
