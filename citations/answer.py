@@ -24,7 +24,7 @@ from citations.stream import CitationStream
 from citations.validate import cap_texts
 
 STYLES = ("html", "plain")
-BATCH_WINDOW = 0.08  # seconds: at most one event per window; no piece waits longer
+BATCH_WINDOW = 0.08  # seconds: at most one event per window; no delta waits longer
 THINK_TAGS = ("<think>", "</think>")
 MAX_TITLE_CHARS = 200
 MAX_LIST_OUTPUT = 1000  # a tool's lists are not bound by the Code node's 30 items; still capped
@@ -198,7 +198,7 @@ def final_outputs(state, usage=None):
     lang = language_of(result["answer_without_markers"][:LANGUAGE_SAMPLE]) or language_of(state["question"]) \
         or PROMPT_LANGS[1]
     return {
-        "sources": sources_text(citations, state["chunks"], state["style"], lang) if listed else "",
+        "sources": sources_text(citations, state["style"], lang) if listed else "",
         "answer_without_markers": result["answer_without_markers"],
         "citations": citations,
         "invalid_ids": cap_texts(result["invalid_ids"], MAX_LIST_OUTPUT),
@@ -348,7 +348,7 @@ def source_title(chunk):
     return text if len(text) <= MAX_TITLE_CHARS else text[:MAX_TITLE_CHARS - 1] + "…"
 
 
-def sources_text(citations, chunks, style, lang):
+def sources_text(citations, style, lang):
     """The cited sources after the answer, in display order ("" when nothing was cited): `html`, a markdown list
     whose items carry the `gcite-n` anchors the superscripts link to; `plain`, `[n] Title — site · date — URL`."""
     if not citations:
