@@ -18,6 +18,7 @@ import pytest
 import requests
 import yaml
 
+from citations.filter import parse_roles
 from gcite.build import retrofit
 from gcite.local.knowledge import load_json
 from gcite.local.plugin_process import PluginProcess
@@ -42,6 +43,8 @@ TOOL_PROVIDER = "gcite/gcite/gcite"
 METADATA_FIELDS = ("document_title", "source_file_url", "access_roles", "updated")
 ENDPOINT_SECRET = "test-dify-endpoint-secret-0123456789-abcdef"
 HOOK_ID = "testdifyhook0001"
+# questions about documents a user without a role may not see (the chiller table, visitors, the lift)
+RESTRICTED_QUERIES = ("冷水机组供水温度设定为多少？", "访客来访需要怎么登记？", "电梯困人时怎么处置？")
 
 
 @dataclass
@@ -260,6 +263,17 @@ def stored_metadata(run: DifyRun) -> dict[str, dict[str, Any]]:
         out[sample_id] = {m["name"]: m.get("value") for m in document.get("doc_metadata") or []
                           if m.get("id") != "built-in"}  # Dify's own fields (upload date, …) are not ours
     return out
+
+
+def restricted_texts(run: DifyRun, roles: set[str]) -> list[str]:
+    """Texts of the sample documents these roles may not see (their ACL as the filter node reads it)."""
+    texts = []
+    for document in run.kb["documents"]:
+        allowed = parse_roles(document["doc_metadata"]["access_roles"])
+        if allowed is not None and not allowed & roles:
+            texts += [document["doc_metadata"]["document_title"], document["document_name"]]
+            texts += [segment["content"] for segment in document["segments"]]
+    return texts
 
 
 def dump(events: list[dict[str, Any]]) -> str:

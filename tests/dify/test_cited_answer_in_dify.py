@@ -19,7 +19,7 @@ import pytest
 
 from gcite.local.llm import numbered_chunks
 from tests.dify.console import chat_timed, conversation_messages
-from tests.dify.harness import CITED_APP
+from tests.dify.harness import CITED_APP, RESTRICTED_QUERIES, restricted_texts
 from tests.support.cited import (CITE, UNKNOWN_IDS, displayed, first_appearance, stream_problems, tricky_answer,
                                  tricky_script)
 
@@ -121,3 +121,20 @@ def test_the_second_turn_sees_the_first_without_markers(dify, turns):
     assert remembered and "[C:" not in remembered and "<sup" not in remembered
     prompt = tool_prompt(dify, QUERIES[1])
     assert QUERIES[0] in prompt and remembered in prompt
+
+
+def test_a_user_without_the_role_never_receives_a_restricted_chunk(dify):
+    forbidden = restricted_texts(dify, set())
+    assert forbidden
+    dify.daemon.script = tricky_script  # the model cites every chunk it is given: a restricted one would show
+    try:
+        for query in RESTRICTED_QUERIES:
+            status, timed = chat_timed(dify.base_url, dify.apps[CITED_APP].key, query, {"user_roles": ""},
+                                       user="no-role")
+            assert status == 200 and timed[-1][1]["data"]["status"] == "succeeded", timed[-1]
+            text = json.dumps([e for _, e in timed], ensure_ascii=False)
+            assert not [t for t in forbidden if t in text], query
+        status, timed = chat_timed(dify.base_url, dify.apps[CITED_APP].key, QUERIES[0], ROLES, user="frontdesk")
+    finally:
+        dify.daemon.script = None
+    assert "访客须在前台出示证件登记" in json.dumps([e for _, e in timed], ensure_ascii=False)  # the check can fail

@@ -6,7 +6,6 @@ import json
 import re
 import sys
 import time
-from typing import Any
 
 import pytest
 import yaml
