@@ -10,10 +10,9 @@ Also here: a model answer that tries every way to break the stream (`tricky_answ
 
 import html
 import re
-from typing import Any
-
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import yaml
 
