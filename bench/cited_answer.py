@@ -24,8 +24,13 @@ ANSWER_CHARS = 14_000
 DELTA = 4
 DELTA_INTERVAL = 0.01  # seconds of virtual time between two deltas
 TARGET_CPU, TARGET_EVENTS = 1.2, 1 / 5
-MODEL = {"provider": "langgenius/openai/openai", "model": "gpt-4o-mini", "model_type": "llm", "mode": "chat",
-         "completion_params": {}}
+MODEL = {
+    "provider": "langgenius/openai/openai",
+    "model": "gpt-4o-mini",
+    "model_type": "llm",
+    "mode": "chat",
+    "completion_params": {},
+}
 
 
 def measure() -> dict:
@@ -47,14 +52,37 @@ def measure() -> dict:
     from tools.cited_answer import CitedAnswerTool
 
     answer = answer_of(ANSWER_CHARS)
-    deltas = [answer[i:i + DELTA] for i in range(0, len(answer), DELTA)]
-    lines = [json.dumps({"session_id": "bench", "event": "backwards_response", "conversation_id": None,
-                         "message_id": None, "app_id": None, "endpoint_id": None, "context": {}, "data": {
-                             "backwards_request_id": "b", "event": "response", "message": "stream", "data": {
-                                 "model": "m", "prompt_messages": [], "system_fingerprint": None, "delta": {
-                                     "index": i, "usage": None, "finish_reason": None, "message": {
-                                         "role": "assistant", "content": d, "name": None, "tool_calls": []}}}}}
-                         ).encode() for i, d in enumerate(deltas)]
+    deltas = [answer[i : i + DELTA] for i in range(0, len(answer), DELTA)]
+    lines = [
+        json.dumps(
+            {
+                "session_id": "bench",
+                "event": "backwards_response",
+                "conversation_id": None,
+                "message_id": None,
+                "app_id": None,
+                "endpoint_id": None,
+                "context": {},
+                "data": {
+                    "backwards_request_id": "b",
+                    "event": "response",
+                    "message": "stream",
+                    "data": {
+                        "model": "m",
+                        "prompt_messages": [],
+                        "system_fingerprint": None,
+                        "delta": {
+                            "index": i,
+                            "usage": None,
+                            "finish_reason": None,
+                            "message": {"role": "assistant", "content": d, "name": None, "tool_calls": []},
+                        },
+                    },
+                },
+            }
+        ).encode()
+        for i, d in enumerate(deltas)
+    ]
     now = [0.0]
 
     class Sink(ResponseWriter):
@@ -77,11 +105,20 @@ def measure() -> dict:
             handover: queue.Queue = queue.Queue()
             for n, line in enumerate(lines, start=1):
                 data = envelope.validate_json(line)  # StdioRequestReader._read_stream, per line
-                handover.put(PluginInStream(
-                    session_id=data["session_id"], conversation_id=data.get("conversation_id"),
-                    message_id=data.get("message_id"), app_id=data.get("app_id"),
-                    endpoint_id=data.get("endpoint_id"), event=PluginInStreamEvent.value_of(data["event"]),
-                    data=data["data"], context=data.get("context"), reader=reader, writer=writer))
+                handover.put(
+                    PluginInStream(
+                        session_id=data["session_id"],
+                        conversation_id=data.get("conversation_id"),
+                        message_id=data.get("message_id"),
+                        app_id=data.get("app_id"),
+                        endpoint_id=data.get("endpoint_id"),
+                        event=PluginInStreamEvent.value_of(data["event"]),
+                        data=data["data"],
+                        context=data.get("context"),
+                        reader=reader,
+                        writer=writer,
+                    )
+                )
                 received = handover.get()  # FilterReader: the reader thread hands the line to the session
                 event = BackwardsInvocationResponseEvent(**received.data)  # _line_converter_wrapper
                 chunk = LLMResultChunk(**event.data)
@@ -117,8 +154,14 @@ def measure() -> dict:
 
     def support_off(pieces, chunks, **_):
         text = "".join(p for p in pieces if isinstance(p, str))
-        return {"text": text, "support": {}, "reasons": {}, "uncited_sentences": [], "citation_recall_proxy": None,
-                "citation_precision_proxy": None}
+        return {
+            "text": text,
+            "support": {},
+            "reasons": {},
+            "uncited_sentences": [],
+            "citation_recall_proxy": None,
+            "citation_precision_proxy": None,
+        }
 
     citation_stream.check_support = support_off
     chunks = [{**c, "id": int(c["id"]), "content": f"chunk {c['id']} text"} for c in CHUNKS]
@@ -128,7 +171,7 @@ def measure() -> dict:
         now[0] = 0.0
         tool = tool_class(runtime=ToolRuntime(credentials={}, user_id="bench", session_id="bench"), session=Session())
         sent = []
-        for message in tool._invoke(dict(parameters)):
+        for message in tool.invoke(dict(parameters)):
             writer.session_message(session_id="bench", data=writer.stream_object(data=message))  # as plugin.py
             if message.message.variable_name == "answer":
                 sent.append(message.message.variable_value)
@@ -138,31 +181,59 @@ def measure() -> dict:
     assert "[C:" not in "".join(shown).replace("`[C:1]`", "") and "".join(relayed) == answer  # code keeps its [C:1]
     state = Tool.states[0]
     best = paired_times({"cited": lambda: invoke(Tool), "relay": lambda: invoke(Relay)}, rounds=25)
-    return {"deltas": len(deltas), "events": len(shown), "relay_events": len(relayed), "window": Tool.window,
-            "longest_wait": state["longest_wait"], "cpu_cited": best["cited"], "cpu_relay": best["relay"]}
+    return {
+        "deltas": len(deltas),
+        "events": len(shown),
+        "relay_events": len(relayed),
+        "window": Tool.window,
+        "longest_wait": state["longest_wait"],
+        "cpu_cited": best["cited"],
+        "cpu_relay": best["relay"],
+    }
 
 
 def run() -> bool:
-    done = subprocess.run([sys.executable, "-m", "bench.cited_answer"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=1800)
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.cited_answer"], cwd=ROOT, capture_output=True, text=True, timeout=1800
+    )
     if done.returncode != 0:
         print(f"\n== cited_answer ==\n  failed: {done.stderr[-2000:]}")
         return False
     r = json.loads(done.stdout.strip().splitlines()[-1])
     ms = 1000
-    print_table(f"cited_answer: a {ANSWER_CHARS:,}-character answer in {DELTA}-character deltas, 30 chunks, support "
-                f"check off, a delta every {DELTA_INTERVAL * ms:.0f} ms", (
-                    "tool", "deltas", "events", "ms CPU", "µs CPU per delta"), [
-                    ("cited_answer", r["deltas"], r["events"], f"{r['cpu_cited'] * ms:.1f}",
-                     f"{r['cpu_cited'] / r['deltas'] * 1e6:.1f}"),
-                    ("the same tool relaying the deltas", r["deltas"], r["relay_events"], f"{r['cpu_relay'] * ms:.1f}",
-                     f"{r['cpu_relay'] / r['deltas'] * 1e6:.1f}")])
+    print_table(
+        f"cited_answer: a {ANSWER_CHARS:,}-character answer in {DELTA}-character deltas, 30 chunks, support "
+        f"check off, a delta every {DELTA_INTERVAL * ms:.0f} ms",
+        ("tool", "deltas", "events", "ms CPU", "µs CPU per delta"),
+        [
+            (
+                "cited_answer",
+                r["deltas"],
+                r["events"],
+                f"{r['cpu_cited'] * ms:.1f}",
+                f"{r['cpu_cited'] / r['deltas'] * 1e6:.1f}",
+            ),
+            (
+                "the same tool relaying the deltas",
+                r["deltas"],
+                r["relay_events"],
+                f"{r['cpu_relay'] * ms:.1f}",
+                f"{r['cpu_relay'] / r['deltas'] * 1e6:.1f}",
+            ),
+        ],
+    )
     cpu = r["cpu_cited"] / r["cpu_relay"]
     events = r["events"] / r["deltas"]
-    checks = [verdict("cited_answer CPU / relaying (x)", cpu, f"<= {TARGET_CPU}", cpu <= TARGET_CPU),
-              verdict("cited_answer events / deltas", events, f"<= {TARGET_EVENTS:.2f}", events <= TARGET_EVENTS),
-              verdict("longest wait of a piece (ms)", r["longest_wait"] * ms, f"<= {r['window'] * ms:.0f}",
-                      r["longest_wait"] <= r["window"] + 1e-9)]
+    checks = [
+        verdict("cited_answer CPU / relaying (x)", cpu, f"<= {TARGET_CPU}", cpu <= TARGET_CPU),
+        verdict("cited_answer events / deltas", events, f"<= {TARGET_EVENTS:.2f}", events <= TARGET_EVENTS),
+        verdict(
+            "longest wait of a piece (ms)",
+            r["longest_wait"] * ms,
+            f"<= {r['window'] * ms:.0f}",
+            r["longest_wait"] <= r["window"] + 1e-9,
+        ),
+    ]
     print_table("cited_answer targets", ("ratio", "measured", "target", "result"), checks)
     return all(c[-1] == "met" for c in checks)
 
@@ -183,8 +254,15 @@ class PassOn:
         return []
 
     def result(self) -> dict:
-        return {"answer_without_markers": "".join(self.texts), "citations": [], "invalid_ids": [], "status": "uncited",
-                "uncited_sentences": [], "citation_recall_proxy": None, "citation_precision_proxy": None}
+        return {
+            "answer_without_markers": "".join(self.texts),
+            "citations": [],
+            "invalid_ids": [],
+            "status": "uncited",
+            "uncited_sentences": [],
+            "citation_recall_proxy": None,
+            "citation_precision_proxy": None,
+        }
 
 
 if __name__ == "__main__":

@@ -35,16 +35,21 @@ TIME_LIMIT_MARGIN = 5  # a failure this close to the limit is the daemon's cut
 TIMEOUT_WORDS = re.compile(r"deadline|timed? ?out", re.IGNORECASE)
 SOURCES_HEADING = {"zh": "来源", "en": "Sources"}
 NOTICES = {
-    "zh": {"error": "⚠️ 回答到此中断：模型在生成过程中出错。",
-           "timeout": f"⚠️ 回答到此中断：模型生成用时超过了 Dify 允许的 {MODEL_TIME_LIMIT} 秒。"},
-    "en": {"error": "⚠️ The answer stops here: the model failed while writing it.",
-           "timeout": f"⚠️ The answer stops here: the model took longer than the {MODEL_TIME_LIMIT} s Dify allows."},
+    "zh": {
+        "error": "⚠️ 回答到此中断：模型在生成过程中出错。",
+        "timeout": f"⚠️ 回答到此中断：模型生成用时超过了 Dify 允许的 {MODEL_TIME_LIMIT} 秒。",
+    },
+    "en": {
+        "error": "⚠️ The answer stops here: the model failed while writing it.",
+        "timeout": f"⚠️ The answer stops here: the model took longer than the {MODEL_TIME_LIMIT} s Dify allows.",
+    },
 }
 MODEL_FIELDS = ("provider", "model")
 USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 
-# --- the tool's parameters ------------------------------------------------------------------------------------
+# --- the tool's parameters ------------------------------------------------------------------------------------------
+
 
 def model_config_of(value):
     """The `model` parameter (Dify's model selector: {provider, model, model_type, mode, completion_params}) as the
@@ -52,8 +57,7 @@ def model_config_of(value):
     passes when the tool node has no `tool_node_version`) is unwrapped."""
     if isinstance(value, dict) and value.get("type") == "constant" and isinstance(value.get("value"), dict):
         value = value["value"]
-    if not isinstance(value, dict) or not all(isinstance(value.get(k), str) and value[k].strip()
-                                              for k in MODEL_FIELDS):
+    if not isinstance(value, dict) or not all(isinstance(value.get(k), str) and value[k].strip() for k in MODEL_FIELDS):
         shown = type(value).__name__ if not isinstance(value, dict) else f"an object with {sorted(value)[:8]}"
         raise ValueError(f"model: choose the model to answer with (expected {{provider, model, …}}, got {shown})")
     model_type = value.get("model_type") or "llm"
@@ -65,8 +69,13 @@ def model_config_of(value):
     mode = value.get("mode") or "chat"
     if not isinstance(mode, str):
         raise ValueError(f"model.mode: expected text, got {type(mode).__name__}")
-    return {"provider": value["provider"], "model": value["model"], "model_type": "llm", "mode": mode,
-            "completion_params": dict(params or {})}
+    return {
+        "provider": value["provider"],
+        "model": value["model"],
+        "model_type": "llm",
+        "mode": mode,
+        "completion_params": dict(params or {}),
+    }
 
 
 def chunk_list_of(value):
@@ -106,10 +115,12 @@ def usage_of(usage):
     return counts
 
 
-# --- one answer's state ---------------------------------------------------------------------------------------
+# --- one answer's state ---------------------------------------------------------------------------------------------
 
-def new_answer(chunk_metadata=None, style=STYLES[0], insufficient_phrases=INSUFFICIENT_DEFAULT, question="",
-               window=BATCH_WINDOW):
+
+def new_answer(
+    chunk_metadata=None, style=STYLES[0], insufficient_phrases=INSUFFICIENT_DEFAULT, question="", window=BATCH_WINDOW
+):
     if style not in STYLES:
         raise ValueError(f"style: expected one of {', '.join(STYLES)}, got {str(style)[:40]!r}")
     if isinstance(window, bool) or not isinstance(window, (int, float)) or not window >= 0:
@@ -177,7 +188,7 @@ def fail_answer(state, reason, now):
 
 
 def failure_reason(message, elapsed):
-    """"timeout" when the failure is the plugin daemon's cut (near its time limit, or saying so), else "error"."""
+    """ "timeout" when the failure is the plugin daemon's cut (near its time limit, or saying so), else "error"."""
     if elapsed >= MODEL_TIME_LIMIT - TIME_LIMIT_MARGIN or TIMEOUT_WORDS.search(message or ""):
         return "timeout"
     return "error"
@@ -195,8 +206,11 @@ def final_outputs(state, usage=None):
     status = "model_error" if state["failed"] else result["status"]
     citations = result["citations"]
     listed = status != "insufficient_evidence"
-    lang = language_of(result["answer_without_markers"][:LANGUAGE_SAMPLE]) or language_of(state["question"]) \
+    lang = (
+        language_of(result["answer_without_markers"][:LANGUAGE_SAMPLE])
+        or language_of(state["question"])
         or PROMPT_LANGS[1]
+    )
     return {
         "sources": sources_text(citations, state["style"], lang) if listed else "",
         "answer_without_markers": result["answer_without_markers"],
@@ -210,7 +224,8 @@ def final_outputs(state, usage=None):
     }
 
 
-# --- steps ------------------------------------------------------------------------------------------------------
+# --- steps ----------------------------------------------------------------------------------------------------------
+
 
 def shown_text(state):
     """The deltas received since the last event, rendered: think text as it is, answer text through the citation
@@ -232,12 +247,15 @@ def closing_text(state):
     marker; an open `<think>` is closed so that what follows is not folded into it."""
     out = []
     for kind, part in split_think(state["think"], "", final=True):
-        out.append(part if kind == "think" else "".join(render_piece(state, piece)
-                                                          for piece in state["stream"].feed_pieces(part)))
+        out.append(
+            part
+            if kind == "think"
+            else "".join(render_piece(state, piece) for piece in state["stream"].feed_pieces(part))
+        )
     drop = state["stream"].pending
     pieces = state["stream"].finish_pieces()
     if drop and pieces and pieces[-1]["type"] == "text" and pieces[-1]["text"].rstrip().endswith(drop.rstrip()):
-        pieces[-1]["text"] = pieces[-1]["text"].rstrip()[:-len(drop.rstrip())].rstrip()
+        pieces[-1]["text"] = pieces[-1]["text"].rstrip()[: -len(drop.rstrip())].rstrip()
     out += [render_piece(state, piece) for piece in pieces]
     if state["think"]["inside"]:
         state["think"]["inside"] = False
@@ -272,15 +290,15 @@ def split_think(think, delta, final=False):
         at = text.find(tag)
         if at >= 0:
             if think["inside"]:
-                parts.append(("think", text[:at + len(tag)]))
+                parts.append(("think", text[: at + len(tag)]))
             else:
                 parts += [("answer", text[:at]), ("think", tag)]
             think["inside"] = not think["inside"]
-            text = text[at + len(tag):]
+            text = text[at + len(tag) :]
             continue
         held = 0 if final else tag_start(text, tag)
-        parts.append((kind, text[:len(text) - held]))
-        think["held"] = text[len(text) - held:]
+        parts.append((kind, text[: len(text) - held]))
+        think["held"] = text[len(text) - held :]
         break
     return [(kind, part) for kind, part in parts if part]
 
@@ -293,7 +311,8 @@ def tag_start(text, tag):
     return 0
 
 
-# --- rendering ----------------------------------------------------------------------------------------------------
+# --- rendering ------------------------------------------------------------------------------------------------------
+
 
 def render_piece(state, piece):
     """A `CitationStream` piece as the chat shows it: text as it is; a citation rendered whole."""
@@ -311,8 +330,9 @@ def render_piece(state, piece):
         state["group"].append(number)
         markup = state["markup"].get(key)
         if markup is None:  # each number's markup is made once: a long answer cites the same sources again and again
-            markup = state["markup"][key] = citation_markup(number, state["chunks"].get(int(chunk_id)),
-                                                            state["style"], key[1])
+            markup = state["markup"][key] = citation_markup(
+                number, state["chunks"].get(int(chunk_id)), state["style"], key[1]
+            )
         out.append(markup)
     return "".join(out)
 
@@ -338,14 +358,17 @@ def citation_markup(number, chunk, style, separator=False):
 
 
 def source_title(chunk):
-    """"Title · site" of a chunk, one line, at most MAX_TITLE_CHARS ("" when the chunk is unknown)."""
+    """ "Title · site" of a chunk, one line, at most MAX_TITLE_CHARS ("" when the chunk is unknown)."""
     if not isinstance(chunk, dict):
         return ""
     title = field_text(chunk.get("document_title"), "document_title")
-    site = (field_text(chunk.get("site_name"), "site_name") or field_text(chunk.get("site_host"), "site_host")
-            or field_text(chunk.get("dataset_name"), "dataset_name"))
+    site = (
+        field_text(chunk.get("site_name"), "site_name")
+        or field_text(chunk.get("site_host"), "site_host")
+        or field_text(chunk.get("dataset_name"), "dataset_name")
+    )
     text = " · ".join(" ".join(part.split()) for part in (title, site) if part.strip())
-    return text if len(text) <= MAX_TITLE_CHARS else text[:MAX_TITLE_CHARS - 1] + "…"
+    return text if len(text) <= MAX_TITLE_CHARS else text[: MAX_TITLE_CHARS - 1] + "…"
 
 
 def sources_text(citations, style, lang):

@@ -8,8 +8,19 @@ from dify_plugin import Tool
 from dify_plugin.entities.model.message import SystemPromptMessage, UserPromptMessage
 from dify_plugin.entities.tool import ToolInvokeMessage
 
-from citations.answer import (BATCH_WINDOW, due_events, fail_answer, failure_message, failure_reason, feed_delta,
-                              final_outputs, finish_answer, new_answer, next_due, tool_request)
+from citations.answer import (
+    BATCH_WINDOW,
+    due_events,
+    fail_answer,
+    failure_message,
+    failure_reason,
+    feed_delta,
+    final_outputs,
+    finish_answer,
+    new_answer,
+    next_due,
+    tool_request,
+)
 from citations.dify_inputs import no_surrogate
 from citations.prompt import prompt_messages
 from tools.params import sendable
@@ -20,7 +31,7 @@ STREAMED = ("answer", "sources")
 PROMPT_TYPES = {"system": SystemPromptMessage, "user": UserPromptMessage}
 
 
-class ModelFailed(Exception):
+class ModelFailedError(Exception):
     """The model failed before any text was shown: the node fails with this message (or takes its error branch)."""
 
 
@@ -33,13 +44,20 @@ class CitedAnswerTool(Tool):
 
     def _invoke(self, tool_parameters: dict[str, Any]) -> Generator[ToolInvokeMessage, None, None]:
         request = tool_request(tool_parameters)
-        messages = prompt_messages(request["query"], request["context"], request["history"],
-                                   request["instructions"], request["insufficient_phrases"])
+        messages = prompt_messages(
+            request["query"],
+            request["context"],
+            request["history"],
+            request["instructions"],
+            request["insufficient_phrases"],
+        )
         state = self._new_answer(request)
         started = self.clock()
         chunks = self.session.model.llm.invoke(
-            model_config=request["model"], stream=True,
-            prompt_messages=[PROMPT_TYPES[m["role"]](content=m["content"]) for m in messages])
+            model_config=request["model"],
+            stream=True,
+            prompt_messages=[PROMPT_TYPES[m["role"]](content=m["content"]) for m in messages],
+        )
         usage = None
         texts: list[str] = []
         for kind, value in self.pump(chunks, lambda: next_due(state, self.clock())):
@@ -52,7 +70,7 @@ class CitedAnswerTool(Tool):
                 texts = due_events(state, now)
             else:  # the model failed
                 if not state["events"]:
-                    raise ModelFailed(failure_message(str(value))) from None
+                    raise ModelFailedError(failure_message(str(value))) from None
                 texts = fail_answer(state, failure_reason(str(value), now - started), now)
             for text in texts:
                 yield self.create_stream_variable_message("answer", no_surrogate(text))
@@ -70,8 +88,9 @@ class CitedAnswerTool(Tool):
                 yield self.create_variable_message(name, sendable(value))
 
     def _new_answer(self, request: dict[str, Any]) -> dict[str, Any]:
-        return new_answer(request["chunk_metadata"], request["style"], request["insufficient_phrases"],
-                          request["query"], self.window)
+        return new_answer(
+            request["chunk_metadata"], request["style"], request["insufficient_phrases"], request["query"], self.window
+        )
 
     @staticmethod
     def pump(chunks: Iterable[Any], wait: Callable[[], float | None]) -> Iterator[tuple[str, Any]]:
@@ -108,6 +127,9 @@ def delta_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(str(getattr(part, "data", "") or "") for part in content
-                       if str(getattr(getattr(part, "type", None), "value", getattr(part, "type", ""))) == "text")
+        return "".join(
+            str(getattr(part, "data", "") or "")
+            for part in content
+            if str(getattr(getattr(part, "type", None), "value", getattr(part, "type", ""))) == "text"
+        )
     return ""

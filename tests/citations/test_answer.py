@@ -9,34 +9,57 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from citations import answer as A
+from citations import answer as steps
 from citations.prompt import PROMPT_TEXT, has_citation_rules, language_of, prompt_messages, system_prompt
 from tests.support import ROOT
 from tests.support.py310 import python310
 
 CHUNKS = [
-    {"id": 1, "document_title": "Meeting room rules", "source_type": "rag", "dataset_name": "Building KB",
-     "display_subtitle": "Building KB", "url": "https://kb.example.com/rooms.pdf", "content": "Rooms are booked in the app."},
-    {"id": 2, "document_title": 'Parking "fees" <b>&</b> rules', "source_type": "web", "site_name": "City site",
-     "display_subtitle": "City site · 2025-03-01", "url": "https://city.example.com/parking",
-     "published_date": "2025-03-01", "content": "Parking costs 5 per hour."},
-    {"id": 3, "document_title": "访客管理制度", "source_type": "rag", "dataset_name": "楼宇运营知识库",
-     "display_subtitle": "楼宇运营知识库", "url": "", "content": "访客须在前台出示证件登记。"},
+    {
+        "id": 1,
+        "document_title": "Meeting room rules",
+        "source_type": "rag",
+        "dataset_name": "Building KB",
+        "display_subtitle": "Building KB",
+        "url": "https://kb.example.com/rooms.pdf",
+        "content": "Rooms are booked in the app.",
+    },
+    {
+        "id": 2,
+        "document_title": 'Parking "fees" <b>&</b> rules',
+        "source_type": "web",
+        "site_name": "City site",
+        "display_subtitle": "City site · 2025-03-01",
+        "url": "https://city.example.com/parking",
+        "published_date": "2025-03-01",
+        "content": "Parking costs 5 per hour.",
+    },
+    {
+        "id": 3,
+        "document_title": "访客管理制度",
+        "source_type": "rag",
+        "dataset_name": "楼宇运营知识库",
+        "display_subtitle": "楼宇运营知识库",
+        "url": "",
+        "content": "访客须在前台出示证件登记。",
+    },
 ]
 # markers out of order, repeated, grouped, with unknown ids, full-width, in code, and one left unfinished
-TRICKY = ("Book rooms in the app [C:3][C:1]. Parking is paid【C：2】, see also [C:1] and [C:99]. "
-          "A group [C:1,C:2][C:2]. Code `[C:1]` stays. Unknown [C:42] only. End [C:2")
+TRICKY = (
+    "Book rooms in the app [C:3][C:1]. Parking is paid【C：2】, see also [C:1] and [C:99]. "
+    "A group [C:1,C:2][C:2]. Code `[C:1]` stays. Unknown [C:42] only. End [C:2"
+)
 SUP = re.compile(r'<sup(?: title="([^"]*)")?>\[(\d+)\]\(#gcite-(\d+)\)</sup>')
 
 
-def stream(text, size=4, style="html", step=0.01, window=A.BATCH_WINDOW, chunks=CHUNKS, question="How?"):
+def stream(text, size=4, style="html", step=0.01, window=steps.BATCH_WINDOW, chunks=CHUNKS, question="How?"):
     """(events, state) for `text` fed `size` characters at a time, one delta every `step` seconds."""
-    state = A.new_answer(chunks, style, question=question, window=window)
+    state = steps.new_answer(chunks, style, question=question, window=window)
     events, now = [], 0.0
     for start in range(0, len(text), size):
-        events += A.feed_delta(state, text[start:start + size], now)
+        events += steps.feed_delta(state, text[start : start + size], now)
         now += step
-    events += A.finish_answer(state, now)
+    events += steps.finish_answer(state, now)
     return events, state
 
 
@@ -45,7 +68,8 @@ def half_tag(event):
     return event.count("<sup") != event.count("</sup>") or re.search(r"<s?u?p?$|<su$|</?s?u?p?$", event) is not None
 
 
-# --- citations while streaming -----------------------------------------------------------------------------------
+# --- citations while streaming --------------------------------------------------------------------------------------
+
 
 def test_citations_are_numbered_by_first_appearance_each_sup_with_its_title_and_anchor():
     events, state = stream(TRICKY)
@@ -54,12 +78,15 @@ def test_citations_are_numbered_by_first_appearance_each_sup_with_its_title_and_
     assert numbers == [1, 2, 3, 2, 2, 3]  # [C:3] first → 1, [C:1] → 2, [C:2] → 3; repeats keep their number
     assert all(n == anchor for _, n, anchor in SUP.findall(shown))
     titles = {int(n): html.unescape(t) for t, n, _ in SUP.findall(shown)}
-    assert titles == {1: "访客管理制度 · 楼宇运营知识库", 2: "Meeting room rules · Building KB",
-                      3: 'Parking "fees" <b>&</b> rules · City site'}
+    assert titles == {
+        1: "访客管理制度 · 楼宇运营知识库",
+        2: "Meeting room rules · Building KB",
+        3: 'Parking "fees" <b>&</b> rules · City site',
+    }
     assert "`[C:1]`" in shown  # code is not a marker
     assert "[C:" not in shown.replace("`[C:1]`", "") and "C：" not in shown
     assert shown.endswith(". End")  # the unfinished marker at the end is dropped
-    outputs = A.final_outputs(state)
+    outputs = steps.final_outputs(state)
     assert outputs["invalid_ids"] == ["99", "42"]
     assert [c["id"] for c in outputs["citations"]] == ["3", "1", "2"]
     assert outputs["status"] == "cited"
@@ -83,14 +110,14 @@ def test_any_split_shows_the_same_answer_and_no_event_holds_a_marker_or_half_a_t
     for size in sizes * (len(text) // sum(sizes) + 1):
         if at >= len(text):
             break
-        deltas.append(text[at:at + size])
+        deltas.append(text[at : at + size])
         at += size
-    state = A.new_answer(CHUNKS, "html", question="q", window=0.05)
+    state = steps.new_answer(CHUNKS, "html", question="q", window=0.05)
     events, now = [], 0.0
     for delta in deltas:
-        events += A.feed_delta(state, delta, now)
+        events += steps.feed_delta(state, delta, now)
         now += 0.013
-    events += A.finish_answer(state, now)
+    events += steps.finish_answer(state, now)
     whole, _ = stream(text, size=len(text))
     assert "".join(events) == "".join(whole)
     for event in events:
@@ -98,36 +125,41 @@ def test_any_split_shows_the_same_answer_and_no_event_holds_a_marker_or_half_a_t
         assert not re.search(r"[\[【［]\s*[Cc]\s*[:：]", event), event
 
 
-@pytest.mark.parametrize("style", A.STYLES)
+@pytest.mark.parametrize("style", steps.STYLES)
 def test_plain_style_shows_bracketed_numbers_and_a_plain_list(style):
     events, state = stream("Book [C:1]. Park [C:2][C:1].", style=style)
     shown = "".join(events)
-    sources = A.final_outputs(state)["sources"]
+    sources = steps.final_outputs(state)["sources"]
     if style == "plain":
         assert shown == "Book[1]. Park[2][1]." and "<" not in shown
-        assert sources == ("\n\nSources:\n[1] Meeting room rules — Building KB — https://kb.example.com/rooms.pdf\n"
-                           '[2] Parking "fees" <b>&</b> rules — City site · 2025-03-01 — https://city.example.com/parking')
+        assert sources == (
+            "\n\nSources:\n[1] Meeting room rules — Building KB — https://kb.example.com/rooms.pdf\n"
+            '[2] Parking "fees" <b>&</b> rules — City site · 2025-03-01 — https://city.example.com/parking'
+        )
     else:
         assert "<sup" in shown
-        assert sources.startswith("\n\n**Sources**\n\n1. <span id=\"gcite-1\"></span>[Meeting room rules]"
-                                  "(https://kb.example.com/rooms.pdf) — Building KB\n2. <span id=\"gcite-2\"></span>")
+        assert sources.startswith(
+            '\n\n**Sources**\n\n1. <span id="gcite-1"></span>[Meeting room rules]'
+            '(https://kb.example.com/rooms.pdf) — Building KB\n2. <span id="gcite-2"></span>'
+        )
         assert "&lt;b&gt;" in sources and "<b>" not in sources  # a source's markup is text
 
 
 def test_sources_hold_exactly_the_cited_chunks_in_display_order_and_none_for_the_refusal():
     _, state = stream("访客须登记[C:3]。也可以预约会议室[C:1]。")
-    sources = A.final_outputs(state)["sources"]
-    assert sources.startswith("\n\n**来源**\n\n1. <span id=\"gcite-1\"></span>访客管理制度")
+    sources = steps.final_outputs(state)["sources"]
+    assert sources.startswith('\n\n**来源**\n\n1. <span id="gcite-1"></span>访客管理制度')
     assert re.findall(r'id="gcite-(\d+)"', sources) == ["1", "2"] and "Parking" not in sources
     for refusal in ("根据现有资料无法确定。", "The available sources do not answer this question [C:1]."):
         _, state = stream(refusal)
-        outputs = A.final_outputs(state)
+        outputs = steps.final_outputs(state)
         assert outputs["status"] == "insufficient_evidence" and outputs["sources"] == ""
     _, state = stream("Nothing cited here.")
-    assert A.final_outputs(state)["sources"] == "" and A.final_outputs(state)["status"] == "uncited"
+    assert steps.final_outputs(state)["sources"] == "" and steps.final_outputs(state)["status"] == "uncited"
 
 
-# --- think ---------------------------------------------------------------------------------------------------------
+# --- think ----------------------------------------------------------------------------------------------------------
+
 
 def test_think_passes_through_untouched_and_stays_out_of_the_citations_and_memory():
     text = "<think>Maybe [C:2] or [C:1]?</think>Rooms are booked in the app [C:1]."
@@ -135,7 +167,7 @@ def test_think_passes_through_untouched_and_stays_out_of_the_citations_and_memor
         events, state = stream(text, size=size)
         shown = "".join(events)
         assert shown.startswith("<think>Maybe [C:2] or [C:1]?</think>Rooms are booked in the app<sup")
-        outputs = A.final_outputs(state)
+        outputs = steps.final_outputs(state)
         assert outputs["answer_without_markers"] == "Rooms are booked in the app."
         assert [c["id"] for c in outputs["citations"]] == ["1"]  # the thought's [C:2] is no citation
 
@@ -147,7 +179,8 @@ def test_an_unclosed_think_is_closed_and_a_lone_angle_bracket_is_text():
     assert "".join(events) == "a <b and c <thin k"
 
 
-# --- batching --------------------------------------------------------------------------------------------------------
+# --- batching -------------------------------------------------------------------------------------------------------
+
 
 def test_batches_send_the_first_piece_at_once_then_at_most_one_event_per_window():
     text = "word " * 700  # 3,500 characters, 875 deltas of 4, one every 10 ms
@@ -159,34 +192,38 @@ def test_batches_send_the_first_piece_at_once_then_at_most_one_event_per_window(
 
 
 def test_next_due_says_when_held_text_must_go_and_due_events_sends_it():
-    state = A.new_answer(CHUNKS, window=0.1)
-    assert A.next_due(state, 0.0) is None
-    assert A.feed_delta(state, "Hello", 1.0) == ["Hello"]
-    assert A.feed_delta(state, " there", 1.02) == []  # within the window: held
-    assert A.next_due(state, 1.03) == pytest.approx(0.07)
-    assert A.due_events(state, 1.05) == []
-    assert A.due_events(state, 1.1) == [" there"]
-    assert A.next_due(state, 1.1) is None and state["longest_wait"] == pytest.approx(0.08)
-    assert A.feed_delta(state, " [C:", 1.3) == []  # an unfinished marker is not a piece: nothing to send
-    assert A.next_due(state, 1.3) is None
+    state = steps.new_answer(CHUNKS, window=0.1)
+    assert steps.next_due(state, 0.0) is None
+    assert steps.feed_delta(state, "Hello", 1.0) == ["Hello"]
+    assert steps.feed_delta(state, " there", 1.02) == []  # within the window: held
+    assert steps.next_due(state, 1.03) == pytest.approx(0.07)
+    assert steps.due_events(state, 1.05) == []
+    assert steps.due_events(state, 1.1) == [" there"]
+    assert steps.next_due(state, 1.1) is None and state["longest_wait"] == pytest.approx(0.08)
+    assert steps.feed_delta(state, " [C:", 1.3) == []  # an unfinished marker is not a piece: nothing to send
+    assert steps.next_due(state, 1.3) is None
 
 
-# --- failures --------------------------------------------------------------------------------------------------------
+# --- failures -------------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text,reason,notice", [
-    ("Rooms are booked in the app [C:1]. Parking [C:2", "error", A.NOTICES["en"]["error"]),
-    ("会议室在小程序中预约[C:1]。停车[C:", "timeout", A.NOTICES["zh"]["timeout"]),
-])
+
+@pytest.mark.parametrize(
+    "text,reason,notice",
+    [
+        ("Rooms are booked in the app [C:1]. Parking [C:2", "error", steps.NOTICES["en"]["error"]),
+        ("会议室在小程序中预约[C:1]。停车[C:", "timeout", steps.NOTICES["zh"]["timeout"]),
+    ],
+)
 def test_a_failure_after_text_keeps_what_was_shown_drops_the_half_marker_and_ends_with_one_notice(text, reason, notice):
-    state = A.new_answer(CHUNKS, question="q")
+    state = steps.new_answer(CHUNKS, question="q")
     events = []
     for start in range(0, len(text), 3):
-        events += A.feed_delta(state, text[start:start + 3], start / 100)
-    events += A.fail_answer(state, reason, 1.0)
+        events += steps.feed_delta(state, text[start : start + 3], start / 100)
+    events += steps.fail_answer(state, reason, 1.0)
     shown = "".join(events)
     assert shown.endswith("\n\n" + notice) and shown.count("⚠️") == 1
     assert "[C:" not in shown and not any(half_tag(e) for e in events)
-    outputs = A.final_outputs(state)
+    outputs = steps.final_outputs(state)
     assert outputs["status"] == "model_error"
     assert [c["id"] for c in outputs["citations"]] == ["1"]
     assert 'id="gcite-1"' in outputs["sources"]  # the sources cited so far are listed
@@ -194,59 +231,83 @@ def test_a_failure_after_text_keeps_what_was_shown_drops_the_half_marker_and_end
 
 
 def test_failure_reason_and_message():
-    assert A.failure_reason("read llm model failed: context deadline exceeded", 30) == "timeout"
-    assert A.failure_reason("read llm model failed: EOF", A.MODEL_TIME_LIMIT - 1) == "timeout"
-    assert A.failure_reason("invoke llm model failed: 401 invalid key", 3) == "error"
-    message = A.failure_message("boom\n" * 200)
+    assert steps.failure_reason("read llm model failed: context deadline exceeded", 30) == "timeout"
+    assert steps.failure_reason("read llm model failed: EOF", steps.MODEL_TIME_LIMIT - 1) == "timeout"
+    assert steps.failure_reason("invoke llm model failed: 401 invalid key", 3) == "error"
+    message = steps.failure_message("boom\n" * 200)
     assert message.startswith("cited_answer: the model failed before writing any text: boom boom")
     assert len(message) < 400 and "\n" not in message
 
 
-# --- parameters ----------------------------------------------------------------------------------------------------
+# --- parameters -----------------------------------------------------------------------------------------------------
 
-MODEL = {"provider": "langgenius/openai/openai", "model": "gpt-4o-mini", "model_type": "llm", "mode": "chat",
-         "completion_params": {"temperature": 0.2}}
+MODEL = {
+    "provider": "langgenius/openai/openai",
+    "model": "gpt-4o-mini",
+    "model_type": "llm",
+    "mode": "chat",
+    "completion_params": {"temperature": 0.2},
+}
 
 
 def test_tool_request_reads_dify_parameters():
-    request = A.tool_request({"model": MODEL, "query": "q", "context": "[C:1]\nx", "chunk_metadata": [""],
-                              "history": None, "style": None, "insufficient_phrases": ""})
+    request = steps.tool_request(
+        {
+            "model": MODEL,
+            "query": "q",
+            "context": "[C:1]\nx",
+            "chunk_metadata": [""],
+            "history": None,
+            "style": None,
+            "insufficient_phrases": "",
+        }
+    )
     assert request["model"] == MODEL and request["chunk_metadata"] is None and request["style"] == "html"
-    assert request["insufficient_phrases"] == A.INSUFFICIENT_DEFAULT and request["history"] == ""
-    wrapped = A.tool_request({"model": {"type": "constant", "value": MODEL}, "query": "q"})  # a node without a version
+    assert request["insufficient_phrases"] == steps.INSUFFICIENT_DEFAULT and request["history"] == ""
+    wrapped = steps.tool_request(
+        {"model": {"type": "constant", "value": MODEL}, "query": "q"}
+    )  # a node without a version
     assert wrapped["model"] == MODEL
 
 
-@pytest.mark.parametrize("parameters,field", [
-    ({}, "model:"),
-    ({"model": {"provider": "x"}}, "model:"),
-    ({"model": {**MODEL, "model_type": "text-embedding"}}, "model:"),
-    ({"model": {**MODEL, "completion_params": "hot"}}, "model.completion_params"),
-    ({"model": MODEL, "style": "fancy"}, "style:"),
-    ({"model": MODEL, "context": 5}, "context:"),
-    ({"model": MODEL, "instructions": ["x"]}, "instructions:"),
-    ({"model": MODEL, "history": {"a": 1}}, "history:"),
-])
+@pytest.mark.parametrize(
+    "parameters,field",
+    [
+        ({}, "model:"),
+        ({"model": {"provider": "x"}}, "model:"),
+        ({"model": {**MODEL, "model_type": "text-embedding"}}, "model:"),
+        ({"model": {**MODEL, "completion_params": "hot"}}, "model.completion_params"),
+        ({"model": MODEL, "style": "fancy"}, "style:"),
+        ({"model": MODEL, "context": 5}, "context:"),
+        ({"model": MODEL, "instructions": ["x"]}, "instructions:"),
+        ({"model": MODEL, "history": {"a": 1}}, "history:"),
+    ],
+)
 def test_a_bad_parameter_is_named(parameters, field):
     with pytest.raises(ValueError, match=re.escape(field)):
-        A.tool_request(parameters)
+        steps.tool_request(parameters)
 
 
 @pytest.mark.parametrize("chunks,field", [([{"id": "one"}], "chunk_metadata[0].id"), ("{bad", "chunk_metadata")])
 def test_a_bad_chunk_list_is_named(chunks, field):
     with pytest.raises(ValueError, match=re.escape(field)):
-        A.new_answer(chunks)
+        steps.new_answer(chunks)
 
 
 def test_usage_keeps_only_token_counts():
-    assert A.usage_of({"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150, "total_price": "0.1"}) == \
-        {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}
-    assert A.usage_of({"prompt_tokens": 5, "completion_tokens": True}) == \
-        {"prompt_tokens": 5, "completion_tokens": 0, "total_tokens": 5}
-    assert A.usage_of(None) == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    assert steps.usage_of(
+        {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150, "total_price": "0.1"}
+    ) == {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}
+    assert steps.usage_of({"prompt_tokens": 5, "completion_tokens": True}) == {
+        "prompt_tokens": 5,
+        "completion_tokens": 0,
+        "total_tokens": 5,
+    }
+    assert steps.usage_of(None) == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
 
-# --- the prompt --------------------------------------------------------------------------------------------------------
+# --- the prompt -----------------------------------------------------------------------------------------------------
+
 
 def test_rules_are_added_in_the_instructions_language_once():
     zh = system_prompt("[C:1]\n内容", instructions="你是物业助理，回答简洁。")
@@ -288,9 +349,16 @@ def test_the_new_modules_follow_the_package_rules():
     defined = {}
     for path in sorted((ROOT / "citations").rglob("*.py")):
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            names = [node.name] if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else \
-                [t.id for n in ([node] if isinstance(node, ast.Assign) else []) for t in n.targets
-                 if isinstance(t, ast.Name)]
+            names = (
+                [node.name]
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+                else [
+                    t.id
+                    for n in ([node] if isinstance(node, ast.Assign) else [])
+                    for t in n.targets
+                    if isinstance(t, ast.Name)
+                ]
+            )
             for name in names:
                 defined.setdefault(name, set()).add(str(path.relative_to(ROOT)))
     for module in NEW_MODULES:
@@ -300,7 +368,11 @@ def test_the_new_modules_follow_the_package_rules():
 
 def test_the_new_modules_compile_under_python_310():
     for module in NEW_MODULES:
-        done = subprocess.run([python310(), "-I", "-c", "import sys; compile(sys.stdin.read(), 'm', 'exec')"],
-                              input=(ROOT / module).read_text(encoding="utf-8"), capture_output=True, text=True,
-                              timeout=60)
+        done = subprocess.run(
+            [python310(), "-I", "-c", "import sys; compile(sys.stdin.read(), 'm', 'exec')"],
+            input=(ROOT / module).read_text(encoding="utf-8"),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 0, f"{module}: {done.stderr}"

@@ -20,8 +20,15 @@ import pytest
 from gcite.local.llm import numbered_chunks
 from tests.dify.console import chat_timed, conversation_messages
 from tests.dify.harness import CITED_APP, RESTRICTED_QUERIES, restricted_texts
-from tests.support.cited import (CITE, UNKNOWN_IDS, displayed, first_appearance, stream_problems, tricky_answer,
-                                 tricky_script)
+from tests.support.cited import (
+    CITE,
+    UNKNOWN_IDS,
+    displayed,
+    first_appearance,
+    stream_problems,
+    tricky_answer,
+    tricky_script,
+)
 
 QUERIES = ("访客来访需要怎么登记？", "会议室怎么预约？")
 ROLES = {"user_roles": "前台"}
@@ -51,8 +58,9 @@ def turns(dify):
     out, conversation = [], ""
     try:
         for query in QUERIES:
-            status, timed = chat_timed(dify.base_url, dify.apps[CITED_APP].key, query, ROLES, user=USER,
-                                       conversation_id=conversation)
+            status, timed = chat_timed(
+                dify.base_url, dify.apps[CITED_APP].key, query, ROLES, user=USER, conversation_id=conversation
+            )
             assert status == 200, timed
             conversation = next(e["conversation_id"] for _, e in timed if e.get("conversation_id"))
             out.append(timed)
@@ -66,9 +74,20 @@ def record(timed, query):
     path = Path(os.environ.get("GCITE_CITED_RECORDING") or Path(os.environ["GCITE_DIFY_WORK"]) / "cited-stream.json")
     messages = [{"at": round(at, 3), "answer": e["answer"]} for at, e in timed if e.get("event") == "message"]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"dify": "1.16.1 (api 08993dd6)", "app": "tests/support/cited.py on dsl/gcite_chatflow.yml",
-                                "query": query, "messages": messages}, ensure_ascii=False, indent=1) + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            {
+                "dify": "1.16.1 (api 08993dd6)",
+                "app": "tests/support/cited.py on dsl/gcite_chatflow.yml",
+                "query": query,
+                "messages": messages,
+            },
+            ensure_ascii=False,
+            indent=1,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     print(f"\ntest-dify: the first turn's stream is recorded in {path}")
 
 
@@ -89,8 +108,10 @@ def test_each_turn_streams_clean_citations_numbered_by_first_appearance(dify, tu
     assert stream_problems([text for _, text in messages]) == []
     first_text = next(at for at, text in messages if text)
     tool_done = next(at for at, e in timed if e["event"] == "node_finished" and e["data"]["node_id"] == CITE)
-    print(f"\ntest-dify: cited_answer, turn {n + 1}: the first answer text came {tool_done - first_text:.2f} s before "
-          f"the tool's node_finished ({len(messages)} message events)")
+    print(
+        f"\ntest-dify: cited_answer, turn {n + 1}: the first answer text came {tool_done - first_text:.2f} s before "
+        f"the tool's node_finished ({len(messages)} message events)"
+    )
     assert tool_done - first_text > 0.5  # the model wrote for about a second: the chat saw it as it was written
     answer = "".join(text for _, text in messages)
     numbers, titles, items = displayed(answer)
@@ -102,7 +123,9 @@ def test_each_turn_streams_clean_citations_numbered_by_first_appearance(dify, tu
     chunks = {str(c["id"]): c for c in finished(events, "merge")["outputs"]["chunk_metadata"]}
     assert sorted(items) == list(range(1, len(cited) + 1))  # the Sources list holds exactly the cited chunks
     for number, chunk_id in enumerate(cited, start=1):
-        assert chunks[chunk_id]["document_title"] in titles[number] and chunks[chunk_id]["document_title"] in items[number]
+        assert (
+            chunks[chunk_id]["document_title"] in titles[number] and chunks[chunk_id]["document_title"] in items[number]
+        )
     assert outputs["status"] == "cited" and "**来源**" in answer
 
 
@@ -129,8 +152,9 @@ def test_a_user_without_the_role_never_receives_a_restricted_chunk(dify):
     dify.daemon.script = tricky_script  # the model cites every chunk it is given: a restricted one would show
     try:
         for query in RESTRICTED_QUERIES:
-            status, timed = chat_timed(dify.base_url, dify.apps[CITED_APP].key, query, {"user_roles": ""},
-                                       user="no-role")
+            status, timed = chat_timed(
+                dify.base_url, dify.apps[CITED_APP].key, query, {"user_roles": ""}, user="no-role"
+            )
             assert status == 200 and timed[-1][1]["data"]["status"] == "succeeded", timed[-1]
             text = json.dumps([e for _, e in timed], ensure_ascii=False)
             assert not [t for t in forbidden if t in text], query

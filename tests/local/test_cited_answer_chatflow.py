@@ -12,12 +12,22 @@ from gcite.build import chatflows
 from gcite.local.runner import Conversation, run_chatflow
 from gcite.local.services import local_services
 from tests.support import ROOT
+from tests.support.cited import (
+    CITE,
+    UNKNOWN_IDS,
+    TrickyModel,
+    cited_chatflow,
+    displayed,
+    first_appearance,
+    stream_problems,
+)
 from tests.support.local_http import origin, start_server, stop_server
 from tests.support.openai_model import streaming_model
-from tests.support.cited import (CITE, TrickyModel, UNKNOWN_IDS, cited_chatflow, displayed, first_appearance,
-                                 stream_problems)
 
-QUERIES = {"zh": ("访客来访需要怎么登记？", "会议室怎么预约？"), "en": ("How do visitors register?", "How do I book a meeting room?")}
+QUERIES = {
+    "zh": ("访客来访需要怎么登记？", "会议室怎么预约？"),
+    "en": ("How do visitors register?", "How do I book a meeting room?"),
+}
 DSL = {"zh": chatflows.PLUGIN_DSL, "en": chatflows.PLUGIN_DSL.with_name("gcite_chatflow.en.yml")}
 
 
@@ -79,9 +89,24 @@ def test_the_second_turn_sees_the_first_without_markers(turns):
 
 
 def gcite_run(path, *options):
-    done = subprocess.run([sys.executable, "-m", "gcite", "run", str(path), "--query", "How do I book a meeting room?",
-                           "--inputs", '{"user_roles": ""}', *options],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gcite",
+            "run",
+            str(path),
+            "--query",
+            "How do I book a meeting room?",
+            "--inputs",
+            '{"user_roles": ""}',
+            *options,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return [json.loads(line[5:]) for line in done.stdout.splitlines() if line.startswith("data:")]
 

@@ -24,8 +24,14 @@ import pytest
 from tests.support import ROOT
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 RENDERER = ROOT / "tests" / "fixtures" / "dify_markdown"
 RENDERER_FILES = ("package.json", "package-lock.json", "render.jsx")
 RECORDING = ROOT / "tests" / "fixtures" / "cited_answer" / "dify_stream.json"
@@ -33,9 +39,13 @@ SCREENSHOT = ROOT / "docs" / "cited-answer-in-dify-chat.png"
 CACHE = Path(os.environ.get("GCITE_NPM_CACHE") or Path.home() / ".cache" / "gcite" / "dify-markdown")
 SUP_MARKUP = re.compile(r'<sup title="([^"]*)">\[(\d+)\]\(#gcite-\d+\)</sup>')
 
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not Path(CHROMIUM).exists() and not os.environ.get("CI"),
-                                 reason="Debian's chromium is not installed (make test installs it; in CI this fails)")]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists() and not os.environ.get("CI"),
+        reason="Debian's chromium is not installed (make test installs it; in CI this fails)",
+    ),
+]
 
 PAGE = """<!doctype html><html lang="zh-CN"><head><meta charset="utf-8"><style>
 body { margin: 0; background: #f2f4f7; font: 14px/1.7 "Noto Sans CJK SC", "Noto Sans", sans-serif; color: #101828; }
@@ -90,9 +100,19 @@ def renderer_js():
             for name in RENDERER_FILES:
                 shutil.copy(RENDERER / name, work)
             run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], work)  # the lock's exact versions
-            run([str(Path(work) / "node_modules" / ".bin" / "esbuild"), "render.jsx", "--bundle", "--format=iife",
-                 "--jsx=automatic", "--minify", "--define:process.env.NODE_ENV=\"production\"",
-                 "--outfile=render.js"], work)
+            run(
+                [
+                    str(Path(work) / "node_modules" / ".bin" / "esbuild"),
+                    "render.jsx",
+                    "--bundle",
+                    "--format=iife",
+                    "--jsx=automatic",
+                    "--minify",
+                    '--define:process.env.NODE_ENV="production"',
+                    "--outfile=render.js",
+                ],
+                work,
+            )
             bundle.parent.mkdir(exist_ok=True)
             os.replace(Path(work) / "render.js", bundle)
     return bundle.read_text(encoding="utf-8")

@@ -33,33 +33,63 @@ def cited_chatflow(dsl_text: str, style: str = "html") -> str:
     graph = dsl["workflow"]["graph"]
     nodes = {n["id"]: n for n in graph["nodes"]}
     llm, validate = nodes["llm"]["data"], nodes["validate"]["data"]
-    model = {"provider": llm["model"]["provider"], "model": llm["model"]["name"], "model_type": "llm",
-             "mode": llm["model"].get("mode") or "chat", "completion_params": dict(llm["model"]["completion_params"])}
+    model = {
+        "provider": llm["model"]["provider"],
+        "model": llm["model"]["name"],
+        "model_type": "llm",
+        "mode": llm["model"].get("mode") or "chat",
+        "completion_params": dict(llm["model"]["completion_params"]),
+    }
     system = next(m["text"] for m in llm["prompt_template"] if m["role"] == "system")
     merge = nodes["merge"]
     cite: dict[str, Any] = {
-        "id": CITE, "type": "custom", "position": dict(nodes["llm"]["position"]),
-        "positionAbsolute": dict(nodes["llm"]["position"]), "width": 244, "height": 90, "selected": False,
-        "sourcePosition": "right", "targetPosition": "left",
-        "data": {**{k: merge["data"][k] for k in ("provider_id", "provider_name", "provider_type",
-                                                  "plugin_unique_identifier", "is_team_authorization")},
-                 "type": "tool", "title": "Cited answer", "desc": "", "selected": False, "tool_name": "cited_answer",
-                 "tool_label": "Cited answer",
-                 # As Dify's editor writes a tool node today. A model selector must be read with the variable pool,
-                 # which graphon gives a tool node only when it has a `tool_node_version` (ToolNode._run): Dify moves
-                 # the selector to tool_parameters as a constant (human_input_adapter._adapt_tool_node_data_for_graph),
-                 # and without the pool the plugin would get {type, value}. With the pool, form values are inputs.
-                 "tool_node_version": "2",
-                 "tool_configurations": {
-                     "model": model, "style": {"type": "constant", "value": style},
-                     "insufficient_phrases": {"type": "constant",
-                                              "value": validate["tool_configurations"]["insufficient_phrases"]}},
-                 "tool_parameters": {
-                     "query": {"type": "mixed", "value": "{{#sys.query#}}"},
-                     "context": {"type": "variable", "value": ["merge", "formatted_chunks"]},
-                     "chunk_metadata": {"type": "variable", "value": ["merge", "chunk_metadata"]},
-                     "history": {"type": "mixed", "value": "{{#conversation.history_text#}}"},
-                     "instructions": {"type": "mixed", "value": persona(system)}}},
+        "id": CITE,
+        "type": "custom",
+        "position": dict(nodes["llm"]["position"]),
+        "positionAbsolute": dict(nodes["llm"]["position"]),
+        "width": 244,
+        "height": 90,
+        "selected": False,
+        "sourcePosition": "right",
+        "targetPosition": "left",
+        "data": {
+            **{
+                k: merge["data"][k]
+                for k in (
+                    "provider_id",
+                    "provider_name",
+                    "provider_type",
+                    "plugin_unique_identifier",
+                    "is_team_authorization",
+                )
+            },
+            "type": "tool",
+            "title": "Cited answer",
+            "desc": "",
+            "selected": False,
+            "tool_name": "cited_answer",
+            "tool_label": "Cited answer",
+            # As Dify's editor writes a tool node today. A model selector must be read with the variable pool,
+            # which graphon gives a tool node only when it has a `tool_node_version` (ToolNode._run): Dify moves
+            # the selector to tool_parameters as a constant (human_input_adapter._adapt_tool_node_data_for_graph),
+            # and without the pool the plugin would get {type, value}. With the pool, form values are inputs.
+            "tool_node_version": "2",
+            "tool_configurations": {
+                "model": model,
+                "style": {"type": "constant", "value": style},
+                "insufficient_phrases": {
+                    "type": "constant",
+                    "value": validate["tool_configurations"]["insufficient_phrases"],
+                },
+            },
+            "tool_parameters": {
+                "query": {"type": "mixed", "value": "{{#sys.query#}}"},
+                "context": {"type": "variable", "value": ["merge", "formatted_chunks"]},
+                "chunk_metadata": {"type": "variable", "value": ["merge", "chunk_metadata"]},
+                "history": {"type": "mixed", "value": "{{#conversation.history_text#}}"},
+                "instructions": {"type": "mixed", "value": persona(system)},
+            },
+        },
     }
     graph["nodes"] = [n for n in graph["nodes"] if n["id"] not in REPLACED] + [cite]
     nodes["answer"]["data"]["answer"] = ANSWER
@@ -69,17 +99,29 @@ def cited_chatflow(dsl_text: str, style: str = "html") -> str:
             variable["value_selector"] = [CITE, "answer_without_markers"]
     edges = [e for e in graph["edges"] if e["source"] not in REPLACED and e["target"] not in REPLACED]
     for source, target in (("merge", CITE), (CITE, "answer"), (CITE, "remember")):
-        edges.append({"id": f"{source}-source-{target}-target", "source": source, "target": target,
-                      "sourceHandle": "source", "targetHandle": "target", "type": "custom", "zIndex": 0,
-                      "data": {"sourceType": nodes[source]["data"]["type"] if source in nodes else "tool",
-                               "targetType": nodes[target]["data"]["type"] if target in nodes else "tool",
-                               "isInIteration": False, "isInLoop": False}})
+        edges.append(
+            {
+                "id": f"{source}-source-{target}-target",
+                "source": source,
+                "target": target,
+                "sourceHandle": "source",
+                "targetHandle": "target",
+                "type": "custom",
+                "zIndex": 0,
+                "data": {
+                    "sourceType": nodes[source]["data"]["type"] if source in nodes else "tool",
+                    "targetType": nodes[target]["data"]["type"] if target in nodes else "tool",
+                    "isInIteration": False,
+                    "isInLoop": False,
+                },
+            }
+        )
     graph["edges"] = edges
     dsl["app"]["name"] = dsl["app"]["name"] + " (cited_answer)"
     return yaml.safe_dump(dsl, allow_unicode=True, sort_keys=False)
 
 
-# --- a model answer that tries every way to break the stream ------------------------------------------------------
+# --- a model answer that tries every way to break the stream --------------------------------------------------------
 
 UNKNOWN_IDS = ("901", "902")  # ids no chunk list holds
 SPLITS = (1, 3, 2, 5, 4, 2, 1, 6)  # irregular delta sizes: markers split across deltas at every offset
@@ -100,11 +142,13 @@ def tricky_answer(chunks: list[tuple[str, str]], question: str) -> tuple[str, li
         return ("根据现有资料无法确定。" if zh else "The available sources do not answer this question."), []
     a, b = chunks[-1], chunks[0]
     c = chunks[1] if len(chunks) > 2 else chunks[0]
-    parts = [f"{first_sentence(a[1])}[C:{a[0]}][C:{b[0]}]{end}",
-             f"{first_sentence(b[1])} [C:{b[0]}]【C：{c[0]}】{end}",
-             f"{first_sentence(a[1])}[C:{a[0]},C:{UNKNOWN_IDS[0]}]{end}",
-             f"{'这句只引用了不存在的片段' if zh else 'This sentence cites only a missing chunk'}[C:{UNKNOWN_IDS[1]}]{end}",
-             f"{first_sentence(c[1])}[C:{c[0]}]{end}"]
+    parts = [
+        f"{first_sentence(a[1])}[C:{a[0]}][C:{b[0]}]{end}",
+        f"{first_sentence(b[1])} [C:{b[0]}]【C：{c[0]}】{end}",
+        f"{first_sentence(a[1])}[C:{a[0]},C:{UNKNOWN_IDS[0]}]{end}",
+        f"{'这句只引用了不存在的片段' if zh else 'This sentence cites only a missing chunk'}[C:{UNKNOWN_IDS[1]}]{end}",
+        f"{first_sentence(c[1])}[C:{c[0]}]{end}",
+    ]
     return "".join(parts).strip(), list(dict.fromkeys([a[0], b[0], c[0]]))
 
 
@@ -112,12 +156,12 @@ def tricky_pieces(text: str) -> list[str]:
     pieces, at, n = [], 0, 0
     while at < len(text):
         size = SPLITS[n % len(SPLITS)]
-        pieces.append(text[at:at + size])
+        pieces.append(text[at : at + size])
         at, n = at + size, n + 1
     return pieces
 
 
-# --- what a client receives --------------------------------------------------------------------------------------
+# --- what a client receives -----------------------------------------------------------------------------------------
 
 SUP = re.compile(r'<sup(?: title="([^"]*)")?>\[(\d+)\]\(#gcite-(\d+)\)</sup>')
 HALF_TAG = re.compile(r"<(?:s(?:u(?:p)?)?)?$|</(?:s(?:u(?:p)?)?)?$")
@@ -179,4 +223,5 @@ class TrickyModel(ExtractiveModel):
             for piece in tricky_pieces(text):
                 time.sleep(self.pause)
                 yield piece
+
         return self._chunks(prompt_messages, paced())
