@@ -228,7 +228,7 @@ def run() -> bool:
         verdict("cited_answer CPU / relaying (x)", cpu, f"<= {TARGET_CPU}", cpu <= TARGET_CPU),
         verdict("cited_answer events / deltas", events, f"<= {TARGET_EVENTS:.2f}", events <= TARGET_EVENTS),
         verdict(
-            "longest wait of a piece (ms)",
+            "longest wait of a delta (ms)",
             r["longest_wait"] * ms,
             f"<= {r['window'] * ms:.0f}",
             r["longest_wait"] <= r["window"] + 1e-9,
