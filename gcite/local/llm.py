@@ -6,6 +6,9 @@
   language: Chinese when the question has a CJK character, else English (the prompts' two refusal phrases). It lets the demo and the tests run
   the real chatflow offline and repeatably.
 - `OpenAICompatibleModel`: any `/chat/completions` endpoint, streamed with `requests`.
+
+`invocation_chunks` answers a plugin tool's backwards model call (`cited_answer`) with either, as Dify's inner API
+answers it: `LLMResultChunk`s as JSON dicts, without the prompt.
 """
 
 import json
@@ -17,7 +20,8 @@ from typing import Any
 import requests
 
 from gcite.local.engine import (AIModelEntity, AssistantPromptMessage, FetchFrom, I18nObject, LLMResultChunk,
-                               LLMResultChunkDelta, LLMUsage, ModelPropertyKey, ModelType, PromptMessage)
+                               LLMResultChunkDelta, LLMUsage, ModelPropertyKey, ModelType, PromptMessage,
+                               SystemPromptMessage, UserPromptMessage)
 from gcite.local.knowledge import relevance
 from gcite.sse import sse_lines
 from citations.phrases import INSUFFICIENT_DEFAULT
@@ -186,3 +190,37 @@ class OpenAICompatibleModel(_ModelBase):
                         raise RuntimeError("LLM endpoint sent text that is not valid Unicode (a lone surrogate)") \
                             from None
                     yield piece
+
+
+PROMPT_ROLES = {"system": SystemPromptMessage, "user": UserPromptMessage, "assistant": AssistantPromptMessage}
+
+
+def invocation_prompt(messages: Any) -> list[PromptMessage]:
+    """The prompt of a backwards model call ({role, content} dicts; content text or a list of parts) as graphon's
+    prompt messages; a part that is not text (an image) is left out, a role other than system/assistant is user."""
+    if not isinstance(messages, list):
+        raise ValueError("prompt_messages: expected a list")
+    prompt = []
+    for message in messages:
+        if not isinstance(message, Mapping):
+            raise ValueError("prompt_messages: expected {role, content} objects")
+        content = message.get("content")
+        if isinstance(content, list):
+            content = "".join(str(part.get("data") or "") for part in content
+                              if isinstance(part, Mapping) and part.get("type") == "text")
+        prompt.append(PROMPT_ROLES.get(str(message.get("role")), UserPromptMessage)(content=str(content or "")))
+    return prompt
+
+
+def invocation_chunks(model: Any, request: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """A plugin's backwards `invoke llm` (`request`: {provider, model, mode, completion_params, prompt_messages,
+    stop, …}) answered by `model`, whatever model the request names: each chunk as the JSON dict Dify's inner API
+    sends (`prompt_messages` emptied, as `PluginModelBackwardsInvocation.invoke_llm` does)."""
+    parameters = request.get("completion_params")
+    chunks = model.invoke_llm(prompt_messages=invocation_prompt(request.get("prompt_messages")),
+                              model_parameters=dict(parameters) if isinstance(parameters, Mapping) else {},
+                              stop=request.get("stop") or None, stream=True)
+    for chunk in chunks:
+        data = chunk.model_dump(mode="json")
+        data["prompt_messages"] = []
+        yield data

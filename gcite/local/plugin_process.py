@@ -19,7 +19,15 @@ Endpoints (what the daemon does for `https://<dify>/e/<hook>/<path>`):
 - the plugin's backwards invocations (`session.app.chat.invoke(...)`) are answered by `app_handler(request)`
   (`request` = {app_id, query, inputs, response_mode, conversation_id, user}), run in its own thread: each dict it
   yields goes back as one `backwards_response` `stream` message, then `end`; an exception becomes the daemon's
-  `error` message ("invoke app failed: …"). Invocations of any other type are answered with an error.
+  `error` message ("invoke app failed: …").
+
+Models (a tool calling `self.session.model.llm.invoke(...)`): `llm_handler(request)` answers the backwards `llm`
+invocation (`request` = {provider, model, model_type, mode, completion_params, prompt_messages, tools, stop,
+stream}) with `LLMResultChunk` dicts, each sent as it comes; an exception becomes the daemon's error ("invoke llm
+model failed: …" before the first chunk, "read llm model failed: …" after). Given to the process (every session) or
+to one call. `start_tool` returns a `ToolCall` whose `stream()` yields the tool's messages as they arrive.
+As the daemon does, a type of invocation the manifest's `resource.permission` does not allow is refused with the
+daemon's message, and a type no handler answers is answered with an error.
 """
 
 import binascii
@@ -37,6 +45,12 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 AppHandler = Callable[[dict[str, Any]], Iterable[Mapping[str, Any]]]
+Handler = AppHandler  # any backwards invocation: its request -> the dicts it answers with
+# the daemon's refusals (internal/core/io_tunnel/backwards_invocation/task.go) and error prefixes (…LLMTask)
+PERMISSIONS = {"app": (("app", "enabled"), "permission denied, you need to enable app access in plugin manifest"),
+               "llm": (("model", "llm"), "permission denied, you need to enable llm access in plugin manifest")}
+FAILED = {"app": ("invoke app failed", "invoke app failed"),
+          "llm": ("invoke llm model failed", "read llm model failed")}  # (before the first chunk, after)
 
 # headers the daemon deletes before forwarding (internal/service/endpoint.go::copyRequest)
 DAEMON_DROPPED_HEADERS = ("X-Forwarded-For", "X-Real-Ip", "X-Forwarded", "X-Original-Forwarded-For",
@@ -126,13 +140,44 @@ class EndpointCall(Session):
         return b"".join(piece for _, piece in self.timeline).decode("utf-8")
 
 
+class ToolCall(Session):
+    """One tool invocation in flight: `stream()` yields its messages as they arrive; `error` once it failed."""
+
+    def __init__(self, session_id: str, sent_at: float) -> None:
+        super().__init__(session_id, sent_at)
+        self.timeline: list[tuple[float, dict[str, Any]]] = []  # (seconds since sent, message)
+        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
+
+    def _message(self, data: dict[str, Any]) -> None:
+        self.messages.append(data)
+        self.timeline.append((time.perf_counter() - self.sent_at, data))
+        self._queue.put(data)
+
+    def _finish(self) -> None:
+        self._queue.put(None)
+
+    def stream(self, timeout: float = 60) -> Iterator[dict[str, Any]]:
+        """The messages as they arrive, until the call ends (then `error` says whether it failed); `timeout` is the
+        longest wait for the next one."""
+        while True:
+            try:
+                message = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                raise TimeoutError(f"no message from tool call {self.session_id} in {timeout:.0f} s") from None
+            if message is None:
+                return
+            yield message
+
+
 class PluginProcess:
-    def __init__(self, plugin_dir: Path, python: str, env: dict[str, str] | None = None, start_timeout: float = 60):
+    def __init__(self, plugin_dir: Path, python: str, env: dict[str, str] | None = None, start_timeout: float = 60,
+                 llm_handler: Handler | None = None):
         self._process = subprocess.Popen(
             [python, "-m", "main"], cwd=plugin_dir, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env={**os.environ, "INSTALL_METHOD": "local", **(env or {})})
         self._sessions: dict[str, Session] = {}
-        self._handlers: dict[str, AppHandler | None] = {}
+        self._handlers: dict[str, dict[str, Handler]] = {}  # session -> invocation type -> handler
+        self.llm_handler = llm_handler
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._write_lock = threading.Lock()
@@ -180,15 +225,25 @@ class PluginProcess:
     # requests
 
     def send(self, data: dict[str, Any], session_id: str | None = None, *, endpoint_id: str | None = None,
-             app_handler: AppHandler | None = None, call_class: type[Session] = Session) -> str:
+             app_handler: AppHandler | None = None, llm_handler: Handler | None = None,
+             call_class: type[Session] = Session) -> str:
+        return self.start(data, session_id, endpoint_id=endpoint_id, app_handler=app_handler,
+                          llm_handler=llm_handler, call_class=call_class).session_id
+
+    def start(self, data: dict[str, Any], session_id: str | None = None, *, endpoint_id: str | None = None,
+              app_handler: AppHandler | None = None, llm_handler: Handler | None = None,
+              call_class: type[Session] = Session) -> Session:
+        """Send one request; returns its session (a `call_class`). `llm_handler` overrides the process's."""
         session_id = session_id or f"s-{uuid.uuid4().hex[:12]}"
+        handlers = {kind: handler for kind, handler in (("app", app_handler), ("llm", llm_handler or self.llm_handler))
+                    if handler is not None}
         with self._lock:
             if self._exited:
                 raise EOFError(f"the plugin exited ({self._process.poll()}); stderr: {self.stderr[-2000:]}")
-            self._sessions[session_id] = call_class(session_id, time.perf_counter())
-            self._handlers[session_id] = app_handler
+            session = self._sessions[session_id] = call_class(session_id, time.perf_counter())
+            self._handlers[session_id] = handlers
         self._write(self._envelope(session_id, "request", data, endpoint_id))
-        return session_id
+        return session
 
     def invoke_tool(self, provider: str, tool: str, parameters: dict[str, Any], session_id: str | None = None,
                     credentials: Mapping[str, Any] | None = None) -> str:
@@ -215,6 +270,16 @@ class PluginProcess:
     def call_tool(self, provider: str, tool: str, parameters: dict[str, Any], timeout: float = 60,
                   credentials: Mapping[str, Any] | None = None) -> Session:
         return self.wait([self.invoke_tool(provider, tool, parameters, credentials=credentials)], timeout)[0]
+
+    def start_tool(self, provider: str, tool: str, parameters: dict[str, Any], *,
+                   credentials: Mapping[str, Any] | None = None, llm_handler: Handler | None = None,
+                   user_id: str = "user-1") -> "ToolCall":
+        """One tool invocation whose messages stream (`ToolCall.stream()`)."""
+        call = self.start({"type": "tool", "action": "invoke_tool", "user_id": user_id, "provider": provider,
+                           "tool": tool, "credentials": dict(credentials or {}), "credential_type": "api-key",
+                           "tool_parameters": parameters}, llm_handler=llm_handler, call_class=ToolCall)
+        assert isinstance(call, ToolCall)
+        return call
 
     # endpoints
 
@@ -273,7 +338,7 @@ class PluginProcess:
         with self._changed:
             self._exited = True
             for session in self._sessions.values():
-                if isinstance(session, EndpointCall) and not session.ended_at:
+                if isinstance(session, (EndpointCall, ToolCall)) and not session.ended_at:
                     session._finish()
             self._changed.notify_all()
         if first:
@@ -300,7 +365,7 @@ class PluginProcess:
                 self._start_backwards(session, data.get("data") or {})
                 return
             if kind == "stream":
-                if isinstance(session, EndpointCall):
+                if isinstance(session, (EndpointCall, ToolCall)):
                     session._message(data["data"])
                 else:
                     session.messages.append(data["data"])
@@ -315,7 +380,7 @@ class PluginProcess:
     def _end(session: Session) -> None:
         session.ends += 1
         session.ended_at = session.ended_at or time.perf_counter()
-        if isinstance(session, EndpointCall):
+        if isinstance(session, (EndpointCall, ToolCall)):
             session._finish()
 
     # backwards invocations
@@ -323,30 +388,45 @@ class PluginProcess:
     def _start_backwards(self, session: Session, invoke: dict[str, Any]) -> None:
         request_id = str(invoke.get("backwards_request_id") or "")
         request = invoke.get("request") if isinstance(invoke.get("request"), dict) else {}
-        handler = self._handlers.get(session.session_id)
-        if isinstance(session, EndpointCall) and invoke.get("type") == "app":
+        kind = str(invoke.get("type"))
+        handler = self._handlers.get(session.session_id, {}).get(kind)
+        if isinstance(session, EndpointCall) and kind == "app":
             session.app_requests.append(dict(request))
         threading.Thread(target=self._answer_backwards, daemon=True,
-                         args=(session, str(invoke.get("type")), request_id, request, handler)).start()
+                         args=(session, kind, request_id, request, handler)).start()
+
+    def allows(self, kind: str) -> bool:
+        """Does the plugin's manifest allow this type of backwards invocation (as the daemon checks)?"""
+        if kind not in PERMISSIONS:
+            return True
+        (group, flag), _ = PERMISSIONS[kind]
+        permission = ((self.manifest.get("resource") or {}).get("permission") or {}).get(group) or {}
+        return bool(permission.get(flag))
 
     def _answer_backwards(self, session: Session, kind: str, request_id: str, request: dict[str, Any],
-                          handler: AppHandler | None) -> None:
+                          handler: Handler | None) -> None:
         def respond(event: str, message: str, data: Any) -> None:
             self._write(self._envelope(session.session_id, "backwards_response", {
                 "backwards_request_id": request_id, "event": event, "message": message, "data": data}))
 
+        before, after = FAILED.get(kind, (f"invoke {kind} failed", f"invoke {kind} failed"))
+        answered = False
         try:
-            if kind != "app" or handler is None:
+            if not self.allows(kind):
+                respond("error", PERMISSIONS[kind][1], None)
+                return
+            if handler is None:
                 raise PermissionError(f"the local daemon answers no {kind!r} invocation here")
             for chunk in handler(request):
                 respond("response", "stream", dict(chunk))
+                answered = True
         except EOFError:
             return  # the plugin is gone: nobody to answer
         except Exception as error:  # noqa: BLE001 - reported to the plugin as the daemon reports it
             if isinstance(session, EndpointCall):
                 session.handler_errors.append(error)
             try:
-                respond("error", f"invoke app failed: {error}", None)
+                respond("error", f"{after if answered else before}: {error}", None)
             except EOFError:
                 pass
             return

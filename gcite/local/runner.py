@@ -4,7 +4,8 @@ What Dify would provide is injected through graphon's protocols:
 - Code nodes run graphon's own sandbox program in a local Python subprocess (no sandbox server);
 - Knowledge Retrieval is a local node over the built-in knowledge base, returning items in Dify's `result` shape and
   applying the node's manual metadata conditions with Dify's operator semantics (`gcite.local.dify_metadata`);
-- G-Cite's plugin tools run in the real plugin process (`python -m main`, the daemon's stdio protocol);
+- G-Cite's plugin tools run in the real plugin process (`python -m main`, the daemon's stdio protocol), their
+  messages streamed as they come; a tool's call to the model (`cited_answer`) is answered by the runner's LLM;
 - web search (the official Tavily plugin, or an HTTP Request node to Bocha) is answered from built-in samples;
 - the LLM is any `LLMProtocol`: by default the built-in extractive stand-in (`gcite.local.llm`).
 
@@ -51,13 +52,14 @@ from gcite.local.dify_metadata import admits
 from gcite.local.dify_rules import (FormInputRejected, check_nested_text, check_variable_ids, code_settings,
                                     pydantic_json, start_variables, validate_query, validate_start_inputs)
 from gcite.local.knowledge import load_json, result_items
-from gcite.local.llm import ExtractiveModel
+from gcite.local.llm import ExtractiveModel, invocation_chunks
 from gcite.local.nodes_extra import LocalOnlyHttpClient
 from gcite.local.nodes_extra import create_node as create_extra_node
 from gcite.local.plugin_process import PluginProcess
 from gcite.local.web_search import SampleSearchHttpClient, tavily_messages
 
 GCITE_PLUGIN = "gcite/gcite:"
+TOOL_MESSAGE_TIMEOUT = 300  # seconds a tool may go without a message (a model writing slowly), then the call fails
 TAVILY_PLUGIN = "langgenius/tavily:"
 TAVILY_PARAMETERS = [
     {"name": "query", "type": "string", "form": "llm", "required": True},
@@ -208,8 +210,13 @@ class Services:
     def plugin(self) -> PluginProcess:
         with self._plugin_lock:
             if self._plugin is None or not self._plugin.alive:
-                self._plugin = PluginProcess(self.plugin_dir, sys.executable)
+                self._plugin = PluginProcess(self.plugin_dir, sys.executable, llm_handler=self.answer_model_call)
             return self._plugin
+
+    def answer_model_call(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """A tool's backwards model call, answered by the same LLM the LLM nodes get (as Dify's inner API would:
+        whichever model the tool names)."""
+        return invocation_chunks(self.llm, request)
 
     def close(self) -> None:
         with self._plugin_lock:
@@ -236,11 +243,11 @@ class Services:
             return
         if not plugin_id.startswith(GCITE_PLUGIN):
             raise ToolNodeError(f"the local runner cannot run plugin {plugin_id}")
-        session = self.plugin().call_tool(str(data.get("provider")), tool, parameters,
-                                          credentials=self.credentials_for(plugin_id))
-        if session.error is not None:
-            raise ToolNodeError(session.error.get("message") or "the plugin failed")
-        yield from session.messages
+        call = self.plugin().start_tool(str(data.get("provider")), tool, parameters,
+                                        credentials=self.credentials_for(plugin_id))
+        yield from call.stream(timeout=TOOL_MESSAGE_TIMEOUT)
+        if call.error is not None:
+            raise ToolNodeError(call.error.get("message") or "the plugin failed")
 
     @staticmethod
     def _declared_parameters(plugin_id: str, tool: str) -> list[dict[str, Any]]:

@@ -3,8 +3,8 @@
 The session fixture `dify` boots Dify's own api from the pinned source (PostgreSQL, Redis, migrations, gunicorn,
 the Celery worker), with the two stand-ins (sandbox, plugin daemon running OUR plugin process) and the local
 search server, then sets it up as an operator would (console set-up and login, model and tool credentials, the
-economy knowledge base with the sample documents, the four shipped chatflows and one builder's chatflow after
-`gcite retrofit` imported, published and keyed).
+economy knowledge base with the sample documents, the four shipped chatflows, a chatflow with `cited_answer` and one
+builder's chatflow after `gcite retrofit` imported, published and keyed).
 Everything it started is stopped when the session ends, however it ends.
 """
 

@@ -146,3 +146,25 @@ def chat(base_url: str, app_key: str, query: str, inputs: Mapping[str, Any], *, 
         return response.status_code, [{"event": "http_error", "status": response.status_code,
                                        "body": response.text[:2000]}]
     return 200, list(sse_events(response))
+
+
+def chat_timed(base_url: str, app_key: str, query: str, inputs: Mapping[str, Any], *, user: str,
+               conversation_id: str = "", timeout: float = 180) -> tuple[int, list[tuple[float, dict[str, Any]]]]:
+    """Like `chat`, each event with the seconds since the request when it was read."""
+    start = time.perf_counter()
+    response = requests.post(f"{base_url.rstrip('/')}/v1/chat-messages", stream=True, timeout=timeout,
+                             headers={"Authorization": f"Bearer {app_key}"},
+                             json={"query": query, "inputs": dict(inputs), "response_mode": "streaming",
+                                   "user": user, "conversation_id": conversation_id})
+    if response.status_code != 200:
+        return response.status_code, [(0.0, {"event": "http_error", "status": response.status_code,
+                                             "body": response.text[:2000]})]
+    return 200, [(time.perf_counter() - start, event) for event in sse_events(response)]
+
+
+def conversation_messages(base_url: str, app_key: str, conversation_id: str, *, user: str) -> list[dict[str, Any]]:
+    """The conversation's saved messages, oldest first (`GET /v1/messages`)."""
+    response = requests.get(f"{base_url.rstrip('/')}/v1/messages", timeout=60,
+                            headers={"Authorization": f"Bearer {app_key}"},
+                            params={"conversation_id": conversation_id, "user": user, "limit": 100})
+    return check(response, "conversation messages")["data"]

@@ -12,8 +12,12 @@ envelope per `data:` line. Paths are under `/plugin/{tenant_id}/`, authenticated
 - Tool provider `gcite/gcite` (OUR plugin): the declaration is read from the plugin's own YAML
   (provider/gcite.yaml and the tools it lists) as the daemon reads a package; `dispatch/tool/invoke`,
   `validate_credentials` and `get_runtime_parameters` are forwarded to OUR plugin process over stdio
-  (`PluginProcess`, the daemon's side of the local protocol), its `stream` messages relayed line by line, its
-  error as the daemon reports a plugin's error (code -500, `PluginInvokeError` wrapping the plugin's error).
+  (`PluginProcess`, the daemon's side of the local protocol), its `stream` messages relayed line by line as they
+  arrive, its error as the daemon reports a plugin's error (code -500, `PluginInvokeError` wrapping the plugin's
+  error). A tool's backwards model call (`cited_answer`) goes to Dify's real inner API, `POST
+  /inner/api/invoke/llm` (the request plus `tenant_id`, `user_id` = the tool call's user, `type` "llm", as
+  `dispatchDifyInvocationTask` adds them), whose length-prefixed frames are relayed to the plugin as they come;
+  Dify's model manager then calls `dispatch/llm/invoke` here, like an LLM node.
 - `management/installation/missing` (the DSL import's dependency check): nothing is missing.
 - `/e/{hook_id}/{path}`: the plugin's endpoint, as the daemon serves it: the raw request handed to the plugin
   (`daemon_http_request`), its answer streamed back; the plugin's backwards app invocations go to Dify's real
@@ -27,6 +31,7 @@ import datetime
 import json
 import struct
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from http.server import BaseHTTPRequestHandler
@@ -37,7 +42,7 @@ from urllib.parse import parse_qs, urlsplit
 import requests
 import yaml
 
-from gcite.local.plugin_process import daemon_http_request
+from gcite.local.plugin_process import ToolCall, daemon_http_request
 from tests.dify import scripted_llm
 from tests.support.local_http import origin, start_server, stop_server
 
@@ -138,7 +143,9 @@ class Daemon:
         self.tool_requests: list[dict[str, Any]] = []
         self.app_requests: list[dict[str, Any]] = []  # every backwards app invocation of the endpoint
         self.unknown: list[str] = []
-        self.script: Any = None  # a test's own answer for the chatflow LLM calls: messages -> text (None: scripted)
+        self.script: Any = None  # a test's own answer for the chatflow LLM calls: messages -> text or its pieces
+        self.pace = 0.0  # seconds between the streamed pieces of a scripted answer
+        self.model_calls: list[dict[str, Any]] = []  # every backwards model call relayed to Dify's inner API
         self.endpoint_settings: dict[str, dict[str, Any]] = {}  # hook id -> the endpoint's settings
         self._lock = threading.Lock()
         daemon = self
@@ -246,10 +253,13 @@ class Daemon:
         script = self.script if self.script and not scripted_llm.is_title_request(messages) else scripted_llm.answer
         text = script(messages)
         model = request.get("model") or MODEL
+        pace = self.pace
 
         def chunks() -> Iterator[dict[str, Any]]:
-            pieces = scripted_llm.pieces(text)
+            pieces = text if isinstance(text, list) else scripted_llm.pieces(text)
             for index, piece in enumerate(pieces):
+                if pace:
+                    time.sleep(pace)
                 yield envelope({"model": model, "prompt_messages": [], "delta": {
                     "index": index, "message": {"role": "assistant", "content": piece}}})
             yield envelope({"model": model, "prompt_messages": [], "delta": {
@@ -277,12 +287,18 @@ class Daemon:
                 "data": None}])
         with self._lock:
             self.tool_requests.append({"action": action, **data})
-        request = {"type": "tool", "action": action, "user_id": data.get("user_id") or "", **(data.get("data") or {})}
-        session = self.plugin.wait([self.plugin.send(request)], timeout=120)[0]
-        events = [envelope(message) for message in session.messages]
-        if session.error is not None:
-            events.append(plugin_error(session.error))
-        self.send_stream(h, events)
+        user_id = data.get("user_id") or ""
+        request = {"type": "tool", "action": action, "user_id": user_id, **(data.get("data") or {})}
+        call = self.plugin.start(request, call_class=ToolCall,
+                                 llm_handler=lambda invoke: self.invoke_llm(invoke, user_id))
+
+        def events() -> Iterator[dict[str, Any]]:
+            for message in call.stream(timeout=300):
+                yield envelope(message)
+            if call.error is not None:
+                yield plugin_error(call.error)
+
+        self.send_stream(h, events())
 
     # --- the plugin's endpoint --------------------------------------------------------------------------------
 
@@ -306,6 +322,24 @@ class Daemon:
         for piece in call.pieces(timeout=240):
             h.wfile.write(piece)
             h.wfile.flush()
+
+    def invoke_llm(self, request: dict[str, Any], user_id: str) -> Iterator[dict[str, Any]]:
+        """A tool's backwards model call, answered by Dify's real inner API (frames relayed as they arrive); an
+        error frame fails the read as the daemon's StreamResponse does ("request failed: …")."""
+        body = {**request, "tenant_id": self.tenant_id, "user_id": user_id, "type": "llm"}
+        with self._lock:
+            self.model_calls.append(body)
+        response = requests.post(f"{self.inner_api_url}/inner/api/invoke/llm", json=body, stream=True, timeout=240,
+                                 headers={"X-Inner-Api-Key": self.inner_api_key, "Content-Type": "application/json"})
+        if response.status_code != 200:
+            raise RuntimeError(f"Dify's inner API answered {response.status_code}: {response.text[:500]}")
+        for frame in unpack_frames(response.iter_content(chunk_size=None)):
+            message = json.loads(frame)
+            if message.get("error"):
+                raise RuntimeError(f"request failed: {message['error']}")
+            if message.get("data") is None:
+                raise RuntimeError("data is nil")
+            yield message["data"]
 
     def invoke_app(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """A backwards app invocation, answered by Dify's real inner API (frames relayed as they arrive)."""

@@ -18,6 +18,7 @@ import pytest
 import requests
 import yaml
 
+from citations.filter import parse_roles
 from gcite.authoring import retrofit
 from gcite.local.knowledge import load_json
 from gcite.local.plugin_process import PluginProcess
@@ -26,6 +27,7 @@ from tests.dify import stack as st
 from tests.dify.console import Console, Knowledge
 from tests.dify.daemon import MODEL, OPENAI_IDENTIFIER, Daemon
 from tests.dify.sandbox import Sandbox
+from tests.support.cited import cited_chatflow
 
 ROOT = Path(__file__).resolve().parents[2]
 DSL_FILES = ("gcite_chatflow.yml", "gcite_chatflow.en.yml", "gcite_chatflow_code.yml", "gcite_chatflow_code.en.yml")
@@ -36,10 +38,13 @@ LLM_PROVIDER = "langgenius/openai/openai"
 RETROFIT_FIXTURE = ROOT / "tests" / "fixtures" / "retrofit" / "svcvit-image-knowledge-base.zh.yml"  # a builder's own
 RETROFIT_APP = "retrofit:" + RETROFIT_FIXTURE.name  # its `gcite retrofit --nodes code` output, among run.apps
 RETROFIT_OPTIONS = retrofit.Options(nodes="code")  # Code nodes: no plugin tool needed
+CITED_APP = "cited:" + DSL_FILES[0]  # the Chinese plugin chatflow with cited_answer in place of LLM + validate
 TOOL_PROVIDER = "gcite/gcite/gcite"
 METADATA_FIELDS = ("document_title", "source_file_url", "access_roles", "updated")
 ENDPOINT_SECRET = "test-dify-endpoint-secret-0123456789-abcdef"
 HOOK_ID = "testdifyhook0001"
+# questions about documents a user without a role may not see (the chiller table, visitors, the lift)
+RESTRICTED_QUERIES = ("冷水机组供水温度设定为多少？", "访客来访需要怎么登记？", "电梯困人时怎么处置？")
 
 
 @dataclass
@@ -149,22 +154,26 @@ def _boot(run: DifyRun, tarball: Path, python: Path, work: Path) -> None:
         build_knowledge_base(run)
     with phase("import, publish and key the four shipped chatflows"):
         for name in DSL_FILES:
-            app = App(name, dsl_for_dify((ROOT / "dsl" / name).read_text(encoding="utf-8"), run))
-            app.app_id, app.import_result = run.console.import_app(app.dsl_text)
-            run.console.publish(app.app_id)
-            app.key = run.console.app_api_key(app.app_id)
-            run.apps[name] = app
+            add_app(run, name, dsl_for_dify((ROOT / "dsl" / name).read_text(encoding="utf-8"), run))
     with phase("retrofit a builder's chatflow (gcite retrofit --nodes code), import, publish and key it"):
         run.retrofitted = retrofit.retrofit(builder_export_for_dify(RETROFIT_FIXTURE.read_text(encoding="utf-8"),
                                                                     run), RETROFIT_OPTIONS)
-        app = App(RETROFIT_APP, run.retrofitted.text)  # retrofit's output as it is, nothing edited after
-        app.app_id, app.import_result = run.console.import_app(app.dsl_text)
-        run.console.publish(app.app_id)
-        app.key = run.console.app_api_key(app.app_id)
-        run.apps[RETROFIT_APP] = app
+        add_app(run, RETROFIT_APP, run.retrofitted.text)  # retrofit's output as it is, nothing edited after
+    with phase("a chatflow with cited_answer (tests/support/cited.py), import, publish and key it"):
+        add_app(run, CITED_APP, dsl_for_dify(cited_chatflow((ROOT / "dsl" / DSL_FILES[0]).read_text(encoding="utf-8")),
+                                             run))
     run.daemon.endpoint_settings[HOOK_ID] = {
         "app": {"app_id": run.apps["gcite_chatflow.yml"].app_id}, "token_secret": ENDPOINT_SECRET,
         "allowed_origins": "", "snippet_length": "300"}
+
+
+def add_app(run: DifyRun, name: str, dsl_text: str) -> App:
+    app = App(name, dsl_text)
+    app.app_id, app.import_result = run.console.import_app(app.dsl_text)
+    run.console.publish(app.app_id)
+    app.key = run.console.app_api_key(app.app_id)
+    run.apps[name] = app
+    return app
 
 
 def plugin_identifier() -> str:
@@ -254,6 +263,17 @@ def stored_metadata(run: DifyRun) -> dict[str, dict[str, Any]]:
         out[sample_id] = {m["name"]: m.get("value") for m in document.get("doc_metadata") or []
                           if m.get("id") != "built-in"}  # Dify's own fields (upload date, …) are not ours
     return out
+
+
+def restricted_texts(run: DifyRun, roles: set[str]) -> list[str]:
+    """Texts of the sample documents these roles may not see (their ACL as the filter node reads it)."""
+    texts = []
+    for document in run.kb["documents"]:
+        allowed = parse_roles(document["doc_metadata"]["access_roles"])
+        if allowed is not None and not allowed & roles:
+            texts += [document["doc_metadata"]["document_title"], document["document_name"]]
+            texts += [segment["content"] for segment in document["segments"]]
+    return texts
 
 
 def dump(events: list[dict[str, Any]]) -> str:

@@ -19,17 +19,15 @@ import requests
 import yaml
 
 from gcite.protocol import EVENTS, parse_gcite_sse
-from citations.filter import parse_roles
 from tests.dify.console import chat
 from tests.dify.scripted_llm import is_title_request
 from gcite.authoring.retrofit import PREFIX, new_id
-from tests.dify.harness import (DSL_FILES, ENDPOINT_SECRET, HOOK_ID, METADATA_FIELDS, RETROFIT_APP, ROOT, dump,
-                                stored_metadata)
+from tests.dify.harness import (CITED_APP, DSL_FILES, ENDPOINT_SECRET, HOOK_ID, METADATA_FIELDS, RESTRICTED_QUERIES,
+                                RETROFIT_APP, ROOT, dump, restricted_texts, stored_metadata)
 
 MARKER = re.compile(r"\[C:(\d+)\]")
 VISITOR_QUERY = "访客来访需要怎么登记？"  # the visitor document: roles 前台 and 物业经理
 FOLLOW_UP = "会议室怎么预约？"
-RESTRICTED_QUERIES = ("冷水机组供水温度设定为多少？", VISITOR_QUERY, "电梯困人时怎么处置？")
 PARKING_QUERY = "地下停车场临时车辆怎么计费？"  # the document whose access_roles is JSON null
 UNKNOWN_IDS = {str(900 + n) for n in range(40)}
 FORTY_UNKNOWN = "访客须在前台出示证件登记" + "".join(f"[C:{i}]" for i in sorted(UNKNOWN_IDS)) + "。"  # no such chunks
@@ -76,17 +74,6 @@ def assert_cited_turn(events: list[dict], merge: str = "merge") -> tuple[list[di
     return chunks, answer
 
 
-def restricted_texts(dify, roles: set[str]) -> list[str]:
-    """Texts of the sample documents these roles may not see (their ACL as the filter node reads it)."""
-    texts = []
-    for document in dify.kb["documents"]:
-        allowed = parse_roles(document["doc_metadata"]["access_roles"])
-        if allowed is not None and not allowed & roles:
-            texts += [document["doc_metadata"]["document_title"], document["document_name"]]
-            texts += [segment["content"] for segment in document["segments"]]
-    return texts
-
-
 def llm_prompt(dify, app_id: str, query: str) -> str:
     """The system prompt of the chatflow LLM call for this query (the daemon saw every call)."""
     for request in reversed(dify.daemon.llm_requests):
@@ -100,7 +87,7 @@ def llm_prompt(dify, app_id: str, query: str) -> str:
 
 def test_console_setup_imports_all_four_chatflows_and_the_retrofitted_one(dify):
     assert dify.tenant_id and dify.console.http.cookies.get("access_token")
-    assert set(dify.apps) == {*DSL_FILES, RETROFIT_APP}
+    assert set(dify.apps) == {*DSL_FILES, RETROFIT_APP, CITED_APP}  # CITED_APP: test_cited_answer_in_dify.py
     for app in dify.apps.values():
         assert app.import_result["status"] in ("completed", "completed-with-warnings"), app.import_result
         assert app.import_result["imported_dsl_version"] and app.key.startswith("app-")

@@ -33,6 +33,7 @@ PACKAGE_FILES = sorted(["PRIVACY.md", "README.md", "_assets/icon.svg", "clients/
                  "endpoints/page/index.html", "endpoints/page_assets.yaml", "endpoints/settings.py",
                  "group/gcite_endpoint.yaml", "main.py", "manifest.yaml",
                  "provider/gcite.py", "provider/gcite.yaml", "readme/README_zh_Hans.md", "requirements.txt",
+                 "tools/cited_answer.py", "tools/cited_answer.yaml",
                  "tools/filter_chunks.py", "tools/filter_chunks.yaml", "tools/merge_chunks.py", "tools/merge_chunks.yaml",
                  "tools/params.py", "tools/validate_citations.py", "tools/validate_citations.yaml",
                  "tools/web_search.py", "tools/web_search.yaml"]
@@ -249,8 +250,8 @@ def test_registration_in_a_python_with_only_the_requirements(unpacked, python):
               "print(json.dumps(sorted(t.identity.name for p in r.tools_configuration for t in p.tools)))")
     done = subprocess.run([python, "-c", script], cwd=unpacked, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == ["filter_chunks", "merge_chunks", "validate_citations",
-                                                               "web_search"]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == ["cited_answer", "filter_chunks", "merge_chunks",
+                                                               "validate_citations", "web_search"]
 
 
 def test_stdio_starts_with_the_manifest(plugin):
