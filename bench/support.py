@@ -22,7 +22,7 @@ from pathlib import Path
 from bench.common import print_table, verdict
 from bench.data.convert import cited
 from citations.stream import CitationStream
-from citations.support.weights import DEFAULT_WEIGHTS, Weights
+from citations.support.weights import DEFAULT_WEIGHTS, Weights, replace
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "support_pairs.json"
@@ -182,7 +182,7 @@ def dev_thresholds(scores: dict[str, list[tuple[float, bool]]]) -> dict[str, flo
 
 # the shipped weights with the Chinese scores left raw (zh_scale 1): the scale the
 # Chinese threshold is chosen on
-RAW_WEIGHTS = DEFAULT_WEIGHTS.replace(zh_scale=1.0)
+RAW_WEIGHTS = replace(DEFAULT_WEIGHTS, zh_scale=1.0)
 
 
 # --- cost on a long answer ---------------------------------------------------------------------------------

@@ -6,9 +6,9 @@ DIR holds the rows `python -m bench.data.convert --full DIR` writes; only `wice.
 and the own pairs are read (the held-out splits never are). Each step moves three of the weights below by a
 Gaussian step within their range and keeps the move when WiCE dev AUROC + ½ OCNLI train AUROC rises while the own
 pairs' AUROC stays ≥ 0.97. It prints every kept step; the node ships the last one, rounded, as
-citations/support/weights.py's SHIPPED (docs/support-check.md). Each step's weights are a new `Weights` object
-(`DEFAULT_WEIGHTS.replace(…)`) passed to the check: nothing is patched, and nothing the check caches depends on a
-weight.
+citations/support/weights.py's SHIPPED (docs/support-check.md). Each step's weights are a new `Weights` object,
+`replace(DEFAULT_WEIGHTS, …)` (as dataclasses.replace), passed to the check: nothing is patched, and nothing the
+check caches depends on a weight.
 """
 
 import argparse
@@ -16,7 +16,7 @@ import random
 from pathlib import Path
 
 from bench.support import auroc, labelled_pairs, public_rows, scored, scored_rows
-from citations.support.weights import DEFAULT_WEIGHTS, Weights
+from citations.support.weights import DEFAULT_WEIGHTS, Weights, replace
 
 # the weights searched (names of `Weights`) and their ranges
 SPACE = {"missing_exact": (0.2, 0.7), "missing_decay": (0.7, 0.97), "weight_zh_word": (3.0, 10.0),
@@ -33,7 +33,7 @@ def current(weights: Weights = DEFAULT_WEIGHTS) -> dict[str, float]:
 
 def scores(rows: dict[str, list], values: dict[str, float]) -> dict[str, list[tuple[float, bool]]]:
     """Each set's (score, supported?) pairs with the shipped weights but `values`."""
-    weights = DEFAULT_WEIGHTS.replace(**values)
+    weights = replace(DEFAULT_WEIGHTS, **values)
     return {"wice": scored_rows(rows["wice"], weights), "ocnli": scored_rows(rows["ocnli"], weights),
             "own": scored(rows["own"], weights)}
 

@@ -9,6 +9,7 @@ list it returns for Dify's Code node (30 items).
 import json
 import re
 import unicodedata
+from bisect import bisect_left
 from functools import cache, lru_cache
 from urllib.parse import quote, urlsplit
 
@@ -420,7 +421,7 @@ def is_cjk(char):
 
 
 CJK_RUNS = re.compile(f"[{CJK}]+")
-WORD_TOKENS = re.compile("[A-Za-z\u00c0-\u024f]+")  # a run of Latin letters
+WORD_TOKENS = re.compile("[A-Za-z\u00c0-\u024f][A-Za-z\u00c0-\u024f]*")  # a run of Latin letters
 DIGIT = re.compile(r"\d")
 LATIN = re.compile("[a-z]")
 # the characters of Chinese text that NFKC changes most often: full-width punctuation, the ideographic space, "…"
@@ -500,7 +501,7 @@ SHIPPED = {
 
 class Weights:
     """The support check's numbers (SHIPPED's names), frozen: `Weights(part_weight=0.5)` is the shipped weights
-    but one, `weights.replace(…)` another object. `word_weights` follows from them when the object is made: the
+    but one; `replace(weights, …)` makes others. `word_weights` follows from them when the object is made: the
     weight of each kind of English word (`word_kinds`: generic, name, long, short)."""
 
     __slots__ = (*SHIPPED, "word_weights")
@@ -516,31 +517,25 @@ class Weights:
                            (values["weight_generic"], values["weight_name"], 1.0, values["weight_short"]))
 
     def __setattr__(self, name, value):
-        raise AttributeError(f"Weights are frozen: weights.replace({name}=…) makes new ones")
+        raise AttributeError(f"Weights are frozen: replace(weights, {name}=…) makes new ones")
 
     def __delattr__(self, name):
         raise AttributeError("Weights are frozen")
-
-    def as_dict(self):
-        return {name: getattr(self, name) for name in SHIPPED}
-
-    def replace(self, **changes):
-        """New weights: these, with `changes`."""
-        return Weights(**{**self.as_dict(), **changes})
 
     def cue(self, kind):
         """The factor of a contradiction cue ("negation", "antonym", "number", "roles", "scope")."""
         return getattr(self, "cue_" + kind)
 
     def __eq__(self, other):
-        return self.as_dict() == other.as_dict() if isinstance(other, Weights) else NotImplemented
+        return as_dict(self) == as_dict(other) if isinstance(other, Weights) else NotImplemented
 
     def __hash__(self):
-        return hash(tuple(self.as_dict().items()))
+        return hash(tuple(as_dict(self).items()))
 
-    def __repr__(self):
-        changed = [f"{name}={value!r}" for name, value in self.as_dict().items() if value != SHIPPED[name]]
-        return f"Weights({', '.join(changed)})"
+
+def as_dict(weights):
+    """{name: value} of `weights` (as dataclasses.asdict gives a dataclass's)."""
+    return {name: getattr(weights, name) for name in SHIPPED}
 
 
 DEFAULT_WEIGHTS = Weights()
@@ -553,7 +548,7 @@ THOUSANDS = re.compile(r",(?<=\d,)(?=\d{3}(?!\d))")  # a comma between digits, t
 CODE_HINT = re.compile(r"\d(?:(?<=[A-Za-z]\d)|(?=[A-Za-z]))")  # a digit beside a letter: a code's sign, found fast
 NUMBER_TOKENS = re.compile(r"\d\d*(?:\.\d+)?")  # digits, with a decimal part
 # a run of Chinese numerals before a measure word (三十个, 两天)
-ZH_NUMBER = re.compile("[零一二两三四五六七八九十百千]+(?=[个天次楼层人元分年月日点号周岁小倍位条])")
+ZH_NUMBER = re.compile("[零一二两三四五六七八九十百千][零一二两三四五六七八九十百千]*(?=[个天次楼层人元分年月日点号周岁小倍位条])")
 
 
 @cache
@@ -609,7 +604,7 @@ def stem(word):
     when three letters stay (not the -s of -ss), then a doubled final consonant (`banned`), a final e (`write`) or
     y (`study` -> `studi`): `opens`, `opened`, `opening` are all `open`; `writes`, `writing` both `writ`."""
     if len(word) > 3:
-        for ending in INFLECTIONS:
+        for ending in INFLECTIONS if word.endswith(INFLECTIONS) else ():  # most words end in none: no loop
             if word.endswith(ending) and len(word) - len(ending) >= 3 and not (ending == "s" and word.endswith("ss")):
                 word = word[:-len(ending)]
                 if ending in ("ing", "ed") and word[-1] == word[-2] and word[-1] not in VOWELS and word[-1] not in "ls":
@@ -671,14 +666,16 @@ def content_units(text, question=None, normalized=False, weights=DEFAULT_WEIGHTS
     if not ascii_only:
         text = ZH_NUMBER.sub(lambda m: str(zh_number(m.group())), text)
     exact = set()
-    if DIGIT.search(text):  # numbers and codes (a code holds a digit)
+    numbers = NUMBER_TOKENS.findall(text)
+    if numbers:  # numbers and codes (a code holds a digit)
         codes = code_tokens().findall(text) if CODE_HINT.search(text) else None
         if codes:
             text = code_tokens().sub(" ", text)
             exact.update(number_unit(ordinal().sub("", code)) if ordinal().search(code)
                          and ordinal().sub("", code).isdigit() else "#" + code.casefold() for code in codes)
+            numbers = NUMBER_TOKENS.findall(text)
         exact.update({"#" + number if number[0] != "0" and "." not in number else number_unit(number)
-                      for number in set(NUMBER_TOKENS.findall(text))})
+                      for number in set(numbers)})
     words = WORD_TOKENS.findall(text)
     if words and not EN_NUMBERS.keys().isdisjoint(map(str.casefold, words)):
         words = number_words(words, exact)
@@ -923,8 +920,10 @@ def negation_cue(sentence_text, view, passage, said=None):
 
 
 # --- citations/support/quantities.py ----------------------------------------
-# a number and the word or (at most two) characters right after it (its unit or thing)
-NUMBER_AFTER = re.compile(rf"(\d\d*(?:\.\d+)?)\s*(%|[A-Za-z]+|[{CJK}]{{1,2}})?")
+# a number and what follows it: its unit or thing, read by `thing_key` and `unit_name`: %, a Latin word, or at most two
+# characters beyond ASCII (no digit, no space), of which the Chinese ones count. (A set of Chinese characters here
+# would cost a Code node's process about 1 ms to compile.)
+NUMBER_AFTER = re.compile(r"(\d\d*(?:\.\d+)?)\s*(%|[A-Za-z]+|[^\x00-\x7f\d\s]{1,2})?")
 
 
 @cache
@@ -943,15 +942,17 @@ def unit_names():
 
 
 def unit_name(thing):
-    """The unit in UNIT_SCALE a number's following word or characters name, else None."""
+    """The unit in UNIT_SCALE a number's following word or characters (NUMBER_AFTER's second group) name, else
+    None."""
     if thing in UNIT_SCALE:
         return thing
     return thing[0] if thing and thing[0] in UNIT_SCALE and not thing.isascii() else None
 
 
 def thing_key(thing):
-    """What a number counts, for comparing numbers: a word's first five letters, a Chinese measure's character."""
-    return thing[:5] if thing.isascii() else thing[0]
+    """What a number counts, for comparing numbers: a word's first five letters, a Chinese measure's character; ""
+    for nothing (what follows the number is no word and starts with no Chinese character)."""
+    return thing[:5] if thing.isascii() else thing[0] if is_cjk(thing[0]) else ""
 
 
 def converted_numbers(found):
@@ -1067,8 +1068,9 @@ class ChunkView:
         if self._numbers is None:
             self._numbers = {}
             for number, thing in self.found():
-                if thing:
-                    self._numbers.setdefault(thing_key(thing), set()).add(number_unit(number))
+                key = thing_key(thing)
+                if key:
+                    self._numbers.setdefault(key, set()).add(number_unit(number))
             for thing, number in number_before().findall(self.text):
                 self._numbers.setdefault("^" + thing[:5], set()).add(number_unit(number))
         return self._numbers
@@ -1339,10 +1341,11 @@ def number_cue(sentence_text, units, view):
     chunk_numbers = None
     for number, thing in NUMBER_AFTER.findall(sentence_text):
         unit = number_unit(number)
-        if unit in view.units or not thing:
+        key = thing_key(thing)
+        if unit in view.units or not key:
             continue
         chunk_numbers = chunk_numbers if chunk_numbers is not None else view.numbers()
-        other = chunk_numbers.get(thing_key(thing))
+        other = chunk_numbers.get(key)
         if other:
             return {"kind": "number", "claim": number, "source": plainest(other)[1:]}
     for thing, number in number_before().findall(sentence_text):
@@ -1357,7 +1360,9 @@ def number_cue(sentence_text, units, view):
 
 
 # --- citations/support/roles.py ----------------------------------------
-ROLE_HINT = re.compile("比|than|" + "|".join(ROLE_VERBS))  # what every `role_patterns` match holds, found fast
+# what every `role_patterns` match holds, found fast: 比 (looked for on its own: with it, the pattern's prefix would
+# be a set beyond Latin-1, dearer to compile), than, or a verb of ROLE_VERBS
+ROLE_HINT = re.compile("than|" + "|".join(ROLE_VERBS))
 
 
 @cache
@@ -1398,12 +1403,12 @@ def scope_cue(sentence_text, view, words=None):
 
 # --- citations/support/sentences.py ----------------------------------------
 # a run of 。！？!?；;, or a full stop before a space, the end or a character beyond ASCII, or a run of … before a
-# space or the end; with the closing quotes or brackets after it. (`sentence_ends` keeps a full stop before a
-# character beyond ASCII only when that is a space or a Chinese character: a Chinese character set here would cost a
-# Code node's process about 1 ms to compile.)
-SENTENCE_END = re.compile(r"[。！？!?；;.…](?:(?<=[。！？!?；;])[。！？!?；;]*|(?<=\.)(?=\s|$|[^\x00-\x7f])|(?<=…)…*(?=\s|$))"
+# space or the end; with the closing quotes or brackets after it. (A full stop before a character beyond ASCII ends
+# a sentence only before a space or a Chinese character, `full_stop_ends`: a set of Chinese characters here would
+# cost a Code node's process about 1 ms to compile.)
+SENTENCE_END = re.compile(r"[。！？!?；;.…](?:(?<![.…])[。！？!?；;]*|(?<=\.)(?=\s|$|[^\x00-\x7f])|(?<=…)…*(?=\s|$))"
                           r"[”’\"'）)】」』]*")
-LINE_MARK = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)、]|#{1,6}|>)[ \t]+)*")
+LINE_MARK = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}(?:[.)]|、)|#{1,6}|>)[ \t]+)*")
 WORD_BEFORE_DOT = re.compile(r"[A-Za-z][A-Za-z.]*\Z")
 # Parts of a sentence (rule: `sentence_parts`): clauses split at these separators.
 # ，；：; , or : not between digits, and|but|…|where between spaces, 但是 但 并且 而且 同时
@@ -1421,19 +1426,20 @@ def table_rule():
     return re.compile(r"[ \t]*\|?[ \t:|-]*-[ \t:|-]*")
 
 
-def sentence_ends(line, begin):
-    """The SENTENCE_END matches of a line from `begin` on, a full stop only before a space, the end or a Chinese
-    character."""
-    for end in SENTENCE_END.finditer(line, begin):
-        after = line[end.start() + 1:end.start() + 2]
-        if end.group()[0] != "." or after.isascii() or after.isspace() or is_cjk(after):
-            yield end
+def full_stop_ends(line, dot):
+    """Does the full stop at `line[dot]`, which SENTENCE_END found, stand before the end, a space or a Chinese
+    character? (The pattern lets any character beyond ASCII follow it.)"""
+    after = line[dot + 1:dot + 2]
+    return after.isascii() or after.isspace() or is_cjk(after)
 
 
 def not_an_end(text, begin, dot):
     """Does the . ; ! or ? at `text[dot]` (in a sentence starting at `begin`) end nothing? When a lower-case word
     follows, inside brackets or quotes still open, and for a full stop of an abbreviation (`Co.`, `e.g.`, `U.S.`,
-    `v.`) or an initial (`Mark T. Smith`)."""
+    `v.`) or an initial (`Mark T. Smith`), and for a full stop before a character beyond ASCII that is neither a space
+    nor a Chinese character (`full_stop_ends`)."""
+    if text[dot] == "." and not text[dot + 1:dot + 2].isascii() and not full_stop_ends(text, dot):
+        return True
     following = text[dot + 1:dot + 3].lstrip()
     if following[:1].islower() and following[:1].isascii():
         return True
@@ -1478,7 +1484,7 @@ def sentence_spans(text):
         kind = "heading" if stripped.startswith("#") else "text"
         masked = inline_code().sub(lambda m: "x" * len(m.group()), line) if "`" in line else line
         begin = LINE_MARK.match(line).end()
-        for end in sentence_ends(masked, begin):
+        for end in SENTENCE_END.finditer(masked, begin):
             if end.group()[0] in ".;!?" and not_an_end(masked, begin, end.start()):
                 continue
             if end.end() > begin:
@@ -1489,24 +1495,17 @@ def sentence_spans(text):
     return spans
 
 
-def cited_sentences(spans, text, cites):
-    """[[chunk id, …] for each sentence of `spans`]: the ids its citations cite, each once. `cites`: (position,
-    ids) in the text's order. A citation belongs to the sentence it ends or stands in; between two sentences, to the
-    one before when no line break comes between, else to the one after."""
-    cited = [[] for _ in spans]
-    index = -1  # the last sentence starting before the citation
-    for position, ids in cites:
-        while index + 1 < len(spans) and spans[index + 1][0] < position:
-            index += 1
-        if index >= 0 and position <= spans[index][1]:
-            at = index
-        elif index >= 0 and (index + 1 == len(spans) or "\n" not in text[spans[index][1]:position]):
-            at = index
-        else:
-            at = index + 1 if index + 1 < len(spans) else None
-        if at is not None:
-            cited[at].extend(i for i in ids if i not in cited[at])
-    return cited
+def sentence_of(spans, starts, text, position):
+    """The index of the sentence a citation at `position` belongs to: the one it ends or stands in; between two
+    sentences, the one before when no line break comes between, else the one after. `starts`: the sentences'
+    starts."""
+    index = bisect_left(starts, position) - 1  # the last sentence starting before `position`
+    if index >= 0 and position <= spans[index][1]:
+        return index
+    after = index + 1 if index + 1 < len(spans) else None
+    if index >= 0 and (after is None or "\n" not in text[spans[index][1]:position]):
+        return index
+    return after
 
 
 def sentence_parts(text):
@@ -1607,7 +1606,7 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
             reasons.append(cue)
         passage = None
         candidates = antonym_candidates(text, units, view, words)
-        roles = ROLE_HINT.search(text)
+        roles = "比" in text or ROLE_HINT.search(text)
         said = negated(text)
         for rule in ("negation", "antonym", "roles"):
             if rule == "negation" and not (said or view.negated()):
@@ -1650,7 +1649,12 @@ def check_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEIGH
             cites.append((length, piece["ids"]))
     text = "".join(text_parts)
     spans = sentence_spans(text)
-    cited = cited_sentences(spans, text, cites)
+    starts = [start for start, _, _ in spans]
+    cited = [[] for _ in spans]
+    for position, ids in cites:
+        index = sentence_of(spans, starts, text, position)
+        if index is not None:
+            cited[index].extend(i for i in ids if i not in cited[index])
     question_units = unit_set(question) if question else None
     views = {}
     budget = [MAX_PASSAGE_WORK]

@@ -6,7 +6,7 @@ from citations.phrases import normal_text
 from citations.support.chunk import ChunkView
 from citations.support.reasons import missing_items, reason_text
 from citations.support.score import coverage, judge, plain_share, support_score
-from citations.support.sentences import cited_sentences, sentence_spans
+from citations.support.sentences import sentence_of, sentence_spans
 from citations.support.text import normal_form
 from citations.support.units import content_units, unit_set
 from citations.support.weights import DEFAULT_WEIGHTS
@@ -31,7 +31,12 @@ def check_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEIGH
             cites.append((length, piece["ids"]))
     text = "".join(text_parts)
     spans = sentence_spans(text)
-    cited = cited_sentences(spans, text, cites)
+    starts = [start for start, _, _ in spans]
+    cited = [[] for _ in spans]
+    for position, ids in cites:
+        index = sentence_of(spans, starts, text, position)
+        if index is not None:
+            cited[index].extend(i for i in ids if i not in cited[index])
     question_units = unit_set(question) if question else None
     views = {}
     budget = [MAX_PASSAGE_WORK]

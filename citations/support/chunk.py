@@ -103,8 +103,9 @@ class ChunkView:
         if self._numbers is None:
             self._numbers = {}
             for number, thing in self.found():
-                if thing:
-                    self._numbers.setdefault(thing_key(thing), set()).add(number_unit(number))
+                key = thing_key(thing)
+                if key:
+                    self._numbers.setdefault(key, set()).add(number_unit(number))
             for thing, number in number_before().findall(self.text):
                 self._numbers.setdefault("^" + thing[:5], set()).add(number_unit(number))
         return self._numbers

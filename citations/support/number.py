@@ -16,10 +16,11 @@ def number_cue(sentence_text, units, view):
     chunk_numbers = None
     for number, thing in NUMBER_AFTER.findall(sentence_text):
         unit = number_unit(number)
-        if unit in view.units or not thing:
+        key = thing_key(thing)
+        if unit in view.units or not key:
             continue
         chunk_numbers = chunk_numbers if chunk_numbers is not None else view.numbers()
-        other = chunk_numbers.get(thing_key(thing))
+        other = chunk_numbers.get(key)
         if other:
             return {"kind": "number", "claim": number, "source": plainest(other)[1:]}
     for thing, number in number_before().findall(sentence_text):

@@ -5,11 +5,13 @@ import re
 from functools import cache
 
 from citations.support.tables import UNIT_SCALE
-from citations.support.text import CJK
+from citations.support.text import is_cjk
 from citations.support.units import number_unit
 
-# a number and the word or (at most two) characters right after it (its unit or thing)
-NUMBER_AFTER = re.compile(rf"(\d\d*(?:\.\d+)?)\s*(%|[A-Za-z]+|[{CJK}]{{1,2}})?")
+# a number and what follows it: its unit or thing, read by `thing_key` and `unit_name`: %, a Latin word, or at most two
+# characters beyond ASCII (no digit, no space), of which the Chinese ones count. (A set of Chinese characters here
+# would cost a Code node's process about 1 ms to compile.)
+NUMBER_AFTER = re.compile(r"(\d\d*(?:\.\d+)?)\s*(%|[A-Za-z]+|[^\x00-\x7f\d\s]{1,2})?")
 
 
 @cache
@@ -28,15 +30,17 @@ def unit_names():
 
 
 def unit_name(thing):
-    """The unit in UNIT_SCALE a number's following word or characters name, else None."""
+    """The unit in UNIT_SCALE a number's following word or characters (NUMBER_AFTER's second group) name, else
+    None."""
     if thing in UNIT_SCALE:
         return thing
     return thing[0] if thing and thing[0] in UNIT_SCALE and not thing.isascii() else None
 
 
 def thing_key(thing):
-    """What a number counts, for comparing numbers: a word's first five letters, a Chinese measure's character."""
-    return thing[:5] if thing.isascii() else thing[0]
+    """What a number counts, for comparing numbers: a word's first five letters, a Chinese measure's character; ""
+    for nothing (what follows the number is no word and starts with no Chinese character)."""
+    return thing[:5] if thing.isascii() else thing[0] if is_cjk(thing[0]) else ""
 
 
 def converted_numbers(found):

@@ -106,7 +106,7 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
             reasons.append(cue)
         passage = None
         candidates = antonym_candidates(text, units, view, words)
-        roles = ROLE_HINT.search(text)
+        roles = "比" in text or ROLE_HINT.search(text)
         said = negated(text)
         for rule in ("negation", "antonym", "roles"):
             if rule == "negation" and not (said or view.negated()):

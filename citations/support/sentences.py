@@ -2,18 +2,19 @@
 the clauses of one sentence (docs/support-check.md, "Sentences" and step 4)."""
 
 import re
+from bisect import bisect_left
 from functools import cache
 
 from citations.support.tables import ABBREVIATIONS
 from citations.support.text import is_cjk
 
 # a run of 。！？!?；;, or a full stop before a space, the end or a character beyond ASCII, or a run of … before a
-# space or the end; with the closing quotes or brackets after it. (`sentence_ends` keeps a full stop before a
-# character beyond ASCII only when that is a space or a Chinese character: a Chinese character set here would cost a
-# Code node's process about 1 ms to compile.)
-SENTENCE_END = re.compile(r"[。！？!?；;.…](?:(?<=[。！？!?；;])[。！？!?；;]*|(?<=\.)(?=\s|$|[^\x00-\x7f])|(?<=…)…*(?=\s|$))"
+# space or the end; with the closing quotes or brackets after it. (A full stop before a character beyond ASCII ends
+# a sentence only before a space or a Chinese character, `full_stop_ends`: a set of Chinese characters here would
+# cost a Code node's process about 1 ms to compile.)
+SENTENCE_END = re.compile(r"[。！？!?；;.…](?:(?<![.…])[。！？!?；;]*|(?<=\.)(?=\s|$|[^\x00-\x7f])|(?<=…)…*(?=\s|$))"
                           r"[”’\"'）)】」』]*")
-LINE_MARK = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)、]|#{1,6}|>)[ \t]+)*")
+LINE_MARK = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}(?:[.)]|、)|#{1,6}|>)[ \t]+)*")
 WORD_BEFORE_DOT = re.compile(r"[A-Za-z][A-Za-z.]*\Z")
 # Parts of a sentence (rule: `sentence_parts`): clauses split at these separators.
 # ，；：; , or : not between digits, and|but|…|where between spaces, 但是 但 并且 而且 同时
@@ -31,19 +32,20 @@ def table_rule():
     return re.compile(r"[ \t]*\|?[ \t:|-]*-[ \t:|-]*")
 
 
-def sentence_ends(line, begin):
-    """The SENTENCE_END matches of a line from `begin` on, a full stop only before a space, the end or a Chinese
-    character."""
-    for end in SENTENCE_END.finditer(line, begin):
-        after = line[end.start() + 1:end.start() + 2]
-        if end.group()[0] != "." or after.isascii() or after.isspace() or is_cjk(after):
-            yield end
+def full_stop_ends(line, dot):
+    """Does the full stop at `line[dot]`, which SENTENCE_END found, stand before the end, a space or a Chinese
+    character? (The pattern lets any character beyond ASCII follow it.)"""
+    after = line[dot + 1:dot + 2]
+    return after.isascii() or after.isspace() or is_cjk(after)
 
 
 def not_an_end(text, begin, dot):
     """Does the . ; ! or ? at `text[dot]` (in a sentence starting at `begin`) end nothing? When a lower-case word
     follows, inside brackets or quotes still open, and for a full stop of an abbreviation (`Co.`, `e.g.`, `U.S.`,
-    `v.`) or an initial (`Mark T. Smith`)."""
+    `v.`) or an initial (`Mark T. Smith`), and for a full stop before a character beyond ASCII that is neither a space
+    nor a Chinese character (`full_stop_ends`)."""
+    if text[dot] == "." and not text[dot + 1:dot + 2].isascii() and not full_stop_ends(text, dot):
+        return True
     following = text[dot + 1:dot + 3].lstrip()
     if following[:1].islower() and following[:1].isascii():
         return True
@@ -88,7 +90,7 @@ def sentence_spans(text):
         kind = "heading" if stripped.startswith("#") else "text"
         masked = inline_code().sub(lambda m: "x" * len(m.group()), line) if "`" in line else line
         begin = LINE_MARK.match(line).end()
-        for end in sentence_ends(masked, begin):
+        for end in SENTENCE_END.finditer(masked, begin):
             if end.group()[0] in ".;!?" and not_an_end(masked, begin, end.start()):
                 continue
             if end.end() > begin:
@@ -99,24 +101,17 @@ def sentence_spans(text):
     return spans
 
 
-def cited_sentences(spans, text, cites):
-    """[[chunk id, …] for each sentence of `spans`]: the ids its citations cite, each once. `cites`: (position,
-    ids) in the text's order. A citation belongs to the sentence it ends or stands in; between two sentences, to the
-    one before when no line break comes between, else to the one after."""
-    cited = [[] for _ in spans]
-    index = -1  # the last sentence starting before the citation
-    for position, ids in cites:
-        while index + 1 < len(spans) and spans[index + 1][0] < position:
-            index += 1
-        if index >= 0 and position <= spans[index][1]:
-            at = index
-        elif index >= 0 and (index + 1 == len(spans) or "\n" not in text[spans[index][1]:position]):
-            at = index
-        else:
-            at = index + 1 if index + 1 < len(spans) else None
-        if at is not None:
-            cited[at].extend(i for i in ids if i not in cited[at])
-    return cited
+def sentence_of(spans, starts, text, position):
+    """The index of the sentence a citation at `position` belongs to: the one it ends or stands in; between two
+    sentences, the one before when no line break comes between, else the one after. `starts`: the sentences'
+    starts."""
+    index = bisect_left(starts, position) - 1  # the last sentence starting before `position`
+    if index >= 0 and position <= spans[index][1]:
+        return index
+    after = index + 1 if index + 1 < len(spans) else None
+    if index >= 0 and (after is None or "\n" not in text[spans[index][1]:position]):
+        return index
+    return after
 
 
 def sentence_parts(text):

@@ -3,9 +3,11 @@ the chunk's and the question's side alike, and the token patterns every part of 
 
 A pattern the check does not need on every answer is compiled on first use, by a small cached function: the
 validator Code node compiles its patterns in a fresh process at every run, where a set of characters beyond
-Latin-1 costs about 0.15 ms to compile and a set of Chinese characters about 1 ms. So the token patterns are
-written `[X]+` (one set), not `[X][X]*` (a pattern starting with a set lets the regex engine skip ahead, but costs
-a third set; measured, the check is no faster for it)."""
+Latin-1 costs about 0.15 ms to compile and a set of Chinese characters about 1 ms. A pattern run on every sentence
+starts with a character or a set where it can (`[X][X]*` for `[X]+`): Python's regex engine then skips ahead to where
+a match may start instead of trying every position. The exception is CJK_RUNS, written `[X]+`: its three Chinese
+sets would cost the node 2 ms more than the engine's skipping saves the check (about 0.3 ms of a 14,000-character
+answer's 15)."""
 
 import re
 import unicodedata
@@ -20,7 +22,7 @@ def is_cjk(char):
 
 
 CJK_RUNS = re.compile(f"[{CJK}]+")
-WORD_TOKENS = re.compile("[A-Za-z\u00c0-\u024f]+")  # a run of Latin letters
+WORD_TOKENS = re.compile("[A-Za-z\u00c0-\u024f][A-Za-z\u00c0-\u024f]*")  # a run of Latin letters
 DIGIT = re.compile(r"\d")
 LATIN = re.compile("[a-z]")
 

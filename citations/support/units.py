@@ -8,7 +8,7 @@ import re
 from functools import cache, lru_cache
 
 from citations.support.tables import EN_NUMBERS, GENERIC_WORDS, GENERIC_ZH, STOP_CHARS, STOP_WORDS, ZH_DIGITS
-from citations.support.text import CJK_RUNS, DIGIT, WORD_TOKENS, normal_form
+from citations.support.text import CJK_RUNS, WORD_TOKENS, normal_form
 from citations.support.weights import DEFAULT_WEIGHTS
 
 # Patterns applied to every sentence start with a character or a set of characters where they can: Python's regex
@@ -17,7 +17,7 @@ THOUSANDS = re.compile(r",(?<=\d,)(?=\d{3}(?!\d))")  # a comma between digits, t
 CODE_HINT = re.compile(r"\d(?:(?<=[A-Za-z]\d)|(?=[A-Za-z]))")  # a digit beside a letter: a code's sign, found fast
 NUMBER_TOKENS = re.compile(r"\d\d*(?:\.\d+)?")  # digits, with a decimal part
 # a run of Chinese numerals before a measure word (三十个, 两天)
-ZH_NUMBER = re.compile("[零一二两三四五六七八九十百千]+(?=[个天次楼层人元分年月日点号周岁小倍位条])")
+ZH_NUMBER = re.compile("[零一二两三四五六七八九十百千][零一二两三四五六七八九十百千]*(?=[个天次楼层人元分年月日点号周岁小倍位条])")
 
 
 @cache
@@ -73,7 +73,7 @@ def stem(word):
     when three letters stay (not the -s of -ss), then a doubled final consonant (`banned`), a final e (`write`) or
     y (`study` -> `studi`): `opens`, `opened`, `opening` are all `open`; `writes`, `writing` both `writ`."""
     if len(word) > 3:
-        for ending in INFLECTIONS:
+        for ending in INFLECTIONS if word.endswith(INFLECTIONS) else ():  # most words end in none: no loop
             if word.endswith(ending) and len(word) - len(ending) >= 3 and not (ending == "s" and word.endswith("ss")):
                 word = word[:-len(ending)]
                 if ending in ("ing", "ed") and word[-1] == word[-2] and word[-1] not in VOWELS and word[-1] not in "ls":
@@ -135,14 +135,16 @@ def content_units(text, question=None, normalized=False, weights=DEFAULT_WEIGHTS
     if not ascii_only:
         text = ZH_NUMBER.sub(lambda m: str(zh_number(m.group())), text)
     exact = set()
-    if DIGIT.search(text):  # numbers and codes (a code holds a digit)
+    numbers = NUMBER_TOKENS.findall(text)
+    if numbers:  # numbers and codes (a code holds a digit)
         codes = code_tokens().findall(text) if CODE_HINT.search(text) else None
         if codes:
             text = code_tokens().sub(" ", text)
             exact.update(number_unit(ordinal().sub("", code)) if ordinal().search(code)
                          and ordinal().sub("", code).isdigit() else "#" + code.casefold() for code in codes)
+            numbers = NUMBER_TOKENS.findall(text)
         exact.update({"#" + number if number[0] != "0" and "." not in number else number_unit(number)
-                      for number in set(NUMBER_TOKENS.findall(text))})
+                      for number in set(numbers)})
     words = WORD_TOKENS.findall(text)
     if words and not EN_NUMBERS.keys().isdisjoint(map(str.casefold, words)):
         words = number_words(words, exact)

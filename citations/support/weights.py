@@ -1,8 +1,8 @@
 """The support check's numbers as one frozen object, `Weights`, passed to `check_support` (never patched).
 
 The shipped values (`DEFAULT_WEIGHTS`) were chosen on the development splits by bench/tune_support.py and rounded
-(docs/support-check.md); the tuner tries others with `weights.replace(name=value)`. Nothing in the check caches a
-value computed from a weight, so other weights are never scored against stale ones.
+(docs/support-check.md); the tuner tries others, `replace(DEFAULT_WEIGHTS, name=value)`. Nothing in the check
+caches a value computed from a weight, so other weights are never scored against stale ones.
 
 `Weights` is a small frozen class of its own rather than a `dataclasses` dataclass: the validator Code node runs
 in a fresh process at every call, and importing `dataclasses` (it imports `inspect`) would cost that process
@@ -46,7 +46,7 @@ SHIPPED = {
 
 class Weights:
     """The support check's numbers (SHIPPED's names), frozen: `Weights(part_weight=0.5)` is the shipped weights
-    but one, `weights.replace(…)` another object. `word_weights` follows from them when the object is made: the
+    but one; `replace(weights, …)` makes others. `word_weights` follows from them when the object is made: the
     weight of each kind of English word (`word_kinds`: generic, name, long, short)."""
 
     __slots__ = (*SHIPPED, "word_weights")
@@ -62,31 +62,30 @@ class Weights:
                            (values["weight_generic"], values["weight_name"], 1.0, values["weight_short"]))
 
     def __setattr__(self, name, value):
-        raise AttributeError(f"Weights are frozen: weights.replace({name}=…) makes new ones")
+        raise AttributeError(f"Weights are frozen: replace(weights, {name}=…) makes new ones")
 
     def __delattr__(self, name):
         raise AttributeError("Weights are frozen")
-
-    def as_dict(self):
-        return {name: getattr(self, name) for name in SHIPPED}
-
-    def replace(self, **changes):
-        """New weights: these, with `changes`."""
-        return Weights(**{**self.as_dict(), **changes})
 
     def cue(self, kind):
         """The factor of a contradiction cue ("negation", "antonym", "number", "roles", "scope")."""
         return getattr(self, "cue_" + kind)
 
     def __eq__(self, other):
-        return self.as_dict() == other.as_dict() if isinstance(other, Weights) else NotImplemented
+        return as_dict(self) == as_dict(other) if isinstance(other, Weights) else NotImplemented
 
     def __hash__(self):
-        return hash(tuple(self.as_dict().items()))
+        return hash(tuple(as_dict(self).items()))
 
-    def __repr__(self):
-        changed = [f"{name}={value!r}" for name, value in self.as_dict().items() if value != SHIPPED[name]]
-        return f"Weights({', '.join(changed)})"
+
+def as_dict(weights):
+    """{name: value} of `weights` (as dataclasses.asdict gives a dataclass's)."""
+    return {name: getattr(weights, name) for name in SHIPPED}
+
+
+def replace(weights, **changes):
+    """New weights: `weights` with `changes` (as dataclasses.replace makes a dataclass's): the tuner's step."""
+    return Weights(**{**as_dict(weights), **changes})
 
 
 DEFAULT_WEIGHTS = Weights()

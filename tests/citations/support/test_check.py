@@ -16,7 +16,7 @@ from citations.support import check as support_check
 from citations.support.check import check_support
 from citations.support.score import support_score
 from citations.support.units import content_units, is_chinese, unit_set
-from citations.support.weights import DEFAULT_WEIGHTS
+from citations.support.weights import DEFAULT_WEIGHTS, replace
 from citations.validate import main
 
 
@@ -160,13 +160,13 @@ def test_a_chinese_sentence_is_scored_on_the_english_scale():
     chunk = "巡更人员每2小时巡查一次，夜间由保安队长带班。"
     answer = "巡更人员每2小时巡查一次，访客须在前台登记身份证件[C:1]。"
     shipped = main(answer, [{"id": "1", "content": chunk}])["citations"][0]["support"]
-    raw = supported(answer, [{"id": "1", "content": chunk}], DEFAULT_WEIGHTS.replace(zh_scale=1.0))
+    raw = supported(answer, [{"id": "1", "content": chunk}], replace(DEFAULT_WEIGHTS, zh_scale=1.0))
     assert 0 < raw < shipped < 1 and abs(shipped - raw ** zh_scale) < 2e-3
     english = "The guards patrol every 2 hours and visitors sign in at the desk [C:1]."
     english_chunk = [{"id": "1", "content": "The guards patrol every 2 hours at night."}]
     # English sentences never take the scale
-    halved = supported(english, english_chunk, DEFAULT_WEIGHTS.replace(zh_scale=0.5))
-    assert halved == supported(english, english_chunk, DEFAULT_WEIGHTS.replace(zh_scale=1.0)) < 1
+    halved = supported(english, english_chunk, replace(DEFAULT_WEIGHTS, zh_scale=0.5))
+    assert halved == supported(english, english_chunk, replace(DEFAULT_WEIGHTS, zh_scale=1.0)) < 1
 
 
 def test_the_search_for_a_chunk_backing_an_uncited_sentence_is_bounded(monkeypatch):

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from citations.support.measure import short_measure
 from citations.support.negation import NEGATION_HINT_EN, negated_en, negated_zh
-from citations.support.quantities import NUMBER_AFTER
-from citations.support.sentences import PART_SPLIT, sentence_ends
+from citations.support.quantities import NUMBER_AFTER, thing_key, unit_name
+from citations.support.sentences import PART_SPLIT, SENTENCE_END, full_stop_ends
 from citations.support.text import CJK, CJK_RUNS, COMMON_COMPATIBILITY, WORD_TOKENS, nfkc
 from citations.support.units import CODE_HINT, NUMBER_TOKENS, THOUSANDS, ZH_NUMBER, code_tokens
 
@@ -34,7 +34,7 @@ def test_nfkc_with_every_combining_mark_after_a_replaced_character():
 
 
 # each pattern as it reads most plainly, against the form shipped (written to start with a character set; a full stop
-# before a character beyond ASCII is kept by `sentence_ends` rather than by the pattern)
+# before a character beyond ASCII is kept by `full_stop_ends` rather than by the pattern)
 PLAIN_PATTERNS = {
     "THOUSANDS": r"(?<=\d),(?=\d{3}(?!\d))",
     "SENTENCE_END": rf"(?:[。！？!?；;]+|\.(?=\s|$|[{CJK}])|…+(?=\s|$))[”’\"'）)】」』]*",
@@ -46,15 +46,19 @@ PLAIN_PATTERNS = {
     "NUMBER_TOKENS": r"\d+(?:\.\d+)?",
     "WORD_TOKENS": "[A-Za-z\u00c0-\u024f]+",
     "ZH_NUMBER": "[零一二两三四五六七八九十百千]+(?=[个天次楼层人元分年月日点号周岁小倍位条])",
-    "NUMBER_AFTER": rf"(\d+(?:\.\d+)?)\s*(%|[A-Za-z]+|[{CJK}]{{1,2}})?",
 }
-SHIPPED = {"THOUSANDS": THOUSANDS.finditer, "SENTENCE_END": lambda text: sentence_ends(text, 0),
+# what follows a number is read by `thing_key` and `unit_name`: NUMBER_AFTER may take more than the Chinese
+# characters after it, never anything these read differently
+NUMBER_AFTER_PLAIN = rf"(\d+(?:\.\d+)?)\s*(%|[A-Za-z]+|[{CJK}]{{1,2}})?"
+SHIPPED = {"THOUSANDS": THOUSANDS.finditer,
+           "SENTENCE_END": lambda text: (end for end in SENTENCE_END.finditer(text)
+                                         if end.group()[0] != "." or full_stop_ends(text, end.start())),
            "PART_SPLIT": PART_SPLIT.finditer, "SHORT_MEASURE": lambda text: short_measure().finditer(text),
            "NEGATED_ZH": lambda text: negated_zh().finditer(text), "CJK_RUNS": CJK_RUNS.finditer,
-           "NUMBER_TOKENS": NUMBER_TOKENS.finditer, "WORD_TOKENS": WORD_TOKENS.finditer, "ZH_NUMBER": ZH_NUMBER.finditer,
-           "NUMBER_AFTER": NUMBER_AFTER.finditer}
+           "NUMBER_TOKENS": NUMBER_TOKENS.finditer, "WORD_TOKENS": WORD_TOKENS.finditer, "ZH_NUMBER": ZH_NUMBER.finditer}
 PATTERN_TEXT = st.lists(st.sampled_from(
-    list("ab é0123456789١ ,:;.…。！？!?；，：但是并且而同时没有不非三十个人%天”）\n\t_\u3000\u4dc0丽ｶ")
+    list("ab é0123456789١ ,:;.…。！？!?；，：但是并且而同时没有不非三十个人%天”）\n\t_\u3000\u4dc0丽ｶ米、")
+    + ["公里", "小时", "km", "5 miles"]
     + [" and ", " but ", " where ", " may ", "may", "1,000", "12,345", "2.5", "3m", "5 in", "……", "但是", "同时", "没有",
        "十二个", "Straße", "巡更", "8:00"]), max_size=16).map("".join)
 
@@ -67,6 +71,10 @@ def test_the_patterns_match_as_their_plain_forms(text):
         assert ([(m.span(), m.groups()) for m in shipped(text)]
                 == [(m.span(), m.groups()) for m in re.finditer(plain, text)]), name
     assert PART_SPLIT.split(text) == re.split(PLAIN_PATTERNS["PART_SPLIT"], text)
+    assert ([(m.start(), m.group(1), thing_key(m.group(2) or ""), unit_name(m.group(2) or ""))
+             for m in NUMBER_AFTER.finditer(text)]
+            == [(m.start(), m.group(1), thing_key(m.group(2) or ""), unit_name(m.group(2) or ""))
+                for m in re.finditer(NUMBER_AFTER_PLAIN, text)])
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -4,7 +4,7 @@ the threshold rule, the weight search, and that the weights the search tries rea
 import pytest
 
 from bench import support, tune_support
-from citations.support.weights import DEFAULT_WEIGHTS, SHIPPED, Weights
+from citations.support.weights import DEFAULT_WEIGHTS, SHIPPED, Weights, as_dict
 
 CHUNK = "The school opened in 2016 with 400 students."
 # rows on which each weight the search moves changes some score: a number, a name, a short and a generic word the
@@ -77,7 +77,7 @@ def test_the_weight_search_keeps_only_better_moves_within_range_and_leaves_the_s
     rows = {"wice": ROWS["wice"][:3], "ocnli": ROWS["ocnli"][:2], "own": ROWS["own"]}
     kept = []
     best, figures = tune_support.climb(rows, 6, 1, report=kept.append)
-    assert tune_support.current() == before and DEFAULT_WEIGHTS == Weights() and DEFAULT_WEIGHTS.as_dict() == SHIPPED
+    assert tune_support.current() == before and DEFAULT_WEIGHTS == Weights() and as_dict(DEFAULT_WEIGHTS) == SHIPPED
     assert all(low <= best[name] <= high for name, (low, high) in tune_support.SPACE.items() if best[name] != before[name])
     assert kept[0].startswith("start") and len(figures) == 3
     start = (support.auroc(support.scored_rows(rows["wice"])), support.auroc(support.scored_rows(rows["ocnli"])),

@@ -5,26 +5,26 @@ import math
 import pytest
 
 from citations.support.units import GENERIC, LONG, NAME, SHORT
-from citations.support.weights import DEFAULT_WEIGHTS, SHIPPED, Weights
+from citations.support.weights import DEFAULT_WEIGHTS, SHIPPED, Weights, as_dict, replace
 from citations.validate import main
 from citations.stream import CitationStream
 
 
 def test_the_default_weights_are_the_shipped_values():
-    assert DEFAULT_WEIGHTS.as_dict() == SHIPPED and DEFAULT_WEIGHTS == Weights()
+    assert as_dict(DEFAULT_WEIGHTS) == SHIPPED and DEFAULT_WEIGHTS == Weights()
     assert DEFAULT_WEIGHTS.threshold == 0.25 and DEFAULT_WEIGHTS.cue("negation") == 0.05
 
 
 def test_weights_are_frozen_and_replace_makes_new_ones():
+    # replace(weights, …) as dataclasses.replace(obj, …): the tuner's step
     with pytest.raises(AttributeError):
         DEFAULT_WEIGHTS.part_weight = 0.5
     with pytest.raises(AttributeError):
         del DEFAULT_WEIGHTS.part_weight
-    moved = DEFAULT_WEIGHTS.replace(part_weight=0.5, cue_scope=0.9)
+    moved = replace(DEFAULT_WEIGHTS, part_weight=0.5, cue_scope=0.9)
     assert moved.part_weight == 0.5 and moved.cue("scope") == 0.9 and moved.threshold == DEFAULT_WEIGHTS.threshold
     assert DEFAULT_WEIGHTS.part_weight == SHIPPED["part_weight"] and moved != DEFAULT_WEIGHTS
     assert moved == Weights(part_weight=0.5, cue_scope=0.9) and hash(moved) == hash(Weights(part_weight=0.5, cue_scope=0.9))
-    assert repr(moved) == "Weights(part_weight=0.5, cue_scope=0.9)"
     with pytest.raises(TypeError, match="no part_wieght"):
         Weights(part_wieght=0.5)
 
@@ -44,7 +44,7 @@ def test_zh_scale_puts_the_chinese_threshold_on_the_english_one():
 def test_weights_passed_in_reach_the_node_and_the_shipped_ones_stay():
     answer, chunks = "The guards patrol every 2 hours and visitors sign in at the desk [C:1].", [
         {"id": "1", "content": "The guards patrol every 2 hours at night."}]
-    stream = CitationStream(chunks, weights=DEFAULT_WEIGHTS.replace(threshold=0.99))
+    stream = CitationStream(chunks, weights=replace(DEFAULT_WEIGHTS, threshold=0.99))
     stream.feed(answer)
     strict = stream.result()["citations"][0]
     shipped = main(answer, chunks)["citations"][0]
