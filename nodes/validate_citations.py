@@ -429,9 +429,10 @@ COMMON_COMPATIBILITY = tuple((char, unicodedata.normalize("NFKC", char)) for cha
 
 
 def nfkc(text):
-    """unicodedata.normalize("NFKC", text), without its slow pass in the common case: once COMMON_COMPATIBILITY's
-    characters are replaced by their normal forms, text that NFKC leaves as it is is the result."""
-    if text.isascii():
+    """unicodedata.normalize("NFKC", text), without its slow pass in the common case: text NFKC leaves as it is
+    (ASCII, most English sentences with a Chinese name) is the result; else once COMMON_COMPATIBILITY's characters
+    are replaced by their normal forms, text that NFKC leaves as it is is."""
+    if text.isascii() or unicodedata.is_normalized("NFKC", text):
         return text
     quick = text
     for char, normal in COMMON_COMPATIBILITY:
@@ -647,6 +648,8 @@ def word_kinds(word):
 
 def number_unit(number):
     """`#` and the number without leading or trailing zeros (`08` -> `#8`, `3.50` -> `#3.5`)."""
+    if number[0] != "0" and "." not in number:
+        return "#" + number
     whole, _, fraction = number.partition(".")
     fraction = fraction.rstrip("0")
     return "#" + (whole.lstrip("0") or "0") + ("." + fraction if fraction else "")
@@ -1604,23 +1607,17 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
         cue = scope_cue(text, view, words)
         if cue:
             reasons.append(cue)
-        passage = None
         candidates = antonym_candidates(text, units, view, words)
         roles = "比" in text or ROLE_HINT.search(text)
         said = negated(text)
-        for rule in ("negation", "antonym", "roles"):
-            if rule == "negation" and not (said or view.negated()):
-                continue
-            if (rule == "antonym" and (not candidates or said)) or (rule == "roles" and not roles):
-                continue
-            if passage is None:
-                passage, share = view.passage(units)
-            if share < weights.passage_match:
-                break
-            cue = (negation_cue(text, view, passage, said) if rule == "negation" else
-                   antonym_cue(candidates, passage) if rule == "antonym" else roles_cue(text, passage))
-            if cue:
-                reasons.append(cue)
+        negation, antonym = said or view.negated(), candidates and not said  # the rules that may find a cue
+        if negation or antonym or roles:
+            passage, share = view.passage(units)
+            if share >= weights.passage_match:  # the chunk's passage says enough of the sentence for a cue to count
+                for cue in (negation and negation_cue(text, view, passage, said),
+                            antonym and antonym_cue(candidates, passage), roles and roles_cue(text, passage)):
+                    if cue:
+                        reasons.append(cue)
     for reason in reasons:
         score *= weights.cue(reason["kind"])
     if 0.0 < score < 1.0 and is_chinese(units):
@@ -1654,7 +1651,9 @@ def check_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEIGH
     for position, ids in cites:
         index = sentence_of(spans, starts, text, position)
         if index is not None:
-            cited[index].extend(i for i in ids if i not in cited[index])
+            for chunk_id in ids:
+                if chunk_id not in cited[index]:
+                    cited[index].append(chunk_id)
     question_units = unit_set(question) if question else None
     views = {}
     budget = [MAX_PASSAGE_WORK]

@@ -36,7 +36,9 @@ def check_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEIGH
     for position, ids in cites:
         index = sentence_of(spans, starts, text, position)
         if index is not None:
-            cited[index].extend(i for i in ids if i not in cited[index])
+            for chunk_id in ids:
+                if chunk_id not in cited[index]:
+                    cited[index].append(chunk_id)
     question_units = unit_set(question) if question else None
     views = {}
     budget = [MAX_PASSAGE_WORK]

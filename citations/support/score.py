@@ -104,23 +104,17 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
         cue = scope_cue(text, view, words)
         if cue:
             reasons.append(cue)
-        passage = None
         candidates = antonym_candidates(text, units, view, words)
         roles = "比" in text or ROLE_HINT.search(text)
         said = negated(text)
-        for rule in ("negation", "antonym", "roles"):
-            if rule == "negation" and not (said or view.negated()):
-                continue
-            if (rule == "antonym" and (not candidates or said)) or (rule == "roles" and not roles):
-                continue
-            if passage is None:
-                passage, share = view.passage(units)
-            if share < weights.passage_match:
-                break
-            cue = (negation_cue(text, view, passage, said) if rule == "negation" else
-                   antonym_cue(candidates, passage) if rule == "antonym" else roles_cue(text, passage))
-            if cue:
-                reasons.append(cue)
+        negation, antonym = said or view.negated(), candidates and not said  # the rules that may find a cue
+        if negation or antonym or roles:
+            passage, share = view.passage(units)
+            if share >= weights.passage_match:  # the chunk's passage says enough of the sentence for a cue to count
+                for cue in (negation and negation_cue(text, view, passage, said),
+                            antonym and antonym_cue(candidates, passage), roles and roles_cue(text, passage)):
+                    if cue:
+                        reasons.append(cue)
     for reason in reasons:
         score *= weights.cue(reason["kind"])
     if 0.0 < score < 1.0 and is_chinese(units):

@@ -31,9 +31,10 @@ COMMON_COMPATIBILITY = tuple((char, unicodedata.normalize("NFKC", char)) for cha
 
 
 def nfkc(text):
-    """unicodedata.normalize("NFKC", text), without its slow pass in the common case: once COMMON_COMPATIBILITY's
-    characters are replaced by their normal forms, text that NFKC leaves as it is is the result."""
-    if text.isascii():
+    """unicodedata.normalize("NFKC", text), without its slow pass in the common case: text NFKC leaves as it is
+    (ASCII, most English sentences with a Chinese name) is the result; else once COMMON_COMPATIBILITY's characters
+    are replaced by their normal forms, text that NFKC leaves as it is is."""
+    if text.isascii() or unicodedata.is_normalized("NFKC", text):
         return text
     quick = text
     for char, normal in COMMON_COMPATIBILITY:

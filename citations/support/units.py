@@ -116,6 +116,8 @@ def word_kinds(word):
 
 def number_unit(number):
     """`#` and the number without leading or trailing zeros (`08` -> `#8`, `3.50` -> `#3.5`)."""
+    if number[0] != "0" and "." not in number:
+        return "#" + number
     whole, _, fraction = number.partition(".")
     fraction = fraction.rstrip("0")
     return "#" + (whole.lstrip("0") or "0") + ("." + fraction if fraction else "")
