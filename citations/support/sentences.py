@@ -14,7 +14,7 @@ from citations.support.text import is_cjk
 # cost a Code node's process about 1 ms to compile.)
 SENTENCE_END = re.compile(r"[。！？!?；;.…](?:(?<![.…])[。！？!?；;]*|(?<=\.)(?=\s|$|[^\x00-\x7f])|(?<=…)…*(?=\s|$))"
                           r"[”’\"'）)】」』]*")
-LINE_MARK = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}(?:[.)]|、)|#{1,6}|>)[ \t]+)*")
+LINE_MARK = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)]|\d{1,9}、|#{1,6}|>)[ \t]+)*")  # 、 apart: no set beyond Latin-1
 WORD_BEFORE_DOT = re.compile(r"[A-Za-z][A-Za-z.]*\Z")
 # Parts of a sentence (rule: `sentence_parts`): clauses split at these separators.
 # ，；：; , or : not between digits, and|but|…|where between spaces, 但是 但 并且 而且 同时
