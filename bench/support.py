@@ -5,9 +5,9 @@ Three sets, each scored exactly as the node scores an answer (`main`: the senten
 - held-out samples of two public human-labelled sets, rebuilt by bench/data/convert.py from pinned commits
   (bench/data/README.md): WiCE test (English Wikipedia claims against the web page they cite; supported vs partially
   or not supported) and OCNLI dev (Chinese; entailment vs contradiction).
-The thresholds the node ships (`SUPPORT_THRESHOLD` for English, `SUPPORT_THRESHOLD_ZH` for Chinese, which `ZH_SCALE`
-maps onto the first) were chosen on the development splits (WiCE dev, OCNLI train.10k, the own pairs):
-`dev_thresholds` is the rule, `python -m bench.support --dev DIR` runs it on the rows that
+The thresholds the node ships (`Weights.threshold` for English, `Weights.threshold_zh` for Chinese, which
+`Weights.zh_scale` maps onto the first) were chosen on the development splits (WiCE dev, OCNLI train.10k, the own
+pairs): `dev_thresholds` is the rule, `python -m bench.support --dev DIR` runs it on the rows that
 `python -m bench.data.convert --full DIR` writes (docs/support-check.md).
 """
 
@@ -22,8 +22,7 @@ from pathlib import Path
 from bench.common import print_table, verdict
 from bench.data.convert import cited
 from citations.stream import CitationStream
-from citations.support.check import SUPPORT_THRESHOLD, SUPPORT_THRESHOLD_ZH, ZH_SCALE
-from citations.validate import main
+from citations.support.weights import DEFAULT_WEIGHTS, Weights, replace
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "support_pairs.json"
@@ -80,19 +79,22 @@ def public_rows(path: Path) -> list[dict]:
     return [row for row in rows if row["supported"] is not None]
 
 
-def node_support(answer: str, chunk: str) -> float:
-    """The support the node gives the citation of chunk 1 in `answer` (1.0 when there is nothing to check)."""
-    citation = main(answer, [{"id": "1", "content": chunk}])["citations"][0]
+def node_support(answer: str, chunk: str, weights: Weights = DEFAULT_WEIGHTS) -> float:
+    """The support the node gives the citation of chunk 1 in `answer` (1.0 when there is nothing to check): what
+    the node's `main` runs (the stream, then its result; `main` only caps the lists), with `weights`."""
+    stream = CitationStream([{"id": "1", "content": chunk}], weights=weights)
+    stream.feed(answer)
+    citation = stream.result()["citations"][0]
     return 1.0 if citation["support"] is None else citation["support"]
 
 
-def scored(pairs: list[dict]) -> list[tuple[float, bool]]:
+def scored(pairs: list[dict], weights: Weights = DEFAULT_WEIGHTS) -> list[tuple[float, bool]]:
     """(support score, supported?) for each own pair, scored as the node scores a sentence citing one chunk."""
-    return [(node_support(cited(p["sentence"]), p["chunk"]), p["supported"]) for p in pairs]
+    return [(node_support(cited(p["sentence"]), p["chunk"], weights), p["supported"]) for p in pairs]
 
 
-def scored_rows(rows: list[dict]) -> list[tuple[float, bool]]:
-    return [(node_support(row["answer"], row["chunk"]), row["supported"]) for row in rows]
+def scored_rows(rows: list[dict], weights: Weights = DEFAULT_WEIGHTS) -> list[tuple[float, bool]]:
+    return [(node_support(row["answer"], row["chunk"], weights), row["supported"]) for row in rows]
 
 
 BETA = 0.5  # F-beta weighs precision twice as much as recall: a false "weak" on a good citation costs trust
@@ -149,7 +151,7 @@ def auroc_spread(scores: list[tuple[float, bool]], groups: list[str], resamples:
     return statistics.pstdev(values) if len(values) > 1 else float("nan")
 
 
-def figures(scores: list[tuple[float, bool]], threshold: float = SUPPORT_THRESHOLD) -> dict:
+def figures(scores: list[tuple[float, bool]], threshold: float = DEFAULT_WEIGHTS.threshold) -> dict:
     precision, recall, _ = weak_flag_quality(scores, threshold)
     return {"pairs": len(scores), "auroc": auroc(scores), "precision": precision, "recall": recall,
             "flagged_supported": false_alarms(scores, threshold)}
@@ -165,7 +167,7 @@ def meets(name: str, figure: dict) -> bool:
 
 def dev_thresholds(scores: dict[str, list[tuple[float, bool]]]) -> dict[str, float | None]:
     """The rule the shipped thresholds come from, applied per language to the development splits' raw scores
-    (`raw_scores`): for English ("wice", "own_en") and for Chinese ("ocnli", "own_zh"), the grid thresholds at
+    (`RAW_WEIGHTS`): for English ("wice", "own_en") and for Chinese ("ocnli", "own_zh"), the grid thresholds at
     which that language's precision/recall/flagged targets all hold, and among them the best F0.5 on its public set
     (WiCE, OCNLI); None when no threshold meets them all."""
     def pick(public: str, own: str) -> float | None:
@@ -178,14 +180,9 @@ def dev_thresholds(scores: dict[str, list[tuple[float, bool]]]) -> dict[str, flo
     return {"en": pick("wice", "own_en"), "zh": pick("ocnli", "own_zh")}
 
 
-def raw_scores(run):
-    """`run()` with the Chinese scores left raw (ZH_SCALE 1): the scale the Chinese threshold is chosen on."""
-    shipped = ZH_SCALE
-    ZH_SCALE = 1.0
-    try:
-        return run()
-    finally:
-        ZH_SCALE = shipped
+# the shipped weights with the Chinese scores left raw (zh_scale 1): the scale the
+# Chinese threshold is chosen on
+RAW_WEIGHTS = replace(DEFAULT_WEIGHTS, zh_scale=1.0)
 
 
 # --- cost on a long answer ---------------------------------------------------------------------------------
@@ -237,7 +234,7 @@ def threshold_table(name: str, scores: list[tuple[float, bool]]) -> None:
     rows = []
     for t in GRID:
         p, r, f = weak_flag_quality(scores, t)
-        mark = " <- SUPPORT_THRESHOLD" if abs(t - SUPPORT_THRESHOLD) < 1e-9 else ""
+        mark = " <- threshold" if abs(t - DEFAULT_WEIGHTS.threshold) < 1e-9 else ""
         rows.append((f"{t:.2f}{mark}", f"{p:.3f}", f"{r:.3f}", f"{f:.3f}", f"{false_alarms(scores, t):.3f}"))
     print_table(f"Support check on {name}: weak flag (support < threshold), {len(scores)} pairs "
                 f"({sum(not s for _, s in scores)} unsupported)",
@@ -271,9 +268,9 @@ def run() -> bool:
     kind_rows = []
     for kind in kinds:
         ks = [score for (score, _), p in zip(own, pairs) if p["kind"] == kind]
-        flagged = sum(s < SUPPORT_THRESHOLD for s in ks)
+        flagged = sum(s < DEFAULT_WEIGHTS.threshold for s in ks)
         kind_rows.append((kind, len(ks), f"{flagged / len(ks):.2f}", f"{sum(ks) / len(ks):.2f}"))
-    print_table(f"Own pairs by kind at {SUPPORT_THRESHOLD}", ("kind", "pairs", "share flagged weak", "mean support"),
+    print_table(f"Own pairs by kind at {DEFAULT_WEIGHTS.threshold}", ("kind", "pairs", "share flagged weak", "mean support"),
                 kind_rows)
     rows = []
     for lang in ("zh", "en"):
@@ -295,8 +292,8 @@ def run() -> bool:
         ("support check in result() (ms)", f"{t_check * 1e3:.2f}", "report", "-"),
         verdict("check time / stream time (x)", t_check / t_stream, "<= 2", t_check / t_stream <= 2),
     ]
-    print_table(f"Support check targets at SUPPORT_THRESHOLD = {SUPPORT_THRESHOLD}", ("figure", "measured", "target",
-                                                                                    "result"), rows)
+    print_table(f"Support check targets at threshold = {DEFAULT_WEIGHTS.threshold}",
+                ("figure", "measured", "target", "result"), rows)
     print("The public samples' met/MISSED do not fail this run: a sample of a few hundred rows moves by chance as "
           "much as its bootstrap SD. The full held-out splits' figures are in docs/support-check.md "
           "(python -m bench.support --held-out DIR measures them).")
@@ -307,17 +304,17 @@ def run_dev(directory: Path) -> None:
     """The development splits' figures and the thresholds `dev_thresholds` picks from them."""
     pairs = labelled_pairs()
 
-    def development() -> dict[str, list[tuple[float, bool]]]:
-        own = scored(pairs)
-        return {"wice": scored_rows(public_rows(directory / "wice.dev.jsonl")),
-                "ocnli": scored_rows(public_rows(directory / "ocnli.train.10k.jsonl")),
+    def development(weights: Weights = DEFAULT_WEIGHTS) -> dict[str, list[tuple[float, bool]]]:
+        own = scored(pairs, weights)
+        return {"wice": scored_rows(public_rows(directory / "wice.dev.jsonl"), weights),
+                "ocnli": scored_rows(public_rows(directory / "ocnli.train.10k.jsonl"), weights),
                 **{f"own_{lang}": [s for s, p in zip(own, pairs) if p["lang"] == lang] for lang in ("en", "zh")}}
     for name, s in development().items():
         threshold_table(f"{name} (development split, as shipped)", s)
         print(f"AUROC {name}: {auroc(s):.3f}")
-    rule = dev_thresholds(raw_scores(development))
-    print(f"\nthresholds by the rule, on raw scores: English {rule['en']} (shipped SUPPORT_THRESHOLD "
-          f"{SUPPORT_THRESHOLD}), Chinese {rule['zh']} (shipped SUPPORT_THRESHOLD_ZH {SUPPORT_THRESHOLD_ZH})")
+    rule = dev_thresholds(development(RAW_WEIGHTS))
+    print(f"\nthresholds by the rule, on raw scores: English {rule['en']} (shipped threshold "
+          f"{DEFAULT_WEIGHTS.threshold}), Chinese {rule['zh']} (shipped threshold_zh {DEFAULT_WEIGHTS.threshold_zh})")
 
 
 def run_held_out(directory: Path) -> None:
@@ -326,7 +323,7 @@ def run_held_out(directory: Path) -> None:
     for name, key, file in (("WiCE test", "wice", "wice.test.jsonl"), ("OCNLI dev", "ocnli", "ocnli.dev.jsonl")):
         scores = scored_rows(public_rows(directory / file))
         rows += figure_rows(f"{name}, {len(scores)} pairs", key, figures(scores))
-    print_table(f"Held-out splits at SUPPORT_THRESHOLD = {SUPPORT_THRESHOLD}", ("figure", "measured", "target",
+    print_table(f"Held-out splits at threshold = {DEFAULT_WEIGHTS.threshold}", ("figure", "measured", "target",
                                                                               "result"), rows)
 
 

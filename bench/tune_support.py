@@ -5,8 +5,10 @@
 DIR holds the rows `python -m bench.data.convert --full DIR` writes; only `wice.dev.jsonl`, `ocnli.train.10k.jsonl`
 and the own pairs are read (the held-out splits never are). Each step moves three of the weights below by a
 Gaussian step within their range and keeps the move when WiCE dev AUROC + ½ OCNLI train AUROC rises while the own
-pairs' AUROC stays ≥ 0.97. It prints every kept step; the node ships the last one, rounded (docs/support-check.md).
-The node's values are set on the module for the search and put back afterwards.
+pairs' AUROC stays ≥ 0.97. It prints every kept step; the node ships the last one, rounded, as
+citations/support/weights.py's SHIPPED (docs/support-check.md). Each step's weights are a new `Weights` object,
+`replace(DEFAULT_WEIGHTS, …)` (as dataclasses.replace), passed to the check: nothing is patched, and nothing the
+check caches depends on a weight.
 """
 
 import argparse
@@ -14,27 +16,32 @@ import random
 from pathlib import Path
 
 from bench.support import auroc, labelled_pairs, public_rows, scored, scored_rows
-from citations.support import check as validate_citations
-from citations.support.check import CUE_FACTOR
+from citations.support.weights import DEFAULT_WEIGHTS, Weights, replace
 
-SPACE = {"MISSING_EXACT": (0.2, 0.7), "MISSING_DECAY": (0.7, 0.97), "WEIGHT_ZH_WORD": (3.0, 10.0),
-         "PART_WEIGHT": (0.0, 0.8), "WEIGHT_EXACT": (1.5, 5.0), "WEIGHT_NAME": (1.5, 5.0), "WEIGHT_CHAR": (0.2, 1.0),
-         "WEIGHT_GENERIC": (0.1, 0.6), "WEIGHT_SHORT": (0.3, 1.0), "negation": (0.05, 0.5), "antonym": (0.1, 0.5),
-         "number": (0.1, 0.5), "scope": (0.3, 1.0)}  # the last four: CUE_FACTOR entries
+# the weights searched (names of `Weights`) and their ranges
+SPACE = {"missing_exact": (0.2, 0.7), "missing_decay": (0.7, 0.97), "weight_zh_word": (3.0, 10.0),
+         "part_weight": (0.0, 0.8), "weight_exact": (1.5, 5.0), "weight_name": (1.5, 5.0), "weight_char": (0.2, 1.0),
+         "weight_generic": (0.1, 0.6), "weight_short": (0.3, 1.0), "cue_negation": (0.05, 0.5),
+         "cue_antonym": (0.1, 0.5), "cue_number": (0.1, 0.5), "cue_scope": (0.3, 1.0)}
 MIN_OWN_AUROC = 0.97
 
 
-def current() -> dict[str, float]:
-    return {name: CUE_FACTOR[name] if name in CUE_FACTOR
-            else getattr(validate_citations, name) for name in SPACE}
+def current(weights: Weights = DEFAULT_WEIGHTS) -> dict[str, float]:
+    """The searched weights' values in `weights`."""
+    return {name: getattr(weights, name) for name in SPACE}
 
 
-def put(values: dict[str, float]) -> None:
-    for name, value in values.items():
-        if name in CUE_FACTOR:
-            CUE_FACTOR[name] = value
-        else:
-            setattr(validate_citations, name, value)
+def scores(rows: dict[str, list], values: dict[str, float]) -> dict[str, list[tuple[float, bool]]]:
+    """Each set's (score, supported?) pairs with the shipped weights but `values`."""
+    weights = replace(DEFAULT_WEIGHTS, **values)
+    return {"wice": scored_rows(rows["wice"], weights), "ocnli": scored_rows(rows["ocnli"], weights),
+            "own": scored(rows["own"], weights)}
+
+
+def evaluate(rows: dict[str, list], values: dict[str, float]) -> tuple[float, float, float]:
+    """(WiCE, OCNLI, own) AUROC with the shipped weights but `values`."""
+    found = scores(rows, values)
+    return auroc(found["wice"]), auroc(found["ocnli"]), auroc(found["own"])
 
 
 def objective(figures: tuple[float, float, float]) -> float:
@@ -43,28 +50,21 @@ def objective(figures: tuple[float, float, float]) -> float:
 
 
 def climb(rows: dict[str, list], iterations: int, seed: int, report=print) -> tuple[dict[str, float], tuple]:
-    """The kept weights and their (WiCE, OCNLI, own) AUROCs; the node's own values are restored."""
-    shipped = current()
+    """The kept weights and their (WiCE, OCNLI, own) AUROCs."""
     draw = random.Random(seed)
-
-    def evaluate(values):
-        put(values)
-        return (auroc(scored_rows(rows["wice"])), auroc(scored_rows(rows["ocnli"])), auroc(scored(rows["own"])))
-    try:
-        best, best_figures = shipped, evaluate(shipped)
-        report(f"start {best_figures}")
-        for step in range(iterations):
-            values = dict(best)
-            for name in draw.sample(list(SPACE), 3):
-                low, high = SPACE[name]
-                values[name] = min(high, max(low, values[name] + draw.gauss(0, (high - low) / 5)))
-            figures = evaluate(values)
-            if objective(figures) > objective(best_figures):
-                best, best_figures = values, figures
-                report(f"{step} {[round(f, 4) for f in figures]} {({k: round(v, 3) for k, v in values.items()})}")
-        return best, best_figures
-    finally:
-        put(shipped)
+    best = current()
+    best_figures = evaluate(rows, best)
+    report(f"start {best_figures}")
+    for step in range(iterations):
+        values = dict(best)
+        for name in draw.sample(list(SPACE), 3):
+            low, high = SPACE[name]
+            values[name] = min(high, max(low, values[name] + draw.gauss(0, (high - low) / 5)))
+        figures = evaluate(rows, values)
+        if objective(figures) > objective(best_figures):
+            best, best_figures = values, figures
+            report(f"{step} {[round(f, 4) for f in figures]} {({k: round(v, 3) for k, v in values.items()})}")
+    return best, best_figures
 
 
 def main() -> None:

@@ -13,7 +13,8 @@ from citations.joiner import HSPACE, MAX_HELD_SPACE, Joiner
 from citations.markers import BRACKETS, FENCE, could_become_marker, marker_ids
 from citations.phrases import INSUFFICIENT_DEFAULT, normal_text, parse_phrases
 from citations.references import references_by_marker_markdown, references_markdown
-from citations.support.check import SUPPORT_THRESHOLD, check_support, reason_text
+from citations.support.check import check_support
+from citations.support.weights import DEFAULT_WEIGHTS
 
 TEXT_STOPS = re.compile("[`\n" + re.escape("".join(BRACKETS)) + "]")
 CODE_STOPS = re.compile("[`\n]")
@@ -26,8 +27,11 @@ class CitationStream:
     trailing whitespace (to drop it if a removed marker and punctuation follow). Total cost is linear in the answer.
     """
 
-    def __init__(self, chunk_metadata=None, insufficient_phrases=INSUFFICIENT_DEFAULT, question=None):
+    def __init__(self, chunk_metadata=None, insufficient_phrases=INSUFFICIENT_DEFAULT, question=None,
+                 weights=DEFAULT_WEIGHTS):
+        """`weights`: the support check's (citations.support.weights); the node ships DEFAULT_WEIGHTS."""
         self._chunks = parse_chunk_metadata(chunk_metadata)
+        self._weights = weights
         if question is not None and not isinstance(question, str):
             raise ValueError(f"question: expected text, got {type(question).__name__}")
         self._question = question or ""
@@ -124,7 +128,8 @@ class CitationStream:
         if not self._finished:
             self.finish()
         if support and self._checked is None:  # the support check runs once, after the stream ended
-            self._checked = check_support(self._plain, self._chunks, question=self._question, phrases=self._phrases)
+            self._checked = check_support(self._plain, self._chunks, question=self._question, phrases=self._phrases,
+                                          weights=self._weights)
         checked = self._checked if support else unchecked(self._plain)
         plain = checked["text"]
         said = normal_text(plain) if self._phrases else ""
@@ -135,10 +140,10 @@ class CitationStream:
         citations = []
         for citation in self._citations:
             score = checked["support"].get(citation["id"])
-            reasons = checked["reasons"].get(citation["id"], [])
             citations.append({**citation, "support": None if score is None else round(score, 3),
-                              "weak": score is not None and score < SUPPORT_THRESHOLD,
-                              "reasons": reasons, "reason": reason_text(reasons)})
+                              "weak": score is not None and score < self._weights.threshold,
+                              "reasons": checked["reasons"].get(citation["id"], []),
+                              "reason": checked["reason"].get(citation["id"], "")})
         return {
             "answer": "".join(self._shown),
             "answer_without_markers": plain,

@@ -1,8 +1,6 @@
 """The nodes' fast paths (issue 25) give what the full work gives: each shortcut rests on a fact checked here."""
 
 import json
-import re
-import unicodedata
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -13,10 +11,8 @@ from citations import filter as filter_chunks
 from citations import merge as merge_chunks
 from citations import memory as remember_turn
 from citations import neutralise
-from citations.support import check as support_check
 from citations.dify_inputs import load_json, read_int
 from citations.neutralise import MAY_FOLD
-from citations.support.check import CJK, CODE_HINT, CODE_TOKENS, COMMON_COMPATIBILITY, NEGATED_EN, NEGATION_HINT_EN, PART_SPLIT, nfkc
 
 
 @pytest.mark.parametrize("node", [neutralise])
@@ -185,65 +181,3 @@ def test_every_provider_shape_is_found_past_the_quick_envelope_check():
     for name, (response, _) in WEB_SHAPES.items():
         for obj in dicts_in(response):
             assert merge_chunks.envelope_results(obj) is envelope_read_in_full(obj), name
-
-
-# --- the support check (validate_citations) ---------------------------------------------------------------
-
-COMPAT_TEXT = st.lists(st.sampled_from(
-    [char for char, _ in COMMON_COMPATIBILITY]
-    + list("a1 ,.。、“”—éÅ") + ["\u0301", "\u0308", "\u0327", "\u3099", "ｶ", "ﾞ", "①", "ﬁ", "㎏", "Ａ", "\u212b",
-                                "\u1100", "\u1161", "가", "巡更", "…", "\u00a0"]), max_size=12).map("".join)
-
-
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(COMPAT_TEXT)
-def test_nfkc_is_unicodedatas_nfkc(text):
-    assert nfkc(text) == unicodedata.normalize("NFKC", text)
-
-
-def test_nfkc_with_every_combining_mark_after_a_replaced_character():
-    for char, _ in COMMON_COMPATIBILITY:
-        for mark in map(chr, range(0x300, 0x370)):
-            assert nfkc(f"巡{char}{mark}a") == unicodedata.normalize("NFKC", f"巡{char}{mark}a")
-
-
-CJK = CJK
-# each pattern as it reads most plainly, against the form shipped (written to start with a character set)
-PLAIN_PATTERNS = {
-    "THOUSANDS": r"(?<=\d),(?=\d{3}(?!\d))",
-    "SENTENCE_END": rf"(?:[。！？!?；;]+|\.(?=\s|$|[{CJK}])|…+(?=\s|$))[”’\"'）)】」』]*",
-    "PART_SPLIT": r"[，；：]|(?<!\d)[,:](?!\d)|;|\s(?:and|but|while|whereas|although|though|which|who|whose|where)\s"
-                  r"|但是|但|并且|而且|同时",
-    "SHORT_MEASURE": r"\d\s?(?:m|g|t|l|h|in)\b|\bmay\b",
-    "NEGATED_ZH": "没有|[不没无非未别勿莫]",
-    "CJK_RUNS": f"[{CJK}]+",
-    "NUMBER_TOKENS": r"\d+(?:\.\d+)?",
-    "WORD_TOKENS": "[A-Za-z\u00c0-\u024f]+",
-    "ZH_NUMBER": "[零一二两三四五六七八九十百千]+(?=[个天次楼层人元分年月日点号周岁小倍位条])",
-    "NUMBER_AFTER": rf"(\d+(?:\.\d+)?)\s*(%|[A-Za-z]+|[{CJK}]{{1,2}})?",
-}
-PATTERN_TEXT = st.lists(st.sampled_from(
-    list("ab é0123456789١ ,:;.…。！？!?；，：但是并且而同时没有不非三十个人%天”）\n\t_")
-    + [" and ", " but ", " where ", " may ", "may", "1,000", "12,345", "2.5", "3m", "5 in", "……", "但是", "同时", "没有",
-       "十二个", "Straße", "巡更", "8:00"]), max_size=16).map("".join)
-
-
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(PATTERN_TEXT)
-def test_the_patterns_match_as_their_plain_forms(text):
-    for name, plain in PLAIN_PATTERNS.items():
-        shipped = getattr(support_check, name)
-        assert ([(m.span(), m.groups()) for m in shipped.finditer(text)]
-                == [(m.span(), m.groups()) for m in re.finditer(plain, text)]), name
-    assert PART_SPLIT.split(text) == re.split(PLAIN_PATTERNS["PART_SPLIT"], text)
-
-
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.sampled_from(["no", "not", "none", "nor", "never", "neither", "nobody", "nothing", "without",
-                                 "cannot", "can't", "hasn’t", "n't", "a", "b2", "2b", "x", "7", "١", "B١٢", " ", "-", ".", "é",
-                                 "巡", "_", "know", "one", "within"]), max_size=10).map("".join))
-def test_the_hints_are_found_wherever_their_patterns_match(text):
-    if CODE_TOKENS.search(text):
-        assert CODE_HINT.search(text)
-    if NEGATED_EN.search(text):
-        assert NEGATION_HINT_EN.search(text)

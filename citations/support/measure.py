@@ -1,0 +1,71 @@
+"""The measure cue, a kind of number cue: the chunk gives the sentence's number with another month (March 1 / May 1)
+or with another unit of its kind that is no conversion of it (5 km / 5 miles; docs/support-check.md, step 5)."""
+
+import re
+from functools import cache
+
+from citations.support.quantities import NUMBER_AFTER, unit_name
+from citations.support.tables import MONTH_NAMES, MONTHS, UNIT_SCALE
+from citations.support.text import DIGIT, LATIN
+from citations.support.units import number_unit, word_unit
+
+MONTH_HINT = re.compile("|".join(MONTHS))
+
+
+@cache
+def short_measure():
+    r"""What `content_units` drops (a one-letter unit after a number, the stop word "may"):
+    \d\s?(?:m|g|t|l|h|in)\b|\bmay\b, written to start with a set."""
+    return re.compile(r"[\dm](?:(?<=\d)\s?(?:m|g|t|l|h|in)\b|(?<=\bm)ay\b)")
+
+
+@cache
+def month_number():
+    """A month and a number after it (march 1, march 2017), or a day and a month after it (1 march)."""
+    return re.compile(rf"\b({'|'.join(MONTHS)})[a-z]*\.? (\d{{1,4}})\b|\b(\d{{1,2}}) ({'|'.join(MONTHS)})[a-z]*\b")
+
+
+@cache
+def measure_hints():
+    """The units (see `content_units`) that let `measure_cue` find something: a unit's or a month's name."""
+    return frozenset([word_unit(name) for name in UNIT_SCALE if name.isascii()]
+                     + [name if len(name) < 3 else name[:2] for name in UNIT_SCALE if not name.isascii()]
+                     + [word_unit(month) for month in MONTH_NAMES]) - {""}
+
+
+def month_numbers(text):
+    """{(number, month): None} of the dates in a casefolded text (`march 1`, `1 march`, `march 2017`), in the
+    text's order."""
+    if not MONTH_HINT.search(text):  # `month_number` needs one
+        return {}
+    return dict.fromkeys((number_unit(number or day), month or month_after)
+                         for month, number, day, month_after in month_number().findall(text))
+
+
+def measure_cue(sentence_text, view):
+    """{"kind": "number", "claim": "march 1", "source": "may 1"} when the chunk gives the sentence's number with
+    another month, or {"claim": "5 km", "source": "5 miles"} with another unit of its kind (and never as the
+    sentence writes it, nor as its conversion)."""
+    if LATIN.search(sentence_text) and DIGIT.search(sentence_text):
+        said = month_numbers(sentence_text)
+        if said:
+            chunk = month_numbers(view.text)
+            for number, month in said:
+                if (number, month) in chunk:
+                    continue
+                other = sorted(m for n, m in chunk if n == number and m != month)
+                if other:
+                    return {"kind": "number", "claim": f"{month} {number[1:]}", "source": f"{other[0]} {number[1:]}"}
+    for number, thing in NUMBER_AFTER.findall(sentence_text):
+        name = unit_name(thing) if thing else None
+        if name is None:
+            continue
+        unit = number_unit(number)
+        kind, scale = UNIT_SCALE[name]
+        same = view.quantities().get(unit)
+        if not same or any(UNIT_SCALE[other][1] == scale for other in same) or unit in view.converted():
+            continue
+        for other in sorted(same):
+            if UNIT_SCALE[other][0] == kind:
+                return {"kind": "number", "claim": f"{number} {name}", "source": f"{number} {other}"}
+    return None

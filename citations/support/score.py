@@ -1,0 +1,122 @@
+"""The score of a (sentence, chunk) pair: the weighted share of the sentence's content the chunk holds, lowered for
+what is missing, pulled toward the weakest clause and cut by each contradiction cue (docs/support-check.md,
+steps 3-7)."""
+
+from citations.support.antonym import antonym_candidates, antonym_cue
+from citations.support.measure import measure_cue, measure_hints, short_measure
+from citations.support.negation import negated, negation_cue
+from citations.support.number import number_cue
+from citations.support.roles import ROLE_HINT, roles_cue
+from citations.support.scope import scope_cue
+from citations.support.sentences import sentence_parts
+from citations.support.text import DIGIT, LATIN
+from citations.support.units import is_chinese
+from citations.support.weights import DEFAULT_WEIGHTS
+from citations.support.words import words_of
+
+
+def coverage(units, chunk, others=None, converted=(), weights=DEFAULT_WEIGHTS):
+    """(found weight, needed weight, numbers and codes missing, words missing) of `units` in the set `chunk` (or,
+    for a number, in `converted`); the units only another cited chunk contains (`others`) are left out. Words
+    missing: about how many words of the sentence the chunk lacks, the weight of its missing units other than
+    numbers and codes, a Chinese unit counted at 1/weight_zh_word (a missing two-character word loses about that
+    much weight: its bigram, its characters and the bigrams joining it to its neighbours)."""
+    zh_word = weights.weight_zh_word
+    found = needed = words = 0.0
+    missing = 0
+    for unit, weight in units.items():
+        if unit in chunk:
+            found += weight
+        elif others and others.get(unit):
+            continue
+        elif unit[0] == "#":
+            if unit in converted:
+                found += weight
+            else:
+                missing += 1
+        else:
+            words += weight / zh_word if "\u3400" <= unit[0] else weight
+        needed += weight
+    return found, needed, missing, words
+
+
+def plain_share(covered, weights=DEFAULT_WEIGHTS):
+    """`support_score` from a `coverage` result (found, needed, missing, words missing)."""
+    found, needed, missing, _ = covered
+    return 1.0 if needed == 0 else found / needed * weights.missing_exact ** missing
+
+
+def support_score(units, chunk, others=None, weights=DEFAULT_WEIGHTS):
+    """The weighted share of a sentence's units found in `chunk` (a set of units), leaving out the units only
+    another cited chunk contains (`others`: unit -> how many of the sentence's cited chunks contain it); times
+    missing_exact for each number or code the chunk lacks. 1.0 when the sentence has no content to back. (The plain
+    share; the check itself scores a pair with `judge`.)"""
+    return plain_share(coverage(units, chunk, others, weights=weights), weights)
+
+
+def weakest_part(units, parts, chunk, others=None, weights=DEFAULT_WEIGHTS):
+    """The lowest share of its content the chunk holds over the parts carrying at least min_part_weight; a
+    part's content is the sentence's units written in it. None when fewer than two parts carry that much."""
+    shares = []
+    keys = [(unit[1:] if unit[0] == "#" else unit, unit, weight) for unit, weight in units.items()]
+    for part in parts:
+        found = needed = 0.0
+        for key, unit, weight in keys:
+            if key in part:
+                if unit in chunk:
+                    found += weight
+                elif others and others.get(unit):
+                    continue
+                needed += weight
+        if needed >= weights.min_part_weight:
+            shares.append(found / needed)
+    return min(shares) if len(shares) >= 2 else None
+
+
+def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAULT_WEIGHTS):
+    """(score, reasons) for a sentence (its `folded` text, weighted units and parts) citing the chunk `view`.
+
+    The score is the weighted share of the sentence's content the chunk holds, lower the more weight is missing
+    (missing_decay per unit of weight, missing_exact per number or code), pulled toward its weakest clause
+    (part_weight), times the cue's factor for each contradiction cue relative to the chunk's matching passage; for
+    a Chinese sentence, raised to zh_scale (all of them `weights`).
+    `parts`: the sentence's `sentence_parts`, or None to split it here when the chunk lacks some of its content.
+    `covered`: `coverage(units, view.units, others, weights=weights)` when the caller has it already."""
+    found, needed, missing, lacking = covered or coverage(units, view.units, others, (), weights)
+    if needed == 0:
+        return 1.0, []
+    if missing and view.converted():
+        found, needed, missing, lacking = coverage(units, view.units, others, view.converted(), weights)
+    score = found / needed * weights.missing_exact ** missing * weights.missing_decay ** lacking
+    if found < needed and parts is None:
+        parts = sentence_parts(text)
+    weakest = weakest_part(units, parts, view.units, others, weights) if parts and found < needed else None
+    if weakest is not None:
+        score = min(score, (1 - weights.part_weight) * score + weights.part_weight * weakest)
+    reasons = []
+    cue = (number_cue(text, units, view) if missing else
+           measure_cue(text, view) if (not measure_hints().isdisjoint(units) or short_measure().search(text))
+           and DIGIT.search(text) else None)
+    if cue:
+        reasons.append(cue)
+    if found:
+        words = words_of(text) if LATIN.search(text) else None
+        cue = scope_cue(text, view, words)
+        if cue:
+            reasons.append(cue)
+        candidates = antonym_candidates(text, units, view, words)
+        roles = "比" in text or ROLE_HINT.search(text)
+        said = negated(text)
+        negation, antonym = said or view.negated(), candidates and not said  # the rules that may find a cue
+        if negation or antonym or roles:
+            passage, share = view.passage(units)
+            if share >= weights.passage_match:  # the chunk's passage says enough of the sentence for a cue to count
+                for cue in (negation and negation_cue(text, view, passage, said),
+                            antonym and antonym_cue(candidates, passage), roles and roles_cue(text, passage)):
+                    if cue:
+                        reasons.append(cue)
+    for reason in reasons:
+        score *= weights.cue(reason["kind"])
+    if 0.0 < score < 1.0 and is_chinese(units):
+        score **= weights.zh_scale
+    return score, reasons

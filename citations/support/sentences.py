@@ -1,0 +1,120 @@
+"""Sentences and their parts: where the answer's sentences start and end, which sentence a citation belongs to, and
+the clauses of one sentence (docs/support-check.md, "Sentences" and step 4)."""
+
+import re
+from bisect import bisect_left
+from functools import cache
+
+from citations.support.tables import ABBREVIATIONS
+from citations.support.text import is_cjk
+
+# a run of 。！？!?；;, or a full stop before a space, the end or a character beyond ASCII, or a run of … before a
+# space or the end; with the closing quotes or brackets after it. (A full stop before a character beyond ASCII ends
+# a sentence only before a space or a Chinese character, `full_stop_ends`: a set of Chinese characters here would
+# cost a Code node's process about 1 ms to compile.)
+SENTENCE_END = re.compile(r"[。！？!?；;.…](?:(?<![.…])[。！？!?；;]*|(?<=\.)(?=\s|$|[^\x00-\x7f])|(?<=…)…*(?=\s|$))"
+                          r"[”’\"'）)】」』]*")
+LINE_MARK = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)]|\d{1,9}、|#{1,6}|>)[ \t]+)*")  # 、 apart: no set beyond Latin-1
+WORD_BEFORE_DOT = re.compile(r"[A-Za-z][A-Za-z.]*\Z")
+# Parts of a sentence (rule: `sentence_parts`): clauses split at these separators.
+# ，；：; , or : not between digits, and|but|…|where between spaces, 但是 但 并且 而且 同时
+PART_SPLIT = re.compile(r"[，；：]|(?<!\d)[,:](?!\d)|;"
+                        r"|\s(?:and|but|while|whereas|although|though|which|who|whose|where)\s|但是|但|并且|而且|同时")
+
+
+@cache
+def inline_code():
+    return re.compile(r"`[^`\n]*`?")
+
+
+@cache
+def table_rule():
+    return re.compile(r"[ \t]*\|?[ \t:|-]*-[ \t:|-]*")
+
+
+def full_stop_ends(line, dot):
+    """Does the full stop at `line[dot]`, which SENTENCE_END found, stand before the end, a space or a Chinese
+    character? (The pattern lets any character beyond ASCII follow it.)"""
+    after = line[dot + 1:dot + 2]
+    return after.isascii() or after.isspace() or is_cjk(after)
+
+
+def not_an_end(text, begin, dot):
+    """Does the . ; ! or ? at `text[dot]` (in a sentence starting at `begin`) end nothing? When a lower-case word
+    follows, inside brackets or quotes still open, and for a full stop of an abbreviation (`Co.`, `e.g.`, `U.S.`,
+    `v.`) or an initial (`Mark T. Smith`), and for a full stop before a character beyond ASCII that is neither a space
+    nor a Chinese character (`full_stop_ends`)."""
+    if text[dot] == "." and not text[dot + 1:dot + 2].isascii() and not full_stop_ends(text, dot):
+        return True
+    following = text[dot + 1:dot + 3].lstrip()
+    if following[:1].islower() and following[:1].isascii():
+        return True
+    if text[dot] == ";" and following[:1].isascii():
+        return True  # an English semicolon joins the clauses of one sentence
+    if following and text.count("(", begin, dot) > text.count(")", begin, dot):
+        return True
+    if following and text.count('"', begin, dot) % 2:
+        return True
+    if text[dot] != ".":
+        return False
+    word = WORD_BEFORE_DOT.search(text, max(0, dot - 12), dot)
+    if word is None:
+        return False
+    word = word.group()
+    if word.replace(".", "").casefold() in ABBREVIATIONS:
+        return True
+    if len(word) == 1 and word.isupper():
+        return bool(following)  # an initial, unless the text ends here
+    parts = word.split(".")
+    return len(parts) > 1 and all(0 < len(part) <= 2 for part in parts)
+
+
+def sentence_spans(text):
+    """[(start, end, kind)]: the sentences of `text` — split after 。！？；!?; and a full stop, one per list item,
+    heading line or table row; fenced code blocks and table rules are not sentences and inline code is never split."""
+    spans = []
+    fence = False
+    start = 0
+    for line in text.split("\n"):
+        at, start = start, start + len(line) + 1
+        if line.startswith("```"):
+            fence = not fence
+            continue
+        stripped = line.strip()
+        if fence or not stripped:
+            continue
+        if stripped.startswith("|"):
+            if not table_rule().fullmatch(line):
+                spans.append((at, at + len(line), "row"))
+            continue
+        kind = "heading" if stripped.startswith("#") else "text"
+        masked = inline_code().sub(lambda m: "x" * len(m.group()), line) if "`" in line else line
+        begin = LINE_MARK.match(line).end()
+        for end in SENTENCE_END.finditer(masked, begin):
+            if end.group()[0] in ".;!?" and not_an_end(masked, begin, end.start()):
+                continue
+            if end.end() > begin:
+                spans.append((at + begin, at + end.end(), kind))
+                begin = end.end()
+        if line[begin:].strip():
+            spans.append((at + begin, at + len(line), kind))
+    return spans
+
+
+def sentence_of(spans, starts, text, position):
+    """The index of the sentence a citation at `position` belongs to: the one it ends or stands in; between two
+    sentences, the one before when no line break comes between, else the one after. `starts`: the sentences'
+    starts."""
+    index = bisect_left(starts, position) - 1  # the last sentence starting before `position`
+    if index >= 0 and position <= spans[index][1]:
+        return index
+    after = index + 1 if index + 1 < len(spans) else None
+    if index >= 0 and (after is None or "\n" not in text[spans[index][1]:position]):
+        return index
+    return after
+
+
+def sentence_parts(text):
+    """The clauses of a sentence (`folded`), when it has two or more; else []."""
+    parts = [part for part in PART_SPLIT.split(text) if part.strip()]
+    return parts if len(parts) >= 2 else []

@@ -1,0 +1,45 @@
+"""The score of a (sentence, chunk) pair (citations/support/score.py): partial support, the weakest part."""
+
+from citations.support.chunk import ChunkView
+from citations.support.score import judge, weakest_part
+from citations.support.sentences import sentence_parts
+from citations.support.text import folded
+from citations.support.units import content_units
+from citations.support.weights import DEFAULT_WEIGHTS
+
+
+def score(sentence, chunk):
+    text = folded(sentence)
+    return judge(text, content_units(sentence), ChunkView(chunk), None, sentence_parts(text))
+
+
+def test_the_more_of_a_sentence_is_missing_the_lower_it_scores():
+    chunk = "The north wing has 12 meeting rooms with projectors and whiteboards."
+    full = score("The north wing has 12 meeting rooms with projectors.", chunk)[0]
+    one = score("The north wing has 12 meeting rooms with projectors and coffee machines.", chunk)[0]
+    two = score("The north wing has 12 meeting rooms with projectors, coffee machines and standing desks.", chunk)[0]
+    assert full > one > two
+    assert full >= DEFAULT_WEIGHTS.threshold
+
+
+def test_a_missing_number_weighs_more_than_a_missing_word():
+    chunk = "大会议室可容纳40人，配有投影仪。"
+    assert score("大会议室可容纳40人，配有投影仪和音响。", chunk)[0] > score("大会议室可容纳45人，配有投影仪。", chunk)[0]
+
+
+def test_a_multi_part_sentence_is_pulled_toward_its_weakest_part():
+    chunk = "巡更管理规定：夜间巡更从22:00开始，每2小时巡查一次，巡更人员须在每个点位用手持终端打卡。"
+    units = content_units("夜间巡更从22:00开始，访客须在前台登记身份证件")
+    parts = sentence_parts(folded("夜间巡更从22:00开始，访客须在前台登记身份证件"))
+    assert len(parts) == 2
+    weakest = weakest_part(units, parts, ChunkView(chunk).units)
+    assert weakest is not None and weakest < 0.3  # the second clause is not in the chunk
+    whole, _ = judge(folded("夜间巡更从22:00开始，访客须在前台登记身份证件"), units, ChunkView(chunk), None, ())
+    with_parts, _ = judge(folded("夜间巡更从22:00开始，访客须在前台登记身份证件"), units, ChunkView(chunk), None, parts)
+    assert with_parts < whole
+
+
+def test_a_part_with_too_little_content_is_not_judged_alone():
+    units = content_units("Rooms seat 40 people, yes")
+    parts = sentence_parts(folded("Rooms seat 40 people, yes"))
+    assert weakest_part(units, parts, ChunkView("Rooms seat 40 people").units) is None

@@ -1,0 +1,24 @@
+"""Content units (citations/support/units.py): what the check counts of a text and what each weighs."""
+
+from citations.support.chunk import ChunkView
+from citations.support.tables import GENERIC_WORDS, GENERIC_ZH
+from citations.support.units import content_units, stem
+from citations.support.weights import DEFAULT_WEIGHTS
+
+
+def test_generic_words_weigh_less():
+    assert "during" in GENERIC_WORDS and "有人" in GENERIC_ZH
+    assert content_units("It grew during the war")[stem("during")] == DEFAULT_WEIGHTS.weight_generic
+    assert content_units("有人来过")["有人"] == DEFAULT_WEIGHTS.weight_generic
+
+
+def test_a_word_and_its_inflections_share_one_unit():
+    assert {stem(w) for w in ("open", "opens", "opened", "opening")} == {"open"}
+    assert {stem(w) for w in ("ban", "bans", "banned", "banning")} == {"ban"}
+    assert {stem(w) for w in ("write", "writes", "writing")} == {"writ"}
+    assert stem("study") == stem("studies") == stem("studied") == "studi"
+    assert stem("class") == "class" and stem("pass") == "pass"  # the -s of -ss stays
+    assert stem("was") == "was" and stem("bed") == "bed"  # too short to lose an ending
+    assert stem("installation") == "insta"  # then the first five letters
+    units = content_units("The school opened in 2016")
+    assert "open" in units and "open" in ChunkView("The school opens its doors in 2016.").units
