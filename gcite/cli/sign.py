@@ -61,10 +61,14 @@ def keygen_command(args: argparse.Namespace) -> int:
 
 
 def verify_command(args: argparse.Namespace) -> int:
+    from gcite.release.archive import ArchiveError
     from gcite.release.signing import SigningError, verify_file
 
     try:
         result = verify_file(args.package, args.key)
+    except ArchiveError as error:
+        text = str(error)
+        raise CliError(text if text.startswith(f"{args.package}:") else f"{args.package}: {text}") from None
     except SigningError as error:
         raise CliError(str(error)) from None
     if not result.verified:
@@ -80,7 +84,7 @@ def package_command(args: argparse.Namespace) -> int:
     from gcite import ROOT
     from gcite.release.marketplace import publisher_problems, release
     from gcite.release.package import PackageError, source_of, update_dsl_dependencies
-    from gcite.release.signing import SigningError, read_private_key
+    from gcite.release.signing import SigningError, private_key_mode_problem, read_private_key
 
     if args.category and not args.sign:
         raise CliError("--category is recorded in the signature: it needs --sign KEY.private.pem")
@@ -93,6 +97,9 @@ def package_command(args: argparse.Namespace) -> int:
     out = ROOT / args.out
     if out.exists() and not out.is_dir():
         raise CliError(f"--out {args.out}: not a directory")
+    unprotected = private_key_mode_problem(args.sign) if args.sign else None
+    if unprotected:
+        raise CliError(f"--sign {unprotected}")
     try:
         key = read_private_key(args.sign) if args.sign else None
     except SigningError as error:

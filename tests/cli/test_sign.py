@@ -110,6 +110,7 @@ def test_a_key_in_the_wrong_format_is_one_line(tree, tmp_path):
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     (tmp_path / "pkcs8.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                                            serialization.NoEncryption()))
+    (tmp_path / "pkcs8.pem").chmod(0o600)
     done = gcite("package", "--sign", str(tmp_path / "pkcs8.pem"), cwd=tree)
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert "'PRIVATE KEY' PEM block, the daemon reads only 'RSA PRIVATE KEY'" in done.stderr
@@ -166,3 +167,15 @@ def test_installing_needs_no_other_tool(page):
         assert at >= 0, (page, step)
     if page.endswith("install.md"):
         assert "extraEnv" in text and "docker-compose.override.yaml" in text  # Helm and docker compose
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604])
+def test_a_key_others_can_read_is_refused(keys, tree, tmp_path, mode):
+    stem, _ = keys
+    key = tmp_path / "open.private.pem"
+    shutil.copyfile(f"{stem}.private.pem", key)
+    key.chmod(mode)
+    done = gcite("package", "--sign", str(key), "--out", str(tmp_path / "dist"), cwd=tree)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"error: --sign {key}: mode {mode:04o}") and f"chmod 600 {key}" in done.stderr
+    assert not (tmp_path / "dist").exists() and "BEGIN" not in done.stderr + done.stdout
