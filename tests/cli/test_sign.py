@@ -68,8 +68,9 @@ def test_package_sign_then_verify(keys, tree):
     package = tree / lines["package"].strip()
     identifier = lines["identifier"].strip()
     assert package.name == "gcite-0.1.0.signed.difypkg" and identifier.startswith("gcite/gcite:0.1.0@")
-    assert f"updated dependency in dsl/gcite_chatflow.yml" in done.stdout
-    assert identifier in (tree / "dsl" / "gcite_chatflow.yml").read_text(encoding="utf-8")
+    # dsl/ names the unsigned build and stays as it is; the note says where the operator's chatflows come from
+    assert "updated dependency" not in done.stdout and "dsl/ unchanged: it names the unsigned build" in done.stdout
+    assert "--dsl-out DIR" in done.stdout and identifier not in (tree / "dsl" / "gcite_chatflow.yml").read_text()
     # only the publisher's details are missing: warnings, not errors
     assert "warning: [manifest] manifest.yaml: repo is missing" in done.stderr and "error:" not in done.stderr
     assert "Warning" not in done.stderr  # no Python warning (gevent's, on importing the SDK) among the command's own
