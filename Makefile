@@ -1,7 +1,7 @@
 # `make demo` and `make test` set up everything they need: a .venv with Python 3.12 and the pinned packages.
 VENV   := .venv
 PY     := $(VENV)/bin/python
-REQS   := requirements.txt requirements-dev.txt requirements-engine.txt
+REQS   := requirements.txt requirements-dev.txt requirements-engine.txt pyproject.toml
 STAMP  := $(VENV)/.installed-$(shell cat $(REQS) | cksum | cut -d' ' -f1)
 
 .PHONY: venv test test-fast demo bench fuzz package dsl clean browser test-dify check
@@ -23,6 +23,8 @@ $(STAMP): $(REQS) scripts/find_python.sh
 	@$(PY) -m pip install --disable-pip-version-check --progress-bar on -r requirements-dev.txt
 	@echo "==> set-up [4/4] installing graphon, Dify's workflow engine, without its extras (requirements-engine.txt)"
 	@$(PY) -m pip install --disable-pip-version-check -q --no-deps -r requirements-engine.txt
+	@echo "==> set-up: the gcite command, editable from this clone (pip install -e .; pyproject.toml)"
+	@$(PY) -m pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 	@echo "==> set-up done"

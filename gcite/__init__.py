@@ -2,7 +2,12 @@
 
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+_HERE = Path(__file__).resolve().parent
+_DATA = _HERE / "_plugin"
+# the plugin tree: inside an installed wheel, its package data (pyproject.toml puts the plugin's files there); in a
+# clone (and an editable install, which reads the clone), the repository itself. Never the current folder.
+INSTALLED = (_DATA / "manifest.yaml").is_file()
+ROOT = _DATA if INSTALLED else _HERE.parent
 
 
 def unicode_problem(value: str, where: str) -> str | None:

@@ -130,8 +130,16 @@ def main(argv: list[str] | None = None) -> int:
         return dispatch(args)
 
 
+WRITES_THE_TREE = ("package", "build-dsl", "sync-schema")
+
+
 def dispatch(args: argparse.Namespace) -> int:
     try:
+        from gcite import INSTALLED
+
+        if INSTALLED and args.command in WRITES_THE_TREE:
+            raise CliError(f"{args.command} builds from and writes into a clone of the plugin's repository: run it "
+                           f"there, with the command installed from it (make venv, or pip install -e .)")
         if args.command == "demo":
             return demo_command(args)
         if args.command == "run":

@@ -53,13 +53,16 @@ def package_identifier(path: Path) -> str:
     """The identifier the plugin daemon gives the package at `path` (`--package`), or a one-line error."""
     import zipfile
 
-    from gcite.release.package import identifier_of_package
     from gcite.authoring.retrofit import GCITE_PLUGIN
+    from gcite.release.archive import ArchiveError
+    from gcite.release.package import identifier_of_package
 
     if not path.is_file():
         raise CliError(f"--package {path}: no such file (build one with `python -m gcite package`)")
     try:
         identifier = identifier_of_package(path)
+    except ArchiveError as error:  # read within gcite.release.archive's bounds; the message names the entry
+        raise CliError(f"--package {path}: not a readable plugin package ({error})") from None
     except (zipfile.BadZipFile, KeyError, OSError, ValueError, TypeError, yaml.YAMLError):
         raise CliError(f"--package {path}: not a plugin package (a .difypkg zip with a manifest.yaml)") from None
     if not identifier.startswith(GCITE_PLUGIN):

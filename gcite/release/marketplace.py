@@ -61,6 +61,20 @@ SECRET_SHAPES = (
     ("an AWS access key id", re.compile(r"\bAKIA[0-9A-Z]{16}\b")),
     ("a JWT-shaped token (eyJ….….…)", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b")),
 )
+# credential files by name (lower-cased) and by shape: whatever else the scan finds in them, they are errors
+CREDENTIAL_NAMES = {".netrc": "a .netrc (host logins and passwords)", "_netrc": "a .netrc (host logins and passwords)",
+                    ".git-credentials": "git's stored credentials", ".pgpass": "a PostgreSQL password file",
+                    ".pypirc": "a PyPI upload configuration", ".npmrc": "an npm configuration (may hold a token)",
+                    ".dockercfg": "a docker registry credentials file", ".htpasswd": "an htpasswd file",
+                    "id_rsa": "an SSH private key", "id_dsa": "an SSH private key", "id_ecdsa": "an SSH private key",
+                    "id_ed25519": "an SSH private key", "credentials": "a cloud credentials file"}
+CREDENTIAL_SUFFIXES = {".pem": "a PEM key or certificate file", ".key": "a key file", ".p12": "a PKCS#12 key store",
+                       ".pfx": "a PKCS#12 key store", ".ppk": "a PuTTY private key", ".jks": "a Java key store",
+                       ".keystore": "a key store"}
+# (PEM private key blocks are found line by line below, with their line number)
+PRIVATE_KEY_SHAPE = re.compile(rb"-----BEGIN PGP PRIVATE KEY BLOCK-----|PuTTY-User-Key-File-\d")
+NETRC_SHAPE = re.compile(rb"(?m)^\s*(?:machine\s+\S+|default)\b[^\n]*?(?:\n\s*)?\b(?:login|password)\s+\S+")
+DOCKER_SECRETS = {"auth", "password", "identitytoken", "registrytoken"}
 ASSIGNMENT = re.compile(r"""(?ix)
     (?P<key>[A-Z0-9_.-]*(?:api[_-]?key|access[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret|password
         |private[_-]?key|secret|token)[A-Z0-9_.-]*)
@@ -356,9 +370,38 @@ def _secret_shaped(value: str) -> bool:
     return bool(TOKEN_VALUE.match(value)) and _entropy(value) >= 4.5
 
 
+def credential_file(name: str, content: bytes) -> str | None:
+    """What credential file `name` is, by its name or its shape (a .netrc, a docker config with `auths`, a private
+    key), or None. Such a file is an error wherever it is, whatever its size, text or not."""
+    base = PurePosixPath(name).name
+    lowered = base.lower()
+    if lowered in CREDENTIAL_NAMES:
+        return CREDENTIAL_NAMES[lowered]
+    if PurePosixPath(lowered).suffix in CREDENTIAL_SUFFIXES:
+        return CREDENTIAL_SUFFIXES[PurePosixPath(lowered).suffix]
+    head = content[:MAX_SCANNED]
+    if PRIVATE_KEY_SHAPE.search(head):
+        return "a private key"
+    if NETRC_SHAPE.search(head):
+        return "a .netrc-shaped file (machine … login … password …)"
+    if b'"auths"' in head and lowered.endswith(".json"):
+        try:
+            data = json.loads(head.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            data = None
+        auths = data.get("auths") if isinstance(data, dict) else None
+        if isinstance(auths, dict) and any(isinstance(v, dict) and (v.keys() & DOCKER_SECRETS) for v in auths.values()):
+            return "a docker config.json holding registry credentials (auths)"
+    return None
+
+
 def check_secrets(entries: dict[str, bytes]) -> list[Finding]:
     found = []
     for name, content in entries.items():
+        what = credential_file(name, content)
+        if what is not None:
+            found.append(Finding("secrets", f"{name}: {what}: a credential file, never shipped"))
+            continue
         suffix = PurePosixPath(name).suffix.lower()
         if len(content) > MAX_SCANNED or suffix in BINARY_SUFFIXES or b"\0" in content[:4096]:
             continue

@@ -33,6 +33,7 @@ META_VERSION = re.compile(r"\d+\.\d+\.\d+")
 PROVIDER_NAME = re.compile(r"[a-zA-Z0-9_-]+")
 ARCHES = {"amd64", "arm64"}
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+MANIFEST_BYTES = 64 * 1024  # a manifest read from someone else's package (ours is under 2 KB)
 
 
 class PackageError(Exception):
@@ -79,7 +80,20 @@ def collect_files(root: Path) -> list[str]:
             relative = (base / name).as_posix()
             if not excluded(relative, False, patterns):
                 files.append(relative)
+    outside = [f"{relative}: a symlink to {os.readlink(root / relative)}, outside the plugin tree: packaging it would "
+               f"ship that file of this machine (replace the link with the file, or list it in .difyignore)"
+               for relative in files if (root / relative).is_symlink() and not _inside(root, root / relative)]
+    if outside:
+        raise PackageError(outside)
     return sorted(files)
+
+
+def _inside(root: Path, path: Path) -> bool:
+    """Whether `path`, symlinks resolved, is a file within `root` (resolved too)."""
+    try:
+        return path.resolve(strict=True).is_relative_to(root.resolve(strict=True))
+    except (OSError, RuntimeError):  # dangling, or a loop
+        return False
 
 
 PLUGIN_README_DIR = "plugin_readme"
@@ -134,10 +148,22 @@ def unique_identifier(manifest: dict[str, Any], entries: dict[str, bytes]) -> st
 
 
 def identifier_of_package(path: Path) -> str:
-    """The identifier the daemon computes from an uploaded package's entries."""
-    with zipfile.ZipFile(path) as archive:
-        entries = {info.filename: archive.read(info) for info in archive.infolist() if not info.is_dir()}
-    return unique_identifier(yaml.safe_load(entries["manifest.yaml"]), entries)
+    """The identifier the daemon computes from an uploaded package's entries; ArchiveError (one line) for a package
+    that cannot be read within the bounds of gcite.release.archive, or that has no readable manifest."""
+    from gcite import load_yaml
+    from gcite.release.archive import ArchiveError, read_entries, read_package_file
+
+    entries = read_entries(read_package_file(path))
+    if "manifest.yaml" not in entries:
+        raise ArchiveError(f"{path}: no manifest.yaml entry (not a plugin package)")
+    try:
+        manifest = load_yaml(entries["manifest.yaml"][:MANIFEST_BYTES + 1].decode("utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError, RecursionError):
+        manifest = None
+    if len(entries["manifest.yaml"]) > MANIFEST_BYTES or not isinstance(manifest, dict) or not all(
+            isinstance(manifest.get(key), (str, int, float)) for key in ("author", "name", "version")):
+        raise ArchiveError(f"{path}: manifest.yaml is not a plugin manifest (author, name and version)")
+    return unique_identifier(manifest, entries)
 
 
 # --- validation -----------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ import json
 import os
 import posixpath
 import re
+import stat
 import time
 import zipfile
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ from pathlib import Path
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+from gcite.release.archive import LIMITS, ArchiveError, Reader, open_archive, read_package_file
 
 VERIFICATION_FILE = ".verification.dify.json"
 CATEGORIES = ("langgenius", "partner", "community")
@@ -102,14 +105,33 @@ def generate_key_pair(stem: str | Path, bits: int = KEY_BITS) -> KeyPair:
     """Write STEM.private.pem (mode 0600) and STEM.public.pem in the daemon's formats; never overwrite a key."""
     paths = key_pair_paths(stem)
     for path in (paths.private, paths.public):
-        if path.exists():
-            raise SigningError(f"{path}: already exists; not overwriting a key (choose another name)")
+        if os.path.lexists(path):  # a dangling symlink too: O_EXCL would refuse it after the private key is written
+            what = "a symlink" if path.is_symlink() else "already exists"
+            raise SigningError(f"{path}: {what}; not overwriting a key or writing through a link (choose another "
+                               f"name)")
     if not paths.private.parent.is_dir():
         raise SigningError(f"{paths.private.parent}: no such directory")
     key = rsa.generate_private_key(public_exponent=65537, key_size=bits)
     _write_new(paths.private, private_pem(key), 0o600)
-    _write_new(paths.public, public_pem(key.public_key()), 0o644)
+    try:
+        _write_new(paths.public, public_pem(key.public_key()), 0o644)
+    except SigningError:
+        paths.private.unlink()  # never leave a private key whose public half nobody has
+        raise
     return paths
+
+
+def private_key_mode_problem(path: str | Path) -> str | None:
+    """Why the private key file at `path` must not be used as it is: readable or writable by others than its owner
+    (as `ssh` refuses an "UNPROTECTED PRIVATE KEY FILE"), or None. Not an error on a file system without modes."""
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return None  # reading it says why
+    if os.name == "posix" and mode & 0o077:
+        return (f"{path}: mode {mode:04o}, others than you can read or change it; a signing key must be private "
+                f"to you: run `chmod 600 {path}` (and make a new key if others may have copied it)")
+    return None
 
 
 def _write_new(path: Path, data: bytes, mode: int) -> None:
@@ -173,11 +195,18 @@ def _checked(key, kind, where: str):
     return key
 
 
+MAX_KEY_BYTES = 64 * 1024  # a PEM RSA key of 16,384 bits is under 13 KB
+
+
 def _read(path: Path) -> bytes:
     try:
-        return Path(path).read_bytes()
+        with open(path, "rb") as file:
+            data = file.read(MAX_KEY_BYTES + 1)
     except OSError as error:
         raise SigningError(f"{path}: cannot read ({error.strerror})") from None
+    if len(data) > MAX_KEY_BYTES:
+        raise SigningError(f"{path}: larger than {MAX_KEY_BYTES:,} bytes; not a key file")
+    return data
 
 
 def read_private_key(path: str | Path) -> rsa.RSAPrivateKey:
@@ -216,10 +245,8 @@ def _go_valid_name(name: str) -> str:
 
 
 def _open_archive(package: bytes) -> zipfile.ZipFile:
-    try:
-        return zipfile.ZipFile(io.BytesIO(package))
-    except zipfile.BadZipFile:
-        raise SigningError("not a .difypkg (not a zip archive)") from None
+    """The package as a zip, its entry count and size bounded (gcite.release.archive); ArchiveError otherwise."""
+    return open_archive(package, LIMITS)
 
 
 def _first_entries(archive: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
@@ -235,6 +262,7 @@ def daemon_walk(archive: zipfile.ZipFile) -> list[tuple[str, bytes]]:
 
     Raises SigningError where the daemon's read fails (a directory entry, a name that is not an io/fs path)."""
     first = _first_entries(archive)
+    reader = Reader(archive, LIMITS)  # every read counted against the caps: a repeated entry is read (and counted)
     walked = []
     for info in archive.infolist():
         directory, base = posixpath.split(info.filename)  # Go's path.Split keeps the slash on the directory
@@ -247,7 +275,7 @@ def daemon_walk(archive: zipfile.ZipFile) -> list[tuple[str, bytes]]:
         if entry.is_dir():
             raise SigningError(f"entry {info.filename!r}: a directory entry (the daemon cannot read it: "
                                f"\"is a directory\")")
-        walked.append((info.filename, archive.read(entry)))
+        walked.append((info.filename, reader.read(entry)))
     return walked
 
 
@@ -270,6 +298,7 @@ def write_package(entries: list[tuple[str, bytes]], comment: bytes = b"") -> byt
 
 def _entries_to_sign(package: bytes) -> list[tuple[str, bytes]]:
     archive = _open_archive(package)
+    reader = Reader(archive, LIMITS)
     entries, seen = [], set()
     for info in archive.infolist():
         if info.is_dir():
@@ -282,7 +311,7 @@ def _entries_to_sign(package: bytes) -> list[tuple[str, bytes]]:
         if name in seen:
             raise SigningError(f"entry {name!r}: appears twice; the daemon would read the first copy both times")
         seen.add(name)
-        entries.append((name, archive.read(info)))
+        entries.append((name, reader.read(info)))
     return entries
 
 
@@ -308,6 +337,8 @@ def _comment_fields(comment: bytes) -> tuple[str, int]:
     """The signature and time as Go's json.Unmarshal into {Signature string; Time int64} reads the comment."""
     try:
         data = json.loads(comment.decode("utf-8"))
+    except RecursionError:
+        raise ArchiveError("the zip comment: JSON nested too deeply to read (not the signer's comment)") from None
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise SigningError("no signature: the zip comment is not the signer's JSON (an unsigned package)"
                            if not comment else "the zip comment is not valid JSON") from None
@@ -329,7 +360,10 @@ def _comment_fields(comment: bytes) -> tuple[str, int]:
 
 
 def verify(package: bytes, keys: list[tuple[str, rsa.RSAPublicKey]]) -> Verification:
-    """Check `package` as the daemon's VerifyPluginWithPublicKeys does with `keys` (first success wins)."""
+    """Check `package` as the daemon's VerifyPluginWithPublicKeys does with `keys` (first success wins).
+
+    A package that cannot be read at all, or only past the bounds (a broken or hostile zip), raises ArchiveError:
+    that is not a verdict on its signature."""
     category = signed_at = None
     try:
         archive = _open_archive(package)
@@ -338,7 +372,9 @@ def verify(package: bytes, keys: list[tuple[str, rsa.RSAPublicKey]]) -> Verifica
         verification = _first_entries(archive).get(VERIFICATION_FILE)
         if verification is not None and not verification.is_dir():
             try:
-                category = json.loads(archive.read(verification)).get("authorized_category")
+                category = json.loads(Reader(archive, LIMITS).read(verification)).get("authorized_category")
+            except RecursionError:
+                raise ArchiveError(f"{VERIFICATION_FILE}: JSON nested too deeply to read") from None
             except (ValueError, AttributeError):
                 raise SigningError(f"{VERIFICATION_FILE} is not a JSON object") from None
         try:
@@ -360,5 +396,5 @@ def verify(package: bytes, keys: list[tuple[str, rsa.RSAPublicKey]]) -> Verifica
 
 def verify_file(path: str | Path, extra_keys: list[str | Path] = ()) -> Verification:
     """The daemon's check of an uploaded package: its official key, then `extra_keys` (key files)."""
-    return verify(_read(Path(path)), daemon_keys(extra_keys))
+    return verify(read_package_file(path, LIMITS), daemon_keys(extra_keys))
 

@@ -68,8 +68,9 @@ def test_package_sign_then_verify(keys, tree):
     package = tree / lines["package"].strip()
     identifier = lines["identifier"].strip()
     assert package.name == "gcite-0.1.0.signed.difypkg" and identifier.startswith("gcite/gcite:0.1.0@")
-    assert f"updated dependency in dsl/gcite_chatflow.yml" in done.stdout
-    assert identifier in (tree / "dsl" / "gcite_chatflow.yml").read_text(encoding="utf-8")
+    # dsl/ names the unsigned build and stays as it is; the note says where the operator's chatflows come from
+    assert "updated dependency" not in done.stdout and "dsl/ unchanged: it names the unsigned build" in done.stdout
+    assert "--dsl-out DIR" in done.stdout and identifier not in (tree / "dsl" / "gcite_chatflow.yml").read_text()
     # only the publisher's details are missing: warnings, not errors
     assert "warning: [manifest] manifest.yaml: repo is missing" in done.stderr and "error:" not in done.stderr
     assert "Warning" not in done.stderr  # no Python warning (gevent's, on importing the SDK) among the command's own
@@ -110,6 +111,7 @@ def test_a_key_in_the_wrong_format_is_one_line(tree, tmp_path):
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     (tmp_path / "pkcs8.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                                            serialization.NoEncryption()))
+    (tmp_path / "pkcs8.pem").chmod(0o600)
     done = gcite("package", "--sign", str(tmp_path / "pkcs8.pem"), cwd=tree)
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert "'PRIVATE KEY' PEM block, the daemon reads only 'RSA PRIVATE KEY'" in done.stderr
@@ -166,3 +168,15 @@ def test_installing_needs_no_other_tool(page):
         assert at >= 0, (page, step)
     if page.endswith("install.md"):
         assert "extraEnv" in text and "docker-compose.override.yaml" in text  # Helm and docker compose
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604])
+def test_a_key_others_can_read_is_refused(keys, tree, tmp_path, mode):
+    stem, _ = keys
+    key = tmp_path / "open.private.pem"
+    shutil.copyfile(f"{stem}.private.pem", key)
+    key.chmod(mode)
+    done = gcite("package", "--sign", str(key), "--out", str(tmp_path / "dist"), cwd=tree)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"error: --sign {key}: mode {mode:04o}") and f"chmod 600 {key}" in done.stderr
+    assert not (tmp_path / "dist").exists() and "BEGIN" not in done.stderr + done.stdout

@@ -252,3 +252,33 @@ def test_publish_changes_only_the_publishers_lines(clean_entries):
     twice = publish({"manifest.yaml": once}, "https://gitlab.com/c/d", "x@y.org")["manifest.yaml"]
     assert yaml.safe_load(twice)["repo"] == "https://gitlab.com/c/d" and twice.count(b"repo:") == 1
     assert yaml.safe_load(twice)["contact"] == "x@y.org"
+
+
+@pytest.mark.parametrize("name, content, what", [
+    ("tools/.netrc", b"default\n", "a .netrc"),
+    ("_netrc", b"", "a .netrc"),
+    ("notes/hosts.txt", b"machine api.example.com\n  login me\n  password s3cr3tvalue\n", ".netrc-shaped"),
+    ("conf/config.json", b'{"auths": {"ghcr.io": {"auth": "dXNlcjpwYXNz"}}}', "docker config.json"),
+    ("deploy/id_ed25519", b"\x00binary", "SSH private key"),
+    ("keys/signing.ppk", b"", "PuTTY"),
+    ("a/readme.txt", b"PuTTY-User-Key-File-3: ssh-ed25519\n", "a private key"),
+    ("big.txt", b"x" * (2 * 1024 * 1024) + b"\n-----BEGIN PGP PRIVATE KEY BLOCK-----\n", None),
+    ("b.asc", b"-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQ\n", "a private key"),
+    ("home/.git-credentials", b"https://me:tok@github.com\n", "git's stored credentials"),
+])
+def test_credential_files_are_flagged_by_name_and_shape(name, content, what):
+    found = [f for f in marketplace.check_secrets({name: content}) if f.error]
+    if what is None:  # past the scanned first MiB
+        assert found == []
+        return
+    assert found and found[0].message.startswith(f"{name}: ") and what in found[0].message
+    assert "credential file" in found[0].message
+
+
+@pytest.mark.parametrize("name, content", [
+    ("dsl/app.json", b'{"auths": "not a docker config"}'),
+    ("docs/netrc.md", b"The machine learning model reads a login page\n"),
+    ("_assets/icon.svg", b"<svg/>"),
+])
+def test_ordinary_files_are_not_credential_files(name, content):
+    assert marketplace.credential_file(name, content) is None

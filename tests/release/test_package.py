@@ -346,3 +346,25 @@ def test_packaged_files_that_git_does_not_track_are_reported(tmp_path):
     subprocess.run(["git", "add", "kept.py"], cwd=tmp_path, check=True)
     assert untracked(tmp_path, ["kept.py", "stray.txt"]) == ["stray.txt"]
 
+
+
+def test_a_symlinked_file_outside_the_tree_is_refused(tmp_path):
+    outside = tmp_path / "home" / ".netrc"
+    outside.parent.mkdir()
+    outside.write_text("machine example.com login me password hunter2hunter2\n")
+    root = tmp_path / "plugin"
+    root.mkdir()
+    (root / "keep.py").write_text("x = 1\n")
+    (root / "inside.py").symlink_to(root / "keep.py")  # a link within the tree is packaged as its target's content
+    assert collect_files(root) == ["inside.py", "keep.py"]
+    (root / ".netrc").symlink_to(outside)
+    with pytest.raises(PackageError) as raised:
+        collect_files(root)
+    assert raised.value.problems == [f".netrc: a symlink to {outside}, outside the plugin tree: packaging it would "
+                                     f"ship that file of this machine (replace the link with the file, or list it "
+                                     f"in .difyignore)"]
+    (root / ".difyignore").write_text(".netrc\n")
+    assert ".netrc" not in collect_files(root)
+    (root / "dangling.py").symlink_to(tmp_path / "gone.py")
+    with pytest.raises(PackageError, match="dangling.py: a symlink"):
+        collect_files(root)

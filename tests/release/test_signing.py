@@ -11,6 +11,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from gcite.release import signing
+from gcite.release.archive import ArchiveError
 from gcite.release.signing import SigningError, VERIFICATION_FILE
 from tests.support import ROOT
 
@@ -188,7 +189,8 @@ def test_a_tampered_comment_does_not_verify(keys, signed):
     assert not signing.verify(later, with_key(keys, "ours")).verified
     garbled = signing.write_package(entries(signed), json.dumps({**fields, "signature": "@@"}).encode())
     assert "not base64" in signing.verify(garbled, with_key(keys, "ours")).reason
-    assert "not a zip" in signing.verify(b"PK but not really", with_key(keys, "ours")).reason
+    with pytest.raises(ArchiveError, match="not a zip"):  # unreadable: no verdict on a signature, one error line
+        signing.verify(b"PK but not really", with_key(keys, "ours"))
 
 
 # --- key files in the wrong format -----------------------------------------------------------------------
@@ -236,3 +238,25 @@ def test_a_key_in_the_wrong_format_is_a_one_line_error(wrong_formats, name, read
 def test_a_missing_key_file_is_a_one_line_error(tmp_path):
     with pytest.raises(SigningError, match=r"nothing\.public\.pem: cannot read \(No such file"):
         signing.verify_file(UNSIGNED, [tmp_path / "nothing.public.pem"])
+
+
+def test_keygen_leaves_no_private_key_behind_a_dangling_public_link(tmp_path):
+    (tmp_path / "k.public.pem").symlink_to(tmp_path / "elsewhere" / "nothing.pem")
+    with pytest.raises(SigningError, match="k.public.pem: a symlink"):
+        signing.generate_key_pair(tmp_path / "k", bits=1024)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k.public.pem"]  # no orphaned private key
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_keygen_removes_the_private_key_when_the_public_one_cannot_be_written(tmp_path, monkeypatch):
+    real = signing._write_new
+
+    def failing(path, data, mode):
+        if path.name.endswith(".public.pem"):
+            raise SigningError(f"{path}: cannot create (Permission denied)")
+        real(path, data, mode)
+
+    monkeypatch.setattr(signing, "_write_new", failing)
+    with pytest.raises(SigningError, match="Permission denied"):
+        signing.generate_key_pair(tmp_path / "k", bits=1024)
+    assert list(tmp_path.iterdir()) == []
