@@ -44,13 +44,20 @@ def baseline_module(path: str, commit: str = BASELINE):
     import types
 
     try:
-        source = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{path}"], capture_output=True,
-                                text=True, check=False, timeout=60)
+        source = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{commit}:{path}"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
     except (OSError, subprocess.SubprocessError) as error:
         return f"git is not available ({error})"
     if source.returncode != 0:
-        return (f"the git history holds no {path} at {commit} (a shallow clone? `git fetch --unshallow` brings it): "
-                f"{source.stderr.strip()[:120] or 'git show failed'}")
+        return (
+            f"the git history holds no {path} at {commit} (a shallow clone? `git fetch --unshallow` brings it): "
+            f"{source.stderr.strip()[:120] or 'git show failed'}"
+        )
     module = types.ModuleType(f"baseline_{Path(path).stem}")
     module.__file__ = f"{commit}:{path}"
     exec(compile(source.stdout, module.__file__, "exec"), module.__dict__)

@@ -13,8 +13,8 @@ import sys
 import time
 
 from bench.common import ROOT, print_table
-from gcite.local.app_host import AppHost, sample_services
 from gcite.authoring.chatflows import PLUGIN_DSL
+from gcite.local.app_host import AppHost, sample_services
 from gcite.local.plugin_process import EndpointCall, PluginProcess
 from gcite.protocol import parse_gcite_sse
 
@@ -34,16 +34,29 @@ def paced_stream(request: dict):
     def envelope(event: str, **body):
         return {"event": event, "conversation_id": conversation, "message_id": message, **body}
 
-    chunks = [{"id": "1", "source_type": "rag", "content": f"chunk of stream {n}", "document_title": f"title {n}",
-               "url": "", "display_subtitle": "kb", "site_name": "", "published_date": ""}]
+    chunks = [
+        {
+            "id": "1",
+            "source_type": "rag",
+            "content": f"chunk of stream {n}",
+            "document_title": f"title {n}",
+            "url": "",
+            "display_subtitle": "kb",
+            "site_name": "",
+            "published_date": "",
+        }
+    ]
     yield envelope("workflow_started", data={})
     time.sleep(CHUNK_DELAY)
-    yield envelope("node_finished", data={"node_id": "merge", "node_type": "tool", "outputs": {"chunk_metadata": chunks}})
+    yield envelope(
+        "node_finished", data={"node_id": "merge", "node_type": "tool", "outputs": {"chunk_metadata": chunks}}
+    )
     yield envelope("node_started", data={"node_id": "llm", "node_type": "llm"})
     for i in range(DELTAS):
         time.sleep(DELTA_PAUSE)
-        yield envelope("message", answer=f"{n}:{i} " + ("[C:1]" if i == DELTAS - 1 else ""),
-                       from_variable_selector=["llm", "text"])
+        yield envelope(
+            "message", answer=f"{n}:{i} " + ("[C:1]" if i == DELTAS - 1 else ""), from_variable_selector=["llm", "text"]
+        )
     yield envelope("message_end", id=message)
 
 
@@ -55,8 +68,9 @@ def expected_paced_text(n: int) -> str:
 def token(n: int) -> str:
     import jwt  # imported late: it imports ssl, which dify_plugin's gevent patching wants to come first
 
-    return jwt.encode({"sub": f"user-{n}", "roles": ["物业经理"], "exp": int(time.time()) + 3600}, SECRET,
-                      algorithm="HS256")
+    return jwt.encode(
+        {"sub": f"user-{n}", "roles": ["物业经理"], "exp": int(time.time()) + 3600}, SECRET, algorithm="HS256"
+    )
 
 
 def timings(call: EndpointCall) -> dict[str, float]:
@@ -70,9 +84,17 @@ def timings(call: EndpointCall) -> dict[str, float]:
 
 def load(plugin: PluginProcess, handler, query_of, streams: int = STREAMS) -> tuple[list[EndpointCall], float]:
     start = time.perf_counter()
-    calls = [plugin.request("POST", "/gcite/chat", headers={"Authorization": f"Bearer {token(n)}"},
-                            body=json.dumps({"query": query_of(n)}, ensure_ascii=False), settings=SETTINGS,
-                            app_handler=handler) for n in range(streams)]
+    calls = [
+        plugin.request(
+            "POST",
+            "/gcite/chat",
+            headers={"Authorization": f"Bearer {token(n)}"},
+            body=json.dumps({"query": query_of(n)}, ensure_ascii=False),
+            settings=SETTINGS,
+            app_handler=handler,
+        )
+        for n in range(streams)
+    ]
     for call in calls:
         call.read(timeout=600)
     return calls, time.perf_counter() - start
@@ -95,15 +117,24 @@ def run() -> bool:
         for _ in range(3):  # one stream at a time: the baseline
             calls, _ = load(plugin, paced_stream, lambda n: f"question {n}", streams=1)
             single += calls
-        rows.append(row("paced upstream, 1 stream at a time (3 runs)", single, sum(c.timeline[-1][0] for c in single),
-                        sum(list(parse_gcite_sse(c.text))[-1][0] == "done" for c in single)))
+        rows.append(
+            row(
+                "paced upstream, 1 stream at a time (3 runs)",
+                single,
+                sum(c.timeline[-1][0] for c in single),
+                sum(list(parse_gcite_sse(c.text))[-1][0] == "done" for c in single),
+            )
+        )
         calls, wall = load(plugin, paced_stream, lambda n: f"question {n}")
         ok = 0
         for n, call in enumerate(calls):
             events = list(parse_gcite_sse(call.text))
             text = "".join(d["text"] for name, d in events if name == "text")
-            ok += (events[-1][0] == "done" and text == expected_paced_text(n)
-                   and events[-1][1]["conversation"].startswith(f"conv-{n}."))
+            ok += (
+                events[-1][0] == "done"
+                and text == expected_paced_text(n)
+                and events[-1][1]["conversation"].startswith(f"conv-{n}.")
+            )
         good &= ok == STREAMS
         rows.append(row(f"paced upstream, {STREAMS} at once", calls, wall, ok))
 
@@ -120,9 +151,14 @@ def run() -> bool:
             ok += events[-1][0] == "done" and call.app_requests[0]["query"] == QUERIES[n % len(QUERIES)]
         good &= ok == STREAMS
         rows.append(row(f"shipped chatflow on graphon, {STREAMS} at once", calls, wall, ok))
-    print(f"\n(paced upstream: chunk list after {CHUNK_DELAY * 1000:.0f} ms, then {DELTAS} deltas {DELTA_PAUSE * 1000:.0f} ms "
-          f"apart, i.e. {CHUNK_DELAY:.2f} s to sources and {CHUNK_DELAY + DELTA_PAUSE:.3f} s to first text at best; "
-          f"the chatflow runs the stand-in LLM on graphon, {STREAMS} in this process at once)")
-    print_table("Chat endpoint over one plugin process (seconds, median / max)",
-                ("upstream", "complete", "to sources", "to first text", "total", "wall"), rows)
+    print(
+        f"\n(paced upstream: chunk list after {CHUNK_DELAY * 1000:.0f} ms, then {DELTAS} deltas {DELTA_PAUSE * 1000:.0f} ms "
+        f"apart, i.e. {CHUNK_DELAY:.2f} s to sources and {CHUNK_DELAY + DELTA_PAUSE:.3f} s to first text at best; "
+        f"the chatflow runs the stand-in LLM on graphon, {STREAMS} in this process at once)"
+    )
+    print_table(
+        "Chat endpoint over one plugin process (seconds, median / max)",
+        ("upstream", "complete", "to sources", "to first text", "total", "wall"),
+        rows,
+    )
     return good

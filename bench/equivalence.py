@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from fuzz.targets import MERGE_ARGS, FILTER_ARGS, MISSING, fields  # noqa: E402
+from fuzz.targets import FILTER_ARGS, MERGE_ARGS, MISSING, fields  # noqa: E402
 from gcite.authoring.bundle import bundle  # noqa: E402
 
 CORPUS = ROOT / "tests" / "fuzz_corpus"
@@ -30,8 +30,10 @@ NODES = {
     "acl_prefilter": (("user_roles", "role_slots"), ("acl_prefilter_main",)),
     "remember_turn": (("history", "query", "answer", "max_turns"), ("remember_turn_main",)),
     "web_search_request": (("query", "count"), ("web_search_request_main",)),
-    "validate_citations": (("answer", "chunk_metadata", "insufficient_phrases", "max_list_items", "question"),
-                           ("validate_main", "stream")),
+    "validate_citations": (
+        ("answer", "chunk_metadata", "insufficient_phrases", "max_list_items", "question"),
+        ("validate_main", "stream"),
+    ),
 }
 
 
@@ -42,8 +44,9 @@ def load(name: str, source: str) -> types.ModuleType:
 
 
 def old_source(node: str, commit: str) -> str:
-    done = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:nodes/{node}.py"], capture_output=True,
-                          text=True, check=True)
+    done = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{commit}:nodes/{node}.py"], capture_output=True, text=True, check=True
+    )
     return done.stdout
 
 
@@ -56,11 +59,26 @@ def mutate(data: bytes, rng: random.Random, pool: list[bytes]) -> bytes:
             out[rng.randrange(len(out))] = rng.randrange(256)
         elif choice < 0.55:
             at = rng.randrange(len(out) + 1)
-            out[at:at] = rng.choice([b"[C:", b"]", b"\x00", b"\"", b"{", b"[", b"1", "【Ｃ：".encode(), b"`", b"\n",
-                                     b"-", b",", bytes([rng.randrange(256)])])
+            out[at:at] = rng.choice(
+                [
+                    b"[C:",
+                    b"]",
+                    b"\x00",
+                    b'"',
+                    b"{",
+                    b"[",
+                    b"1",
+                    "【Ｃ：".encode(),
+                    b"`",
+                    b"\n",
+                    b"-",
+                    b",",
+                    bytes([rng.randrange(256)]),
+                ]
+            )
         elif choice < 0.75 and out:
             at = rng.randrange(len(out))
-            del out[at:at + rng.randint(1, 8)]
+            del out[at : at + rng.randint(1, 8)]
         else:
             other = rng.choice(pool)
             cut, cut2 = rng.randint(0, len(out)), rng.randint(0, len(other))
@@ -90,7 +108,9 @@ def compare(node: str, commit: str, cases: int, seed: int = 1) -> tuple[int, int
     for data in inputs:
         a, b = outcome(old.main, names, data), outcome(new.main, names, data)
         if a != b:
-            differ.append((data[:200], a if len(str(a)) < 300 else str(a)[:300], b if len(str(b)) < 300 else str(b)[:300]))
+            differ.append(
+                (data[:200], a if len(str(a)) < 300 else str(a)[:300], b if len(str(b)) < 300 else str(b)[:300])
+            )
     return len(inputs), len(differ), differ
 
 

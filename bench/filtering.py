@@ -11,11 +11,20 @@ TARGET = 1.1
 
 CHUNKS = 10_000
 ROLES = ["运维工程师", "物业经理", "前台", "保安", "财务", "行政"]
-CONDITION = json.dumps({"all": [
-    {"any": [{"field": "dept", "op": "in", "value": ["ops", "facility"]}, {"field": "level", "op": "gte", "value": 3}]},
-    {"not": {"field": "tags", "op": "contains", "value": "保密"}},
-    {"field": "updated", "op": "after", "value": "2025-01-01"},
-]})
+CONDITION = json.dumps(
+    {
+        "all": [
+            {
+                "any": [
+                    {"field": "dept", "op": "in", "value": ["ops", "facility"]},
+                    {"field": "level", "op": "gte", "value": 3},
+                ]
+            },
+            {"not": {"field": "tags", "op": "contains", "value": "保密"}},
+            {"field": "updated", "op": "after", "value": "2025-01-01"},
+        ]
+    }
+)
 
 
 def sample_chunks(count: int, seed: int = 7) -> list[dict]:
@@ -24,9 +33,13 @@ def sample_chunks(count: int, seed: int = 7) -> list[dict]:
     items = []
     for n in range(count):
         roles = rng.sample(ROLES, rng.randint(0, 3))
-        doc = {"access_roles": rng.choice(forms)(roles), "dept": rng.choice(["ops", "hr", "facility", "it"]),
-               "level": rng.randint(1, 5), "tags": json.dumps(rng.sample(["电梯", "消防", "保密", "暖通"], 2)),
-               "updated": f"202{rng.randint(4, 6)}-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}"}
+        doc = {
+            "access_roles": rng.choice(forms)(roles),
+            "dept": rng.choice(["ops", "hr", "facility", "it"]),
+            "level": rng.randint(1, 5),
+            "tags": json.dumps(rng.sample(["电梯", "消防", "保密", "暖通"], 2)),
+            "updated": f"202{rng.randint(4, 6)}-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}",
+        }
         items.append({"content": f"chunk {n}", "metadata": {"segment_id": f"s{n}", "doc_metadata": doc}})
     return items
 
@@ -46,7 +59,10 @@ def distinct_chunks(count: int) -> list[dict]:
 def run() -> bool:
     items = sample_chunks(CHUNKS)
     old = baseline_module("nodes/filter_chunks.py")
-    works = {"acl": lambda: main(items, "物业经理,前台"), "nested": lambda: main(items, "物业经理,前台", condition=CONDITION)}
+    works = {
+        "acl": lambda: main(items, "物业经理,前台"),
+        "nested": lambda: main(items, "物业经理,前台", condition=CONDITION),
+    }
     if not isinstance(old, str):
         works["acl old"] = lambda: old.main(items, "物业经理,前台")
         works["nested old"] = lambda: old.main(items, "物业经理,前台", condition=CONDITION)
@@ -55,12 +71,17 @@ def run() -> bool:
     if not isinstance(old, str):
         works["distinct old"] = lambda: old.main(distinct, "物业经理,前台", condition=CONDITION)
     best = paired_times(works, rounds=9)
-    kept = {"acl": main(items, "物业经理,前台")["kept_count"],
-            "nested": main(items, "物业经理,前台", condition=CONDITION)["kept_count"]}
+    kept = {
+        "acl": main(items, "物业经理,前台")["kept_count"],
+        "nested": main(items, "物业经理,前台", condition=CONDITION)["kept_count"],
+    }
     rows, verdicts = [], []
     kept["distinct"] = main(distinct, "物业经理,前台", condition=CONDITION)["kept_count"]
-    for name, label in (("acl", "roles only"), ("nested", "roles + nested condition (all/any/not, 4 leaves)"),
-                        ("distinct", "the same, no value shared by two chunks (report)")):
+    for name, label in (
+        ("acl", "roles only"),
+        ("nested", "roles + nested condition (all/any/not, 4 leaves)"),
+        ("distinct", "the same, no value shared by two chunks (report)"),
+    ):
         row = [label, kept[name], f"{best[name] * 1e3:.1f}", f"{best[name] / CHUNKS * 1e6:.1f}"]
         if isinstance(old, str):
             row += ["-", "-"]
@@ -68,11 +89,17 @@ def run() -> bool:
             ratio = best[name] / best[f"{name} old"]
             row += [f"{best[f'{name} old'] / CHUNKS * 1e6:.1f}", f"{ratio:.2f}"]
             if name == "nested":
-                verdicts.append(verdict(f"filter, {label.split(' (')[0]}: now / {BASELINE} (x)", ratio, f"<= {TARGET}",
-                                        ratio <= TARGET))
+                verdicts.append(
+                    verdict(
+                        f"filter, {label.split(' (')[0]}: now / {BASELINE} (x)", ratio, f"<= {TARGET}", ratio <= TARGET
+                    )
+                )
         rows.append(tuple(row))
-    print_table(f"Access filter: {CHUNKS:,} chunks, 5 ACL encodings, user with 2 roles", (
-        "filter", "kept", "ms now", "µs per chunk now", f"µs per chunk {BASELINE}", "ratio"), rows)
+    print_table(
+        f"Access filter: {CHUNKS:,} chunks, 5 ACL encodings, user with 2 roles",
+        ("filter", "kept", "ms now", "µs per chunk now", f"µs per chunk {BASELINE}", "ratio"),
+        rows,
+    )
     if isinstance(old, str):
         print(f"  no ratio against {BASELINE}: {old}")
         return True

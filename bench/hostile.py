@@ -15,14 +15,14 @@ from collections.abc import Callable
 from bench.common import print_table
 from citations import acl_prefilter
 from citations import filter as filter_chunks
-from citations import merge as merge_chunks
 from citations import memory as remember_turn
+from citations import merge as merge_chunks
 from citations import validate as validate_citations
 from citations import web_request as web_search_request
 from citations.stream import CitationStream
 
 MB = 1024 * 1024
-CODE_NODE_ARRAY, CODE_NODE_STRING, CODE_NODE_NUMBER = 30, 400_000, 2 ** 63
+CODE_NODE_ARRAY, CODE_NODE_STRING, CODE_NODE_NUMBER = 30, 400_000, 2**63
 
 
 def raises(function: Callable[[], object], field: str) -> None:
@@ -56,6 +56,7 @@ def web(n: int, content: str = "网页") -> dict:
 
 
 # --- the merge node --------------------------------------------------------------------------------------------
+
 
 def merge_5mb_chunks() -> int:
     big = "巡" * (5 * MB)
@@ -91,9 +92,11 @@ def merge_deep_json() -> int:
 
 
 def merge_huge_numbers_nan_surrogates() -> int:
-    text = ('[{"content": "x\\ud800 [C:1]", "metadata": {"score": 1' + "0" * 400 + ', "segment_position": NaN,'
-            ' "segment_id": "a"}}, {"content": "y", "metadata": {"score": NaN, "segment_id": "b"}}]')
-    out = merge_chunks.main(text, [{"url": "http://a.b", "content": "z", "score": 10 ** 5000}], max_chunks=10 ** 400)
+    text = (
+        '[{"content": "x\\ud800 [C:1]", "metadata": {"score": 1' + "0" * 400 + ', "segment_position": NaN,'
+        ' "segment_id": "a"}}, {"content": "y", "metadata": {"score": NaN, "segment_id": "b"}}]'
+    )
+    out = merge_chunks.main(text, [{"url": "http://a.b", "content": "z", "score": 10**5000}], max_chunks=10**400)
     fits_a_code_node(out, ("chunk_metadata", "skipped"))
     assert [c["score"] for c in out["chunk_metadata"]] == [0.0, 0.0, 0.0]
     assert out["chunk_metadata"][0]["content"] == "x\ufffd (C:1)"
@@ -103,6 +106,7 @@ def merge_huge_numbers_nan_surrogates() -> int:
 
 
 # --- the filter node -------------------------------------------------------------------------------------------
+
 
 def filter_5mb_chunks() -> int:
     big = "巡" * (5 * MB)
@@ -136,15 +140,20 @@ def filter_100_huge_acls() -> int:
 
 
 def filter_deep_json_and_numbers() -> int:
-    items = [rag(1, access_roles="[" * 100_000), rag(2, access_roles=",a,", d=1.7e12), rag(3, access_roles=",a,",
-             d=10 ** 5000), rag(4, access_roles=",a,", d=float("nan")), rag(5, access_roles=",a,", d="2025-01-02")]
+    items = [
+        rag(1, access_roles="[" * 100_000),
+        rag(2, access_roles=",a,", d=1.7e12),
+        rag(3, access_roles=",a,", d=10**5000),
+        rag(4, access_roles=",a,", d=float("nan")),
+        rag(5, access_roles=",a,", d="2025-01-02"),
+    ]
     out = filter_chunks.main(items, "a", condition={"field": "d", "op": "after", "value": "2024-01-01"})
     fits_a_code_node(out, ("chunks", "dropped", "warnings"))
     assert [c["metadata"]["segment_id"] for c in out["chunks"]] == ["s5"]
     assert [d["reason"] for d in out["dropped"]] == ["malformed_acl"] + ["uncomparable_value"] * 3
     raises(lambda: filter_chunks.main("[" * 100_000, "a"), "rag_chunks")
     raises(lambda: filter_chunks.main([], "a", condition='{"not":' * 10_000 + "{}" + "}" * 10_000), "condition")
-    raises(lambda: filter_chunks.main([], "a", condition={"field": "d", "op": "is", "value": 10 ** 400}), "condition")
+    raises(lambda: filter_chunks.main([], "a", condition={"field": "d", "op": "is", "value": 10**400}), "condition")
     raises(lambda: filter_chunks.main([], "a", condition={"field": "d", "op": "after", "value": 1.7e12}), "condition")
     raises(lambda: filter_chunks.main([], "[" * 100_000), "user_roles")
     return 400_000
@@ -152,13 +161,14 @@ def filter_deep_json_and_numbers() -> int:
 
 # --- the small nodes -------------------------------------------------------------------------------------------
 
+
 def acl_prefilter_hostile() -> int:
-    for slots in (10 ** 7, 10 ** 400):
+    for slots in (10**7, 10**400):
         raises(lambda: acl_prefilter.main("a", slots), "role_slots")
     raises(lambda: acl_prefilter.main([f"r{n}" for n in range(10_000)]), "user_roles: 10000 roles")
     raises(lambda: acl_prefilter.main("[" * 100_000), "user_roles")
     raises(lambda: acl_prefilter.main(["a\ud800"]), "user_roles")
-    raises(lambda: acl_prefilter.main([10 ** 5000]), "user_roles")
+    raises(lambda: acl_prefilter.main([10**5000]), "user_roles")
     return 200_000
 
 
@@ -166,16 +176,18 @@ def remember_turn_hostile() -> int:
     history = [{"query": "q" * 10_000, "answer": "[C:1] " * 2_000} for _ in range(300)]
     out = remember_turn.main(history, "q\ud800" * MB, "［Ｃ：１］" * MB, max_turns=30)
     fits_a_code_node(out, ("history",))
-    assert "[C:" not in out["history_text"] and "［Ｃ：" not in out["history_text"] and "\ud800" not in out["history_text"]
+    assert (
+        "[C:" not in out["history_text"] and "［Ｃ：" not in out["history_text"] and "\ud800" not in out["history_text"]
+    )
     raises(lambda: remember_turn.main("[" * 100_000), "history")
-    raises(lambda: remember_turn.main(None, max_turns=10 ** 400), "max_turns")
+    raises(lambda: remember_turn.main(None, max_turns=10**400), "max_turns")
     return 300 * 22_000 + 12 * MB
 
 
 def web_search_request_hostile() -> int:
     body = json.loads(web_search_request.main("巡\ud800" * 100_000)["body"])
     assert len(body["query"]) == 200_000 and "\ud800" not in body["query"]
-    raises(lambda: web_search_request.main("q", 10 ** 400), "count")
+    raises(lambda: web_search_request.main("q", 10**400), "count")
     return 800_000
 
 
@@ -188,14 +200,22 @@ def validator_10000_markers() -> int:
     answer = "".join(f"第{n}句话说明一些事情[C:{n % 40 + 1}]。" for n in range(10_000))[:100_000]
     batch = validate_citations.main(answer, CHUNKS)
     stream = CitationStream(CHUNKS)
-    shown = [stream.feed(answer[i:i + 7]) for i in range(0, len(answer), 7)] + [stream.finish()]
+    shown = [stream.feed(answer[i : i + 7]) for i in range(0, len(answer), 7)] + [stream.finish()]
     assert "".join(shown) == batch["answer"] and len(batch["citations"]) == 30
     assert stream.result()["invalid_ids"] == batch["invalid_ids"]
     return 4 * len(answer)
 
 
-PREFIXES = ["[C:1," * 20, "[" * 5000, "[C:" + "1, " * 30, "【C：" + "1，" * 40, "[C:" + " " * 100 + "1]",
-            "[C:1-" + "9" * 80, "[c:1,C:2,C:3,C:4,C:5,C:6,C:7,C:8,C:9,C:10,C:11,C:12,C:13,C:14]", "``" + "[C:1" * 100]
+PREFIXES = [
+    "[C:1," * 20,
+    "[" * 5000,
+    "[C:" + "1, " * 30,
+    "【C：" + "1，" * 40,
+    "[C:" + " " * 100 + "1]",
+    "[C:1-" + "9" * 80,
+    "[c:1,C:2,C:3,C:4,C:5,C:6,C:7,C:8,C:9,C:10,C:11,C:12,C:13,C:14]",
+    "``" + "[C:1" * 100,
+]
 
 
 def validator_prefixes_one_character_at_a_time() -> int:
@@ -213,11 +233,25 @@ def validator_prefixes_one_character_at_a_time() -> int:
     return 4 * total
 
 
-CASES: dict[str, Callable[[], int]] = {f.__name__: f for f in (
-    merge_5mb_chunks, merge_10000_chunks, merge_marker_flood, merge_deep_json, merge_huge_numbers_nan_surrogates,
-    filter_5mb_chunks, filter_10000_chunks, filter_100_huge_acls, filter_deep_json_and_numbers,
-    acl_prefilter_hostile, remember_turn_hostile, web_search_request_hostile,
-    validator_10000_markers, validator_prefixes_one_character_at_a_time)}
+CASES: dict[str, Callable[[], int]] = {
+    f.__name__: f
+    for f in (
+        merge_5mb_chunks,
+        merge_10000_chunks,
+        merge_marker_flood,
+        merge_deep_json,
+        merge_huge_numbers_nan_surrogates,
+        filter_5mb_chunks,
+        filter_10000_chunks,
+        filter_100_huge_acls,
+        filter_deep_json_and_numbers,
+        acl_prefilter_hostile,
+        remember_turn_hostile,
+        web_search_request_hostile,
+        validator_10000_markers,
+        validator_prefixes_one_character_at_a_time,
+    )
+}
 
 
 def measure(case: Callable[[], int]) -> tuple[float, int, int]:
@@ -245,8 +279,13 @@ def run() -> bool:
     for name, seconds, rss in plugin_cases():
         rows.append((name, f"{seconds:.3f}", f"{rss / MB:.1f} (process RSS)"))
         worst_time = max(worst_time, (name, seconds), key=lambda w: w[1])
-    print_table("Hostile input: each a clear error or a correct result (time with tracemalloc on)",
-                ("case", "seconds", "peak MB"), rows)
-    print(f"worst time: {worst_time[1]:.3f} s ({worst_time[0]}); worst peak memory: {worst_peak[1] / MB:.1f} MB "
-          f"({worst_peak[0]})")
+    print_table(
+        "Hostile input: each a clear error or a correct result (time with tracemalloc on)",
+        ("case", "seconds", "peak MB"),
+        rows,
+    )
+    print(
+        f"worst time: {worst_time[1]:.3f} s ({worst_time[0]}); worst peak memory: {worst_peak[1] / MB:.1f} MB "
+        f"({worst_peak[0]})"
+    )
     return True

@@ -15,23 +15,37 @@ def knowledge_items(count: int) -> list[dict]:
     """`count` chunks of the built-in knowledge base in the Knowledge Retrieval node's shape (segments repeated
     under new ids)."""
     kb = json.loads((SAMPLES / "knowledge_base.json").read_text(encoding="utf-8"))
-    segments = [(document, position, segment) for document in kb["documents"]
-                for position, segment in enumerate(document["segments"], 1)]
+    segments = [
+        (document, position, segment)
+        for document in kb["documents"]
+        for position, segment in enumerate(document["segments"], 1)
+    ]
     items = []
     for n in range(count):
         document, position, segment = segments[n % len(segments)]
-        items.append({
-            "metadata": {"_source": "knowledge", "position": n + 1, "dataset_id": kb["dataset_id"],
-                         "dataset_name": kb["dataset_name"], "document_id": document["document_id"],
-                         "document_name": document["document_name"], "document_data_source_type": "upload_file",
-                         "segment_id": f"{segment['segment_id']}-{n}", "retriever_from": "workflow",
-                         "score": round(0.9 - (n % 50) / 100, 2), "segment_hit_count": 1,
-                         "segment_word_count": len(segment["content"]), "segment_position": position,
-                         "segment_index_node_hash": None,
-                         "doc_metadata": dict(document["doc_metadata"], document_name=document["document_name"])},
-            "title": document["document_name"],
-            "content": segment["content"],
-        })
+        items.append(
+            {
+                "metadata": {
+                    "_source": "knowledge",
+                    "position": n + 1,
+                    "dataset_id": kb["dataset_id"],
+                    "dataset_name": kb["dataset_name"],
+                    "document_id": document["document_id"],
+                    "document_name": document["document_name"],
+                    "document_data_source_type": "upload_file",
+                    "segment_id": f"{segment['segment_id']}-{n}",
+                    "retriever_from": "workflow",
+                    "score": round(0.9 - (n % 50) / 100, 2),
+                    "segment_hit_count": 1,
+                    "segment_word_count": len(segment["content"]),
+                    "segment_position": position,
+                    "segment_index_node_hash": None,
+                    "doc_metadata": dict(document["doc_metadata"], document_name=document["document_name"]),
+                },
+                "title": document["document_name"],
+                "content": segment["content"],
+            }
+        )
     return items
 
 
@@ -46,28 +60,69 @@ def web_results(count: int) -> list:
         url = f"{page['url']}{'&' if '?' in page['url'] else '?'}n={n}"
         name = names[n % len(names)]
         if name == "baidu":
-            result = {"id": n, "title": f"{page['title']} - {page['site_name']}", "url": url, "content": page["content"],
-                      "website": page["site_name"], "date": page["date"][:10] + " 09:30:00", "type": "web",
-                      "authority_score": 0.7}
+            result = {
+                "id": n,
+                "title": f"{page['title']} - {page['site_name']}",
+                "url": url,
+                "content": page["content"],
+                "website": page["site_name"],
+                "date": page["date"][:10] + " 09:30:00",
+                "type": "web",
+                "authority_score": 0.7,
+            }
         elif name == "bocha":
-            result = {"id": f"https://api.bochaai.com/v1/#WebPages.{n}", "name": page["title"], "url": url,
-                      "displayUrl": url, "snippet": page["content"][:40], "summary": page["content"],
-                      "siteName": page["site_name"], "dateLastCrawled": page["date"][:10] + "T00:00:00Z"}
+            result = {
+                "id": f"https://api.bochaai.com/v1/#WebPages.{n}",
+                "name": page["title"],
+                "url": url,
+                "displayUrl": url,
+                "snippet": page["content"][:40],
+                "summary": page["content"],
+                "siteName": page["site_name"],
+                "dateLastCrawled": page["date"][:10] + "T00:00:00Z",
+            }
         elif name == "tavily":
-            result = {"title": page["title"], "url": url, "content": page["content"], "score": 0.81,
-                      "raw_content": None, "published_date": "Tue, 12 Aug 2025 10:00:00 GMT"}
+            result = {
+                "title": page["title"],
+                "url": url,
+                "content": page["content"],
+                "score": 0.81,
+                "raw_content": None,
+                "published_date": "Tue, 12 Aug 2025 10:00:00 GMT",
+            }
         elif name == "serper":
-            result = {"title": page["title"], "link": url, "snippet": page["content"], "position": n, "date": page["date"]}
+            result = {
+                "title": page["title"],
+                "link": url,
+                "snippet": page["content"],
+                "position": n,
+                "date": page["date"],
+            }
         elif name == "bing":
-            result = {"name": page["title"], "url": url, "snippet": page["content"], "siteName": page["site_name"],
-                      "dateLastCrawled": page["date"][:10] + "T08:00:00.0000000Z"}
+            result = {
+                "name": page["title"],
+                "url": url,
+                "snippet": page["content"],
+                "siteName": page["site_name"],
+                "dateLastCrawled": page["date"][:10] + "T08:00:00.0000000Z",
+            }
         else:
-            result = {"title": page["title"], "url": url, "description": f"<strong>{page['title']}</strong> {page['content']}",
-                      "page_age": page["date"][:10] + "T00:00:00", "profile": {"name": page["site_name"]}}
+            result = {
+                "title": page["title"],
+                "url": url,
+                "description": f"<strong>{page['title']}</strong> {page['content']}",
+                "page_age": page["date"][:10] + "T00:00:00",
+                "profile": {"name": page["site_name"]},
+            }
         shaped[name].append(result)
     return [
         {"request_id": "r1", "references": shaped["baidu"]},
-        {"code": 200, "log_id": "x", "msg": None, "data": {"_type": "SearchResponse", "webPages": {"value": shaped["bocha"]}}},
+        {
+            "code": 200,
+            "log_id": "x",
+            "msg": None,
+            "data": {"_type": "SearchResponse", "webPages": {"value": shaped["bocha"]}},
+        },
         {"query": "q", "answer": None, "images": [], "results": shaped["tavily"]},
         {"searchParameters": {"q": "q"}, "organic": shaped["serper"]},
         {"_type": "SearchResponse", "webPages": {"value": shaped["bing"]}},
@@ -107,8 +162,9 @@ def run() -> bool:
         else:
             ratio = now / best[BASELINE]
             row += [f"{best[BASELINE] * 1e3:.3f}", f"{best[BASELINE] / size * 1e6:.1f}", f"{ratio:.2f}"]
-            verdicts.append(verdict(f"merge, {size:,} chunks: now / {BASELINE} (x)", ratio, f"<= {TARGET}",
-                                    ratio <= TARGET))
+            verdicts.append(
+                verdict(f"merge, {size:,} chunks: now / {BASELINE} (x)", ratio, f"<= {TARGET}", ratio <= TARGET)
+            )
         rows.append(tuple(row))
     # Report only: the least favourable knowledge base, each chunk its own document (no target).
     worst = distinct_documents(5_000)
@@ -116,12 +172,27 @@ def run() -> bool:
     if not isinstance(old, str):
         works[BASELINE] = lambda: old.main(worst, None)
     best = paired_times(works, rounds=9)
-    rows.append(("5,000 (each its own document)", f"{best['now'] * 1e3:.3f}", f"{best['now'] / 5_000 * 1e6:.1f}",
-                 *(("-", "-", "-") if isinstance(old, str) else (
-                     f"{best[BASELINE] * 1e3:.3f}", f"{best[BASELINE] / 5_000 * 1e6:.1f}",
-                     f"{best['now'] / best[BASELINE]:.2f} (report)"))))
-    print_table("Merge node: knowledge base + six web providers' shapes (half each), 30 chunks out", (
-        "items", "ms now", "µs/item now", f"ms {BASELINE}", f"µs/item {BASELINE}", "ratio"), rows)
+    rows.append(
+        (
+            "5,000 (each its own document)",
+            f"{best['now'] * 1e3:.3f}",
+            f"{best['now'] / 5_000 * 1e6:.1f}",
+            *(
+                ("-", "-", "-")
+                if isinstance(old, str)
+                else (
+                    f"{best[BASELINE] * 1e3:.3f}",
+                    f"{best[BASELINE] / 5_000 * 1e6:.1f}",
+                    f"{best['now'] / best[BASELINE]:.2f} (report)",
+                )
+            ),
+        )
+    )
+    print_table(
+        "Merge node: knowledge base + six web providers' shapes (half each), 30 chunks out",
+        ("items", "ms now", "µs/item now", f"ms {BASELINE}", f"µs/item {BASELINE}", "ratio"),
+        rows,
+    )
     if isinstance(old, str):
         print(f"  no ratio against {BASELINE}: {old}")
         return True

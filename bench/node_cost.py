@@ -39,22 +39,25 @@ print(json.dumps({"compile": compiled - start, "load": loaded - compiled, "run":
 
 def interpreter() -> str | None:
     """Python 3.10 (the sandbox's version) found by scripts/find_python.sh, or None."""
-    found = subprocess.run([str(ROOT / "scripts" / "find_python.sh"), PYTHON], capture_output=True, text=True,
-                           check=False)
+    found = subprocess.run(
+        [str(ROOT / "scripts" / "find_python.sh"), PYTHON], capture_output=True, text=True, check=False
+    )
     return found.stdout.strip() or None if found.returncode == 0 else None
 
 
 def old_source(commit: str = OLD) -> str | None:
-    done = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:nodes/{NODE}.py"], capture_output=True,
-                          text=True, check=False)
+    done = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{commit}:nodes/{NODE}.py"], capture_output=True, text=True, check=False
+    )
     return done.stdout if done.returncode == 0 else None
 
 
 def measure(python: str, source: str, answer: str, chunks: list[dict]) -> dict:
     """One fresh process: {"compile", "load", "run": seconds of CPU time, "result": what `main` returned}."""
     job = json.dumps({"source": source, "answer": answer, "chunks": chunks})
-    done = subprocess.run([python, "-I", "-c", CHILD], input=job, capture_output=True, text=True, check=True,
-                          timeout=120)
+    done = subprocess.run(
+        [python, "-I", "-c", CHILD], input=job, capture_output=True, text=True, check=True, timeout=120
+    )
     return json.loads(done.stdout)
 
 
@@ -90,10 +93,16 @@ def run() -> bool:
     for step in ("compile", "load", "run", "total"):
         rows.append((f"{step} (ms)", f"{best['new'][step] * 1e3:.1f}", f"{best['old'][step] * 1e3:.1f}"))
     ratio = best["new"]["total"] / best["old"]["total"]
-    print_table(f"{title} (best of {ROUNDS} processes each, old and new alternating)",
-                ("step", "generated node", f"node at {OLD}"), rows)
-    print_table("Validator node cost target", ("figure", "measured", "target", "result"),
-                [verdict(f"generated / {OLD} (x)", ratio, f"<= {TARGET}", ratio <= TARGET)])
+    print_table(
+        f"{title} (best of {ROUNDS} processes each, old and new alternating)",
+        ("step", "generated node", f"node at {OLD}"),
+        rows,
+    )
+    print_table(
+        "Validator node cost target",
+        ("figure", "measured", "target", "result"),
+        [verdict(f"generated / {OLD} (x)", ratio, f"<= {TARGET}", ratio <= TARGET)],
+    )
     return ratio <= TARGET
 
 

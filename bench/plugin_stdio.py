@@ -8,8 +8,8 @@ import zipfile
 from pathlib import Path
 
 from bench.common import ROOT, print_table
-from gcite.release.package import build
 from gcite.local.plugin_process import PluginProcess
+from gcite.release.package import build
 
 IN_FLIGHT = 200
 SEQUENTIAL = 200
@@ -43,11 +43,24 @@ def run() -> bool:
             assert all(s.ends == 1 and s.error is None for s in sessions)
     in_flight = [s.ended_at - s.sent_at for s in sessions]
     ms = 1000
-    print_table(f"Packaged plugin over stdio (validate_citations, {package.size / 1024:.1f} KB package)", (
-        "load", "requests", "req/s", "p50 ms", "p99 ms"), [
-        ("one at a time", SEQUENTIAL, f"{SEQUENTIAL / sum(one_by_one):.0f}", f"{statistics.median(one_by_one) * ms:.2f}",
-         f"{percentile(one_by_one, 99) * ms:.2f}"),
-        (f"{IN_FLIGHT} in flight, one connection", IN_FLIGHT, f"{IN_FLIGHT / wall:.0f}",
-         f"{statistics.median(in_flight) * ms:.2f}", f"{percentile(in_flight, 99) * ms:.2f}"),
-    ])
+    print_table(
+        f"Packaged plugin over stdio (validate_citations, {package.size / 1024:.1f} KB package)",
+        ("load", "requests", "req/s", "p50 ms", "p99 ms"),
+        [
+            (
+                "one at a time",
+                SEQUENTIAL,
+                f"{SEQUENTIAL / sum(one_by_one):.0f}",
+                f"{statistics.median(one_by_one) * ms:.2f}",
+                f"{percentile(one_by_one, 99) * ms:.2f}",
+            ),
+            (
+                f"{IN_FLIGHT} in flight, one connection",
+                IN_FLIGHT,
+                f"{IN_FLIGHT / wall:.0f}",
+                f"{statistics.median(in_flight) * ms:.2f}",
+                f"{percentile(in_flight, 99) * ms:.2f}",
+            ),
+        ],
+    )
     return True

@@ -6,8 +6,16 @@ from citations.stream import CitationStream
 from citations.validate import main
 
 DELTA = 4
-CHUNKS = [{"id": str(i), "document_title": f"Doc {i}", "source_type": "rag", "url": f"https://e.com/{i}",
-           "display_subtitle": ""} for i in range(1, 31)]
+CHUNKS = [
+    {
+        "id": str(i),
+        "document_title": f"Doc {i}",
+        "source_type": "rag",
+        "url": f"https://e.com/{i}",
+        "display_subtitle": "",
+    }
+    for i in range(1, 31)
+]
 SENTENCES = [
     "巡更人员执行巡检计划时，需先在终端进入巡更功能项并按点位顺序打卡[C:1]。",
     "发现漏水或设备告警时，点击异常上报并拍照，系统会通知值班主管【C：2】。",
@@ -27,7 +35,7 @@ def answer_of(length: int) -> str:
 
 
 def deltas(answer: str) -> list[str]:
-    return [answer[i:i + DELTA] for i in range(0, len(answer), DELTA)]
+    return [answer[i : i + DELTA] for i in range(0, len(answer), DELTA)]
 
 
 SIZES = (3_500, 14_000, 28_000, 56_000)
@@ -73,22 +81,45 @@ def run() -> bool:
     speedup, doubling = t_reparse / best[SIZES[0]], t_stream_2x / t_stream
     rows = []
     for size in SIZES:
-        row = ["CitationStream (incremental)", f"{size:,}", len(parts[size]), f"{best[size] * 1e3:.2f}",
-               f"{best[size] / len(parts[size]) * 1e6:.2f}"]
-        row += ["-", "-"] if isinstance(old, str) else [
-            f"{best[(size, BASELINE)] * 1e3:.2f}", f"{best[size] / best[(size, BASELINE)]:.2f}"]
+        row = [
+            "CitationStream (incremental)",
+            f"{size:,}",
+            len(parts[size]),
+            f"{best[size] * 1e3:.2f}",
+            f"{best[size] / len(parts[size]) * 1e6:.2f}",
+        ]
+        row += (
+            ["-", "-"]
+            if isinstance(old, str)
+            else [f"{best[(size, BASELINE)] * 1e3:.2f}", f"{best[size] / best[(size, BASELINE)]:.2f}"]
+        )
         rows.append(tuple(row))
-    rows.append(("re-parse accumulated text", f"{SIZES[0]:,}", len(parts[SIZES[0]]), f"{t_reparse * 1e3:.1f}",
-                 f"{t_reparse / len(parts[SIZES[0]]) * 1e6:.1f}", "-", "-"))
-    print_table(f"Citation streaming: answers in {DELTA}-character deltas", (
-        "method", "answer chars", "deltas", "ms", "µs per delta", f"ms {BASELINE}", "ratio"), rows)
-    checks = [verdict(f"speed-up over re-parsing, {SIZES[0]:,} chars (x)", speedup, ">= 20", speedup >= 20),
-              verdict("time for 28,000 chars / 14,000 (x)", doubling, f"<= {TARGET_DOUBLING}", doubling <= TARGET_DOUBLING)]
+    rows.append(
+        (
+            "re-parse accumulated text",
+            f"{SIZES[0]:,}",
+            len(parts[SIZES[0]]),
+            f"{t_reparse * 1e3:.1f}",
+            f"{t_reparse / len(parts[SIZES[0]]) * 1e6:.1f}",
+            "-",
+            "-",
+        )
+    )
+    print_table(
+        f"Citation streaming: answers in {DELTA}-character deltas",
+        ("method", "answer chars", "deltas", "ms", "µs per delta", f"ms {BASELINE}", "ratio"),
+        rows,
+    )
+    checks = [
+        verdict(f"speed-up over re-parsing, {SIZES[0]:,} chars (x)", speedup, ">= 20", speedup >= 20),
+        verdict("time for 28,000 chars / 14,000 (x)", doubling, f"<= {TARGET_DOUBLING}", doubling <= TARGET_DOUBLING),
+    ]
     if isinstance(old, str):
         print(f"  no ratio against {BASELINE}: {old}")
     else:
         ratio = best[14_000] / best[(14_000, BASELINE)]
-        checks.append(verdict(f"stream, 14,000 chars: now / {BASELINE} (x)", ratio, f"<= {TARGET_RATIO}",
-                              ratio <= TARGET_RATIO))
+        checks.append(
+            verdict(f"stream, 14,000 chars: now / {BASELINE} (x)", ratio, f"<= {TARGET_RATIO}", ratio <= TARGET_RATIO)
+        )
     print_table("Streaming targets", ("ratio", "measured", "target", "result"), checks)
     return all(r[-1] == "met" for r in checks)

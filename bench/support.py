@@ -26,8 +26,10 @@ from citations.support.weights import DEFAULT_WEIGHTS, Weights, replace
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "support_pairs.json"
-SAMPLES = {"WiCE test (en)": ROOT / "bench" / "data" / "wice.test.sample.jsonl",
-           "OCNLI dev (zh)": ROOT / "bench" / "data" / "ocnli.dev.sample.jsonl"}
+SAMPLES = {
+    "WiCE test (en)": ROOT / "bench" / "data" / "wice.test.sample.jsonl",
+    "OCNLI dev (zh)": ROOT / "bench" / "data" / "ocnli.dev.sample.jsonl",
+}
 GRID = [round(0.05 * i, 2) for i in range(1, 20)]
 NUMBER = re.compile(r"\d+")
 # issue 24's targets at the shipped threshold: (minimum AUROC, minimum precision, minimum recall, maximum share of
@@ -47,7 +49,7 @@ def changed_number(sentence: str, chunk: str) -> str | None:
             value = int(match.group()) + 1
             while str(value) in in_chunk:
                 value += 1
-            return sentence[:match.start()] + str(value) + sentence[match.end():]
+            return sentence[: match.start()] + str(value) + sentence[match.end() :]
     return None
 
 
@@ -68,8 +70,9 @@ def labelled_pairs(data: dict | None = None) -> list[dict]:
         if row["supported"]:
             changed = changed_number(row["text"], chunk["text"])
             if changed:
-                pairs.append({**base, "sentence": changed, "kind": "number_changed", "chunk": chunk["text"],
-                              "supported": False})
+                pairs.append(
+                    {**base, "sentence": changed, "kind": "number_changed", "chunk": chunk["text"], "supported": False}
+                )
     return pairs
 
 
@@ -153,16 +156,23 @@ def auroc_spread(scores: list[tuple[float, bool]], groups: list[str], resamples:
 
 def figures(scores: list[tuple[float, bool]], threshold: float = DEFAULT_WEIGHTS.threshold) -> dict:
     precision, recall, _ = weak_flag_quality(scores, threshold)
-    return {"pairs": len(scores), "auroc": auroc(scores), "precision": precision, "recall": recall,
-            "flagged_supported": false_alarms(scores, threshold)}
+    return {
+        "pairs": len(scores),
+        "auroc": auroc(scores),
+        "precision": precision,
+        "recall": recall,
+        "flagged_supported": false_alarms(scores, threshold),
+    }
 
 
 def meets(name: str, figure: dict) -> bool:
     low_auroc, low_precision, low_recall, high_flagged = TARGETS[name]
-    return ((low_auroc is None or figure["auroc"] >= low_auroc)
-            and (low_precision is None or figure["precision"] >= low_precision)
-            and (low_recall is None or figure["recall"] >= low_recall)
-            and (high_flagged is None or figure["flagged_supported"] <= high_flagged))
+    return (
+        (low_auroc is None or figure["auroc"] >= low_auroc)
+        and (low_precision is None or figure["precision"] >= low_precision)
+        and (low_recall is None or figure["recall"] >= low_recall)
+        and (high_flagged is None or figure["flagged_supported"] <= high_flagged)
+    )
 
 
 def dev_thresholds(scores: dict[str, list[tuple[float, bool]]]) -> dict[str, float | None]:
@@ -170,13 +180,16 @@ def dev_thresholds(scores: dict[str, list[tuple[float, bool]]]) -> dict[str, flo
     (`RAW_WEIGHTS`): for English ("wice", "own_en") and for Chinese ("ocnli", "own_zh"), the grid thresholds at
     which that language's precision/recall/flagged targets all hold, and among them the best F0.5 on its public set
     (WiCE, OCNLI); None when no threshold meets them all."""
+
     def pick(public: str, own: str) -> float | None:
         def holds(t: float) -> bool:
             return all(meets(name.split("_")[0], {**figures(scores[name], t), "auroc": 1.0}) for name in (public, own))
+
         passing = [t for t in GRID if holds(t)]
         if not passing:
             return None
         return max(passing, key=lambda t: (round(weak_flag_quality(scores[public], t)[2], 9), -t))
+
     return {"en": pick("wice", "own_en"), "zh": pick("ocnli", "own_zh")}
 
 
@@ -195,16 +208,21 @@ def long_case(length: int = 14_000, chunk_count: int = 30) -> tuple[str, list[di
     chunks = []
     for i in range(1, chunk_count + 1):
         topic = TOPICS[i % len(TOPICS)]
-        text = (f"{topic}规定第{i}条：{topic}服务时间为每天8:00至{17 + i % 5}:00，费用每次{i * 10}元，"
-                f"须提前{i % 3 + 1}天在物业App预约。The {topic} desk on floor {i} handles requests within {i + 2} hours; "
-                f"bring your access card and sign the log. ") * 3
+        text = (
+            f"{topic}规定第{i}条：{topic}服务时间为每天8:00至{17 + i % 5}:00，费用每次{i * 10}元，"
+            f"须提前{i % 3 + 1}天在物业App预约。The {topic} desk on floor {i} handles requests within {i + 2} hours; "
+            f"bring your access card and sign the log. "
+        ) * 3
         chunks.append({"id": str(i), "document_title": f"Doc {i}", "source_type": "rag", "content": text})
     sentences, n = [], 0
     while sum(map(len, sentences)) < length:
         i = n % chunk_count + 1
         topic = TOPICS[i % len(TOPICS)]
-        sentences.append(f"{topic}服务时间为每天8:00至{17 + i % 5}:00，费用每次{i * 10}元[C:{i}]。" if n % 2 == 0 else
-                         f"The {topic} desk on floor {i} answers within {i + 2} hours [C:{i}]. ")
+        sentences.append(
+            f"{topic}服务时间为每天8:00至{17 + i % 5}:00，费用每次{i * 10}元[C:{i}]。"
+            if n % 2 == 0
+            else f"The {topic} desk on floor {i} answers within {i + 2} hours [C:{i}]. "
+        )
         if n % 7 == 3:
             sentences.append("请提前安排时间。\n")
         n += 1
@@ -215,7 +233,7 @@ def cost(repeat: int = 21) -> tuple[int, float, float]:
     """(answer length, the stream's own time, the support check's time), each the best of `repeat` runs: the
     stream feeds the answer in 4-character deltas through `feed_pieces`; the check is `result()` after `finish`."""
     answer, chunks = long_case()
-    parts = [answer[i:i + 4] for i in range(0, len(answer), 4)]
+    parts = [answer[i : i + 4] for i in range(0, len(answer), 4)]
     best_stream = best_check = float("inf")
     for _ in range(repeat):
         start = time.perf_counter()
@@ -236,24 +254,42 @@ def threshold_table(name: str, scores: list[tuple[float, bool]]) -> None:
         p, r, f = weak_flag_quality(scores, t)
         mark = " <- threshold" if abs(t - DEFAULT_WEIGHTS.threshold) < 1e-9 else ""
         rows.append((f"{t:.2f}{mark}", f"{p:.3f}", f"{r:.3f}", f"{f:.3f}", f"{false_alarms(scores, t):.3f}"))
-    print_table(f"Support check on {name}: weak flag (support < threshold), {len(scores)} pairs "
-                f"({sum(not s for _, s in scores)} unsupported)",
-                ("threshold", "precision", "recall", "F0.5", "supported flagged"), rows)
+    print_table(
+        f"Support check on {name}: weak flag (support < threshold), {len(scores)} pairs "
+        f"({sum(not s for _, s in scores)} unsupported)",
+        ("threshold", "precision", "recall", "F0.5", "supported flagged"),
+        rows,
+    )
 
 
 def figure_rows(name: str, key: str, figure: dict) -> list[tuple[str, str, str, str]]:
     low_auroc, low_precision, low_recall, high_flagged = TARGETS[key]
     out = []
     for label, value, target, ok in (
-            ("AUROC", figure["auroc"], low_auroc, low_auroc is None or figure["auroc"] >= low_auroc),
-            ("weak precision", figure["precision"], low_precision,
-             low_precision is None or figure["precision"] >= low_precision),
-            ("weak recall", figure["recall"], low_recall, low_recall is None or figure["recall"] >= low_recall),
-            ("supported flagged weak", figure["flagged_supported"], high_flagged,
-             high_flagged is None or figure["flagged_supported"] <= high_flagged)):
+        ("AUROC", figure["auroc"], low_auroc, low_auroc is None or figure["auroc"] >= low_auroc),
+        (
+            "weak precision",
+            figure["precision"],
+            low_precision,
+            low_precision is None or figure["precision"] >= low_precision,
+        ),
+        ("weak recall", figure["recall"], low_recall, low_recall is None or figure["recall"] >= low_recall),
+        (
+            "supported flagged weak",
+            figure["flagged_supported"],
+            high_flagged,
+            high_flagged is None or figure["flagged_supported"] <= high_flagged,
+        ),
+    ):
         sign = "<=" if label.startswith("supported") else ">="
-        out.append((f"{name}: {label}", f"{value:.3f}", f"{sign} {target}" if target is not None else "report",
-                    ("met" if ok else "MISSED") if target is not None else "-"))
+        out.append(
+            (
+                f"{name}: {label}",
+                f"{value:.3f}",
+                f"{sign} {target}" if target is not None else "report",
+                ("met" if ok else "MISSED") if target is not None else "-",
+            )
+        )
     return out
 
 
@@ -270,8 +306,11 @@ def run() -> bool:
         ks = [score for (score, _), p in zip(own, pairs) if p["kind"] == kind]
         flagged = sum(s < DEFAULT_WEIGHTS.threshold for s in ks)
         kind_rows.append((kind, len(ks), f"{flagged / len(ks):.2f}", f"{sum(ks) / len(ks):.2f}"))
-    print_table(f"Own pairs by kind at {DEFAULT_WEIGHTS.threshold}", ("kind", "pairs", "share flagged weak", "mean support"),
-                kind_rows)
+    print_table(
+        f"Own pairs by kind at {DEFAULT_WEIGHTS.threshold}",
+        ("kind", "pairs", "share flagged weak", "mean support"),
+        kind_rows,
+    )
     rows = []
     for lang in ("zh", "en"):
         rows += figure_rows(f"own {lang}", "own", figures([s for s, p in zip(own, pairs) if p["lang"] == lang]))
@@ -292,11 +331,16 @@ def run() -> bool:
         ("support check in result() (ms)", f"{t_check * 1e3:.2f}", "report", "-"),
         verdict("check time / stream time (x)", t_check / t_stream, "<= 2", t_check / t_stream <= 2),
     ]
-    print_table(f"Support check targets at threshold = {DEFAULT_WEIGHTS.threshold}",
-                ("figure", "measured", "target", "result"), rows)
-    print("The public samples' met/MISSED do not fail this run: a sample of a few hundred rows moves by chance as "
-          "much as its bootstrap SD. The full held-out splits' figures are in docs/support-check.md "
-          "(python -m bench.support --held-out DIR measures them).")
+    print_table(
+        f"Support check targets at threshold = {DEFAULT_WEIGHTS.threshold}",
+        ("figure", "measured", "target", "result"),
+        rows,
+    )
+    print(
+        "The public samples' met/MISSED do not fail this run: a sample of a few hundred rows moves by chance as "
+        "much as its bootstrap SD. The full held-out splits' figures are in docs/support-check.md "
+        "(python -m bench.support --held-out DIR measures them)."
+    )
     return meets("own", own_figure) and t_check / t_stream <= 2
 
 
@@ -306,15 +350,20 @@ def run_dev(directory: Path) -> None:
 
     def development(weights: Weights = DEFAULT_WEIGHTS) -> dict[str, list[tuple[float, bool]]]:
         own = scored(pairs, weights)
-        return {"wice": scored_rows(public_rows(directory / "wice.dev.jsonl"), weights),
-                "ocnli": scored_rows(public_rows(directory / "ocnli.train.10k.jsonl"), weights),
-                **{f"own_{lang}": [s for s, p in zip(own, pairs) if p["lang"] == lang] for lang in ("en", "zh")}}
+        return {
+            "wice": scored_rows(public_rows(directory / "wice.dev.jsonl"), weights),
+            "ocnli": scored_rows(public_rows(directory / "ocnli.train.10k.jsonl"), weights),
+            **{f"own_{lang}": [s for s, p in zip(own, pairs) if p["lang"] == lang] for lang in ("en", "zh")},
+        }
+
     for name, s in development().items():
         threshold_table(f"{name} (development split, as shipped)", s)
         print(f"AUROC {name}: {auroc(s):.3f}")
     rule = dev_thresholds(development(RAW_WEIGHTS))
-    print(f"\nthresholds by the rule, on raw scores: English {rule['en']} (shipped threshold "
-          f"{DEFAULT_WEIGHTS.threshold}), Chinese {rule['zh']} (shipped threshold_zh {DEFAULT_WEIGHTS.threshold_zh})")
+    print(
+        f"\nthresholds by the rule, on raw scores: English {rule['en']} (shipped threshold "
+        f"{DEFAULT_WEIGHTS.threshold}), Chinese {rule['zh']} (shipped threshold_zh {DEFAULT_WEIGHTS.threshold_zh})"
+    )
 
 
 def run_held_out(directory: Path) -> None:
@@ -323,12 +372,14 @@ def run_held_out(directory: Path) -> None:
     for name, key, file in (("WiCE test", "wice", "wice.test.jsonl"), ("OCNLI dev", "ocnli", "ocnli.dev.jsonl")):
         scores = scored_rows(public_rows(directory / file))
         rows += figure_rows(f"{name}, {len(scores)} pairs", key, figures(scores))
-    print_table(f"Held-out splits at threshold = {DEFAULT_WEIGHTS.threshold}", ("figure", "measured", "target",
-                                                                              "result"), rows)
+    print_table(
+        f"Held-out splits at threshold = {DEFAULT_WEIGHTS.threshold}", ("figure", "measured", "target", "result"), rows
+    )
 
 
 if __name__ == "__main__":
     import sys
+
     parser = argparse.ArgumentParser(description="the support check's figures")
     parser.add_argument("--dev", type=Path, help="directory of `bench.data.convert --full`: choose the threshold")
     parser.add_argument("--held-out", type=Path, help="directory of `bench.data.convert --full`: full held-out splits")

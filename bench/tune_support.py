@@ -19,10 +19,21 @@ from bench.support import auroc, labelled_pairs, public_rows, scored, scored_row
 from citations.support.weights import DEFAULT_WEIGHTS, Weights, replace
 
 # the weights searched (names of `Weights`) and their ranges
-SPACE = {"missing_exact": (0.2, 0.7), "missing_decay": (0.7, 0.97), "weight_zh_word": (3.0, 10.0),
-         "part_weight": (0.0, 0.8), "weight_exact": (1.5, 5.0), "weight_name": (1.5, 5.0), "weight_char": (0.2, 1.0),
-         "weight_generic": (0.1, 0.6), "weight_short": (0.3, 1.0), "cue_negation": (0.05, 0.5),
-         "cue_antonym": (0.1, 0.5), "cue_number": (0.1, 0.5), "cue_scope": (0.3, 1.0)}
+SPACE = {
+    "missing_exact": (0.2, 0.7),
+    "missing_decay": (0.7, 0.97),
+    "weight_zh_word": (3.0, 10.0),
+    "part_weight": (0.0, 0.8),
+    "weight_exact": (1.5, 5.0),
+    "weight_name": (1.5, 5.0),
+    "weight_char": (0.2, 1.0),
+    "weight_generic": (0.1, 0.6),
+    "weight_short": (0.3, 1.0),
+    "cue_negation": (0.05, 0.5),
+    "cue_antonym": (0.1, 0.5),
+    "cue_number": (0.1, 0.5),
+    "cue_scope": (0.3, 1.0),
+}
 MIN_OWN_AUROC = 0.97
 
 
@@ -34,8 +45,11 @@ def current(weights: Weights = DEFAULT_WEIGHTS) -> dict[str, float]:
 def scores(rows: dict[str, list], values: dict[str, float]) -> dict[str, list[tuple[float, bool]]]:
     """Each set's (score, supported?) pairs with the shipped weights but `values`."""
     weights = replace(DEFAULT_WEIGHTS, **values)
-    return {"wice": scored_rows(rows["wice"], weights), "ocnli": scored_rows(rows["ocnli"], weights),
-            "own": scored(rows["own"], weights)}
+    return {
+        "wice": scored_rows(rows["wice"], weights),
+        "ocnli": scored_rows(rows["ocnli"], weights),
+        "own": scored(rows["own"], weights),
+    }
 
 
 def evaluate(rows: dict[str, list], values: dict[str, float]) -> tuple[float, float, float]:
@@ -63,7 +77,7 @@ def climb(rows: dict[str, list], iterations: int, seed: int, report=print) -> tu
         figures = evaluate(rows, values)
         if objective(figures) > objective(best_figures):
             best, best_figures = values, figures
-            report(f"{step} {[round(f, 4) for f in figures]} {({k: round(v, 3) for k, v in values.items()})}")
+            report(f"{step} {[round(f, 4) for f in figures]} { ({k: round(v, 3) for k, v in values.items()}) }")
     return best, best_figures
 
 
@@ -73,8 +87,11 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=220)
     parser.add_argument("--seed", type=int, default=2)
     args = parser.parse_args()
-    rows = {"wice": public_rows(args.directory / "wice.dev.jsonl"),
-            "ocnli": public_rows(args.directory / "ocnli.train.10k.jsonl"), "own": labelled_pairs()}
+    rows = {
+        "wice": public_rows(args.directory / "wice.dev.jsonl"),
+        "ocnli": public_rows(args.directory / "ocnli.train.10k.jsonl"),
+        "own": labelled_pairs(),
+    }
     climb(rows, args.iterations, args.seed)
 
 

@@ -52,6 +52,7 @@ class Uncomparable(ValueError):
 
 # --- Inputs ----------------------------------------------------------------------------------------------
 
+
 def parse_items(value, field):
     """A list as given; a dict envelope's `result`; JSON or Dify's Python-repr text of a list; None/"" empty."""
     if value is None:
@@ -68,7 +69,9 @@ def parse_items(value, field):
             try:
                 value = python_data(text)
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                raise ValueError(f"{field}: expected a list of chunks, or JSON text of one; got {text[:80]!r}") from None
+                raise ValueError(
+                    f"{field}: expected a list of chunks, or JSON text of one; got {text[:80]!r}"
+                ) from None
     if isinstance(value, dict):
         if isinstance(value.get("result"), list):
             return value["result"]
@@ -99,8 +102,10 @@ def parse_roles(value):
     if value is None:
         return None
     if isinstance(value, (str, list, tuple)) and len(value) > MAX_ACL_CHARS:
-        raise Malformed(f"{len(value)} {'characters' if isinstance(value, str) else 'roles'} is more than "
-                        f"{MAX_ACL_CHARS}: too long for a list of roles")
+        raise Malformed(
+            f"{len(value)} {'characters' if isinstance(value, str) else 'roles'} is more than "
+            f"{MAX_ACL_CHARS}: too long for a list of roles"
+        )
     if isinstance(value, str):
         text = value.strip()
         if text.startswith("{"):
@@ -150,6 +155,7 @@ def segment_id_of(item):
 
 # --- Condition: validation -------------------------------------------------------------------------------
 
+
 def parse_condition(condition):
     if condition is None or (isinstance(condition, str) and not condition.strip()):
         return None
@@ -174,7 +180,9 @@ def check_condition(node, path, depth=0):
     groups = [k for k in GROUPS if k in node]
     if groups:
         if len(node) != 1:
-            raise ValueError(f"{path}: a group has exactly one key ({'/'.join(GROUPS)}), got {shown_json(sorted(map(str, node)))}")
+            raise ValueError(
+                f"{path}: a group has exactly one key ({'/'.join(GROUPS)}), got {shown_json(sorted(map(str, node)))}"
+            )
         key = groups[0]
         if key == "not":
             check_condition(node["not"], f"{path}.not", depth + 1)
@@ -187,7 +195,9 @@ def check_condition(node, path, depth=0):
         return
     unknown = set(node) - {"field", "op", "value"}
     if unknown:
-        raise ValueError(f"{path}: unknown keys {shown_json(sorted(map(str, unknown)))}; expected all/any/not or field/op/value")
+        raise ValueError(
+            f"{path}: unknown keys {shown_json(sorted(map(str, unknown)))}; expected all/any/not or field/op/value"
+        )
     field, op = node.get("field"), node.get("op")
     if not isinstance(field, str) or not field.strip():
         raise ValueError(f"{path}: `field` must be a non-empty string")
@@ -210,12 +220,14 @@ def number_problem(value):
     """Why a number-typed condition value is unusable, or None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or is_number(value):
         return None
-    return f"number {shown_json(value)} is out of range" if isinstance(value, int) else f"{value!r} is not a finite number"
+    return (
+        f"number {shown_json(value)} is out of range" if isinstance(value, int) else f"{value!r} is not a finite number"
+    )
 
 
 def check_value(op, node, path):
     has_value, value = "value" in node, node.get("value")
-    for item in (value if isinstance(value, list) else [value]):
+    for item in value if isinstance(value, list) else [value]:
         problem = number_problem(item)
         if problem:
             raise ValueError(f"{path}: {problem}")
@@ -235,11 +247,14 @@ def check_value(op, node, path):
         try:
             as_instant(value)
         except Uncomparable as error:
-            raise ValueError(f"{path}: op {op!r} needs a date (YYYY-MM-DD, ISO datetime or Unix time in seconds "
-                             f"within years 1-9999), got {shown_json(value)}: {error}") from None
+            raise ValueError(
+                f"{path}: op {op!r} needs a date (YYYY-MM-DD, ISO datetime or Unix time in seconds "
+                f"within years 1-9999), got {shown_json(value)}: {error}"
+            ) from None
 
 
 # --- Condition: evaluation -------------------------------------------------------------------------------
+
 
 def is_empty(value):
     if value is None:
@@ -251,9 +266,13 @@ def is_empty(value):
 
 def as_text(value, case_sensitive):
     try:
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False) \
-            if isinstance(value, (list, dict)) else \
-            (str(int(value)) if isinstance(value, float) and value.is_integer() else str(value))
+        text = (
+            value
+            if isinstance(value, str)
+            else json.dumps(value, ensure_ascii=False)
+            if isinstance(value, (list, dict))
+            else (str(int(value)) if isinstance(value, float) and value.is_integer() else str(value))
+        )
     except (ValueError, TypeError, RecursionError):  # an int too long to print, a non-JSON value, deep nesting
         raise Uncomparable(f"value {shown_json(value)} cannot be compared as text") from None
     text = text.strip()
@@ -293,8 +312,9 @@ def as_instant(value, field="value"):
         try:
             return datetime.datetime.fromtimestamp(value, tz=datetime.timezone.utc)
         except (ValueError, OverflowError, OSError):
-            raise Uncomparable(f"{field}: {shown_json(value)} is out of range as a Unix time in seconds "
-                               "(a millisecond time?)") from None
+            raise Uncomparable(
+                f"{field}: {shown_json(value)} is out of range as a Unix time in seconds (a millisecond time?)"
+            ) from None
     if isinstance(value, str):
         text = value.strip().replace("Z", "+00:00")
         try:
@@ -330,11 +350,13 @@ def evaluator(node, case_sensitive):
     if "all" in node or "any" in node:
         members = [evaluator(member, case_sensitive) for member in node["all" if "all" in node else "any"]]
         if "all" in node:
+
             def every(doc_meta):
                 for member in members:
                     if not member(doc_meta):
                         return False
                 return True
+
             return every
 
         def some(doc_meta):
@@ -342,6 +364,7 @@ def evaluator(node, case_sensitive):
                 if member(doc_meta):
                     return True
             return False
+
         return some
     if "not" in node:
         inner = evaluator(node["not"], case_sensitive)
@@ -370,6 +393,7 @@ def evaluator(node, case_sensitive):
         if result is True or result is False:
             return result
         raise Uncomparable(result)
+
     return leaf
 
 
@@ -384,6 +408,7 @@ def comparison(op, field, expected, case_sensitive):
                 if number is not None and is_number(actual):
                     return (float(actual) == number) is equal
                 return (as_text(actual, case_sensitive) == text) is equal
+
             return same
         if op in ("in", "not_in"):
             texts, inside = {as_text(v, case_sensitive) for v in expected}, op == "in"
@@ -396,6 +421,7 @@ def comparison(op, field, expected, case_sensitive):
                 if elements is not None:
                     return needle in {as_text(e, case_sensitive) for e in elements}
                 return needle in as_text(actual, case_sensitive)
+
             return contains
         if op == "intersects":
             texts = {as_text(v, case_sensitive) for v in expected}
@@ -406,13 +432,16 @@ def comparison(op, field, expected, case_sensitive):
                 except Malformed as error:
                     raise Uncomparable(f"{field}: {error}") from None
                 return bool(fold(roles or set(), case_sensitive) & texts)
+
             return intersects
         if op in NUMBER_OPS:
             bound = float(expected)
-            return {"gt": lambda actual: as_number(actual, field) > bound,
-                    "gte": lambda actual: as_number(actual, field) >= bound,
-                    "lt": lambda actual: as_number(actual, field) < bound,
-                    "lte": lambda actual: as_number(actual, field) <= bound}[op]
+            return {
+                "gt": lambda actual: as_number(actual, field) > bound,
+                "gte": lambda actual: as_number(actual, field) >= bound,
+                "lt": lambda actual: as_number(actual, field) < bound,
+                "lte": lambda actual: as_number(actual, field) <= bound,
+            }[op]
         instant = as_instant(expected)
         if op == "before":
             return lambda actual: as_instant(actual, field) < instant
@@ -452,6 +481,7 @@ def compare(op, field, actual, expected, case_sensitive):
 
 # --- The node --------------------------------------------------------------------------------------------
 
+
 def acl_verdict(doc_meta, acl_field, user_roles, missing_acl, case_sensitive):
     """None when the ACL lets the user see the document, else (reason, detail).
     Visible to everyone: exactly "", "[]" or an empty list. A value that names no role (",", " ", '[""]', [" "])
@@ -468,8 +498,10 @@ def acl_verdict(doc_meta, acl_field, user_roles, missing_acl, case_sensitive):
     except Malformed as error:
         return "malformed_acl", f"{acl_field}: {error}"
     if not allowed:
-        return "malformed_acl", (f"{acl_field}: {shown_json(value)} names no role; store \"\" (or leave it unset) for "
-                                 "a document visible to everyone")
+        return "malformed_acl", (
+            f'{acl_field}: {shown_json(value)} names no role; store "" (or leave it unset) for '
+            "a document visible to everyone"
+        )
     if fold(allowed, case_sensitive) & user_roles:
         return None
     return "no_matching_role", f"{acl_field} allows {roles_shown(allowed)}"
@@ -482,17 +514,28 @@ def roles_shown(roles):
     return shown_json(some, MAX_DETAIL - 100) + more
 
 
-def main(rag_chunks=None, user_roles=None, acl_field="access_roles", condition="", case_sensitive=True,
-         missing_acl="visible", max_chunks=DEFAULT_MAX_CHUNKS) -> dict:
+def main(
+    rag_chunks=None,
+    user_roles=None,
+    acl_field="access_roles",
+    condition="",
+    case_sensitive=True,
+    missing_acl="visible",
+    max_chunks=DEFAULT_MAX_CHUNKS,
+) -> dict:
     if not isinstance(acl_field, str) or not acl_field.strip():
         raise ValueError("acl_field: expected the name of a document metadata field")
     acl_field = acl_field.strip()
     if missing_acl not in MISSING_ACL_CHOICES:
-        raise ValueError(f"missing_acl: expected one of {', '.join(MISSING_ACL_CHOICES)}, got {shown_json(missing_acl)}")
+        raise ValueError(
+            f"missing_acl: expected one of {', '.join(MISSING_ACL_CHOICES)}, got {shown_json(missing_acl)}"
+        )
     if not isinstance(case_sensitive, bool):
         raise ValueError(f"case_sensitive: expected true or false, got {shown_json(case_sensitive)}")
     if max_chunks is not None and (isinstance(max_chunks, bool) or not isinstance(max_chunks, int) or max_chunks < 1):
-        raise ValueError(f"max_chunks: expected a whole number >= 1 (or none for no limit), got {shown_json(max_chunks)}")
+        raise ValueError(
+            f"max_chunks: expected a whole number >= 1 (or none for no limit), got {shown_json(max_chunks)}"
+        )
     try:
         roles = fold(parse_roles(user_roles) or set(), case_sensitive)
     except Malformed as error:
@@ -538,14 +581,22 @@ def main(rag_chunks=None, user_roles=None, acl_field="access_roles", condition="
         warnings.append(
             f"no chunk carries the ACL field {acl_field[:60]!r}: check its name"
             + (" - with missing_acl='visible' every chunk is public" if missing_acl == "visible" else "")
-            + (f" (fields present: {', '.join(sorted(fields_seen)[:10])})" if fields_seen else ""))
+            + (f" (fields present: {', '.join(sorted(fields_seen)[:10])})" if fields_seen else "")
+        )
     if max_chunks is not None and len(kept) > max_chunks:
-        warnings.append(f"{len(kept)} chunks passed the filter; `chunks` holds the first {max_chunks} in input order "
-                        f"(a Code node outputs at most {ARRAY_LIMIT} objects in one array): lower Knowledge "
-                        f"Retrieval's top_k to {max_chunks} or less")
+        warnings.append(
+            f"{len(kept)} chunks passed the filter; `chunks` holds the first {max_chunks} in input order "
+            f"(a Code node outputs at most {ARRAY_LIMIT} objects in one array): lower Knowledge "
+            f"Retrieval's top_k to {max_chunks} or less"
+        )
         kept = kept[:max_chunks]
-    return {"chunks": kept, "kept_count": len(kept), "dropped_count": len(dropped), "dropped": capped(dropped),
-            "warnings": capped_strings(warnings)}
+    return {
+        "chunks": kept,
+        "kept_count": len(kept),
+        "dropped_count": len(dropped),
+        "dropped": capped(dropped),
+        "warnings": capped_strings(warnings),
+    }
 
 
 def fields_of(items):
@@ -569,17 +620,22 @@ def capped(dropped):
     if len(dropped) <= ARRAY_LIMIT:
         return dropped
     rest = len(dropped) - (ARRAY_LIMIT - 1)
-    return dropped[:ARRAY_LIMIT - 1] + [
-        {"index": -1, "segment_id": "", "reason": "truncated", "detail": f"and {rest} more dropped"}]
+    return dropped[: ARRAY_LIMIT - 1] + [
+        {"index": -1, "segment_id": "", "reason": "truncated", "detail": f"and {rest} more dropped"}
+    ]
 
 
 def capped_strings(lines):
     if len(lines) <= ARRAY_LIMIT:
         return lines
-    return lines[:ARRAY_LIMIT - 1] + [f"and {len(lines) - (ARRAY_LIMIT - 1)} more"]
+    return lines[: ARRAY_LIMIT - 1] + [f"and {len(lines) - (ARRAY_LIMIT - 1)} more"]
 
 
 def drop(index, item, reason, detail):
-    detail = detail if len(detail) <= MAX_DETAIL else detail[:MAX_DETAIL - 3] + "..."
-    return {"index": index, "segment_id": no_surrogate(segment_id_of(item)[:200]), "reason": reason,
-            "detail": no_surrogate(detail)}
+    detail = detail if len(detail) <= MAX_DETAIL else detail[: MAX_DETAIL - 3] + "..."
+    return {
+        "index": index,
+        "segment_id": no_surrogate(segment_id_of(item)[:200]),
+        "reason": reason,
+        "detail": no_surrogate(detail),
+    }

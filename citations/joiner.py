@@ -32,13 +32,13 @@ class Joiner:
             return
         out.append(text)
         if "[" in text or "【" in text or "［" in text:
-            head = text[max(text.rfind("["), text.rfind("【"), text.rfind("［")):]
+            head = text[max(text.rfind("["), text.rfind("【"), text.rfind("［")) :]
             self.head = head if could_become_marker(head) else ""
         elif self.head:
             head = self.head + text
             self.head = head if could_become_marker(head) else ""
         if "\n" in text:
-            self.ticks_only = not text[text.rfind("\n") + 1:].strip("`")
+            self.ticks_only = not text[text.rfind("\n") + 1 :].strip("`")
         elif self.ticks_only:
             self.ticks_only = not text.strip("`")
 
@@ -55,7 +55,7 @@ class Joiner:
         body = text.rstrip(HSPACE)
         if body:
             self._emit(self.held + body, out)
-            self.held = text[len(body):]
+            self.held = text[len(body) :]
         else:
             self.held += text
         if len(self.held) > MAX_HELD_SPACE:

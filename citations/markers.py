@@ -1,10 +1,10 @@
 """The `[C:N]` marker grammar, here and nowhere else:
-  - brackets [ ], 【 】 or ［ ］; `C` in either case; `:` or `：`; spaces allowed between the parts;
-  - one or more ids separated by , ， 、 ; ；  each optionally repeating `C:`;
-  - a range a-b or a–b (a < b, at most 20 ids) expands;
-  - a marker is at most 64 characters long, bracket included;
-  - nothing inside inline code (a backtick up to the next backtick or the end of the line) or a fenced code
-    block (from a line starting with three backticks to the next such line) is a marker.
+- brackets [ ], 【 】 or ［ ］; `C` in either case; `:` or `：`; spaces allowed between the parts;
+- one or more ids separated by , ， 、 ; ；  each optionally repeating `C:`;
+- a range a-b or a–b (a < b, at most 20 ids) expands;
+- a marker is at most 64 characters long, bracket included;
+- nothing inside inline code (a backtick up to the next backtick or the end of the line) or a fenced code
+  block (from a line starting with three backticks to the next such line) is a marker.
 """
 
 import re
@@ -44,5 +44,3 @@ def marker_ids(candidate):
 def could_become_marker(candidate):
     """True while `candidate` (opening bracket and what follows) may still grow into a marker."""
     return len(candidate) < MAX_MARKER_LENGTH and MARKER_HEAD.fullmatch(candidate, 1) is not None
-
-

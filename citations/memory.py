@@ -34,7 +34,11 @@ def parse_history(value):
         raise ValueError(f"history: expected a list of turns, got {type(value).__name__}")
     turns = []
     for n, turn in enumerate(value):
-        if not isinstance(turn, dict) or not isinstance(turn.get("query"), str) or not isinstance(turn.get("answer"), str):
+        if (
+            not isinstance(turn, dict)
+            or not isinstance(turn.get("query"), str)
+            or not isinstance(turn.get("answer"), str)
+        ):
             raise ValueError(f"history[{n}]: expected {{query, answer}} text")
         turns.append(turn)
     return [{"query": clean(t["query"], "query"), "answer": clean(t["answer"], "answer")} for t in turns[-MAX_TURNS:]]

@@ -15,7 +15,6 @@ Outputs:
                     the 30th counting the rest
 """
 
-
 import datetime
 import html
 import math
@@ -74,8 +73,8 @@ PLAIN_WEB_URL = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9.-]+(?::[0-9]*)?(
 URL_LEADING = "".join(map(chr, range(33)))  # what urlsplit strips from the start of a URL (C0 controls, space)
 
 
-
 # --- Parsing the inputs ----------------------------------------------------------------------------------
+
 
 def parse_structured(value, field):
     """A list/dict as given; a JSON string or Dify's Python-repr string of one parsed; None, "" or null empty."""
@@ -185,7 +184,8 @@ def flatten_web(data, out, skipped, depth=0):
                 skipped.append(skip("web", -1, f"search provider error {error}"))
                 return
             raise ValueError(
-                "web_chunks: unrecognised search response (keys: " + ", ".join(sorted(map(str, data))[:10])
+                "web_chunks: unrecognised search response (keys: "
+                + ", ".join(sorted(map(str, data))[:10])
                 + "); expected a list of results or a known provider shape (Baidu, Bocha, Tavily, SerpAPI, "
                 "Serper, Bing, Brave, Google CSE, Jina, Exa, SearXNG, DuckDuckGo)"
             )
@@ -194,8 +194,10 @@ def flatten_web(data, out, skipped, depth=0):
     for element in data:
         if isinstance(element, str) and element.strip()[:1] in ("{", "["):
             element = parse_structured(element, "web_chunks")  # Dify wraps a JSON body given to an array in a list
-        if isinstance(element, list) or (isinstance(element, dict) and (
-                envelope_results(element) is not None or (not looks_like_result(element) and provider_error(element)))):
+        if isinstance(element, list) or (
+            isinstance(element, dict)
+            and (envelope_results(element) is not None or (not looks_like_result(element) and provider_error(element)))
+        ):
             flatten_web(element, out, skipped, depth + 1)
         else:
             out.append(element)
@@ -211,6 +213,7 @@ def web_items(raw, skipped):
 
 
 # --- Field helpers ---------------------------------------------------------------------------------------
+
 
 def first_text(item, fields, clean=str.strip):
     """The first of `fields` whose value, cleaned, is not empty."""
@@ -249,7 +252,7 @@ def to_int(value):
         number = int(value) if isinstance(value, int) else int(float(value))
     except (TypeError, ValueError, OverflowError):
         return 0
-    return number if -2 ** 63 < number < 2 ** 63 else 0
+    return number if -(2**63) < number < 2**63 else 0
 
 
 def plain_text(value):
@@ -268,7 +271,7 @@ def one_line(value):
 
 
 def cut(text, limit):
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def web_url(value):
@@ -335,7 +338,6 @@ def normalise_date(value):
     return text
 
 
-
 def web_subtitle(site_name, host, date):
     """The seed's fallback chain: site · date, host · date, site or host, date, ""."""
     place = site_name or host
@@ -345,6 +347,7 @@ def web_subtitle(site_name, host, date):
 
 
 # --- Normalising one item --------------------------------------------------------------------------------
+
 
 def text_of(value):
     if type(value) is str:  # the usual case, without the checks below
@@ -383,8 +386,14 @@ def rag_chunk(item, show_storage_urls=False, seen=None):
     already read: the chunks of one document repeat them, and each is read once."""
     metadata = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
     doc_meta = metadata.get("doc_metadata") if isinstance(metadata.get("doc_metadata"), dict) else {}
-    names = (doc_meta.get("document_name"), metadata.get("document_name"), doc_meta.get("document_title"),
-             item.get("title"), metadata.get("dataset_name"), doc_meta.get("source_file_url"))
+    names = (
+        doc_meta.get("document_name"),
+        metadata.get("document_name"),
+        doc_meta.get("document_title"),
+        item.get("title"),
+        metadata.get("dataset_name"),
+        doc_meta.get("source_file_url"),
+    )
     if seen is not None and TEXT_KINDS.issuperset(map(type, names)):  # equal text reads the same (1 == 1.0 …)
         fields = seen.get(names)
         if fields is None:
@@ -453,6 +462,7 @@ def web_chunk(item):
 
 # --- Merging ---------------------------------------------------------------------------------------------
 
+
 def unique_chunks(items, source, to_chunk, skipped, limit=None):
     """Normalise `items` into (input index, chunk) pairs; `to_chunk` gives (chunk, identity: "" for none).
     Unusable items are recorded in `skipped`; duplicates are merged keeping the higher score; only the first
@@ -496,8 +506,14 @@ def format_context(chunks):
     return "\n\n".join(MARKER_HEADER.format(id=c["id"]) + "\n" + c["content"] for c in chunks)
 
 
-def main(rag_chunks=None, web_chunks=None, max_web_results=DEFAULT_MAX_WEB_RESULTS,
-         max_chunks=DEFAULT_MAX_CHUNKS, web_text=None, show_storage_urls=False) -> dict:
+def main(
+    rag_chunks=None,
+    web_chunks=None,
+    max_web_results=DEFAULT_MAX_WEB_RESULTS,
+    max_chunks=DEFAULT_MAX_CHUNKS,
+    web_text=None,
+    show_storage_urls=False,
+) -> dict:
     max_web_results = parse_count(max_web_results, "max_web_results", 0)
     max_chunks = parse_count(max_chunks, "max_chunks", 1)
     if not isinstance(show_storage_urls, bool):
@@ -542,4 +558,4 @@ def capped(skipped):
     if len(skipped) <= MAX_SKIPPED_REPORTED:
         return skipped
     rest = len(skipped) - (MAX_SKIPPED_REPORTED - 1)
-    return skipped[:MAX_SKIPPED_REPORTED - 1] + [skip("all", -1, f"and {rest} more items not used")]
+    return skipped[: MAX_SKIPPED_REPORTED - 1] + [skip("all", -1, f"and {rest} more items not used")]

@@ -18,11 +18,25 @@ ANY_BRACKET = re.compile(r"[\[\]【】［］]")
 FOLD_REMOVED = ("Cf", "Mn", "Mc", "Me")  # format characters (zero-width …) and combining marks
 FOLD_INVISIBLE = "\u115f\u1160\u3164\uffa0"  # Hangul fillers: letters that show as nothing
 # Homoglyphs of the marker's letters that no Unicode normalisation maps, but a model may read as them.
-FOLD_LOOKALIKES = str.maketrans({
-    "\u0421": "C", "\u0441": "c", "\u03f9": "C", "\u03f2": "c", "\u2ca4": "C", "\u2ca5": "c", "\u13df": "C",
-    "\ua4da": "C", "\u2236": ":", "\ua789": ":", "\u02f8": ":", "\u0589": ":", "\u05c3": ":", "\u2045": "[",
-    "\u2046": "]",
-})
+FOLD_LOOKALIKES = str.maketrans(
+    {
+        "\u0421": "C",
+        "\u0441": "c",
+        "\u03f9": "C",
+        "\u03f2": "c",
+        "\u2ca4": "C",
+        "\u2ca5": "c",
+        "\u13df": "C",
+        "\ua4da": "C",
+        "\u2236": ":",
+        "\ua789": ":",
+        "\u02f8": ":",
+        "\u0589": ":",
+        "\u05c3": ":",
+        "\u2045": "[",
+        "\u2046": "]",
+    }
+)
 # The characters whose fold may differ from themselves: all but ASCII (never folded), the CJK unified ideographs
 # and the Hangul syllables (no decomposition, no format character or mark: each folds to itself).
 MAY_FOLD = re.compile("[^\x00-\x7f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3]")
@@ -61,8 +75,11 @@ def neutralise_markers(text):
     edits = {}
     for index, offset in original_positions(text, table, sorted(set(targets))):
         form = edits.setdefault(index, list(table.get(ord(text[index]), text[index])))
-        form[offset] = NEUTRAL_BRACKET.get(text[index]) if len(form) == 1 and text[index] in NEUTRAL_BRACKET \
+        form[offset] = (
+            NEUTRAL_BRACKET.get(text[index])
+            if len(form) == 1 and text[index] in NEUTRAL_BRACKET
             else NEUTRAL_BRACKET[form[offset]]
+        )
     pieces, start = [], 0
     for index in sorted(edits):
         pieces += [text[start:index], "".join(edits[index])]

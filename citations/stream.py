@@ -27,8 +27,9 @@ class CitationStream:
     trailing whitespace (to drop it if a removed marker and punctuation follow). Total cost is linear in the answer.
     """
 
-    def __init__(self, chunk_metadata=None, insufficient_phrases=INSUFFICIENT_DEFAULT, question=None,
-                 weights=DEFAULT_WEIGHTS):
+    def __init__(
+        self, chunk_metadata=None, insufficient_phrases=INSUFFICIENT_DEFAULT, question=None, weights=DEFAULT_WEIGHTS
+    ):
         """`weights`: the support check's (citations.support.weights); the node ships DEFAULT_WEIGHTS."""
         self._chunks = parse_chunk_metadata(chunk_metadata)
         self._weights = weights
@@ -78,8 +79,15 @@ class CitationStream:
         if self._fresh:
             self._fresh = []
         answer, plain = self._answer_joiner, self._plain_joiner
-        if (not self._candidate and not answer.gap and not plain.gap and not answer.head and not plain.head
-                and answer.held == plain.held and TEXT_STOPS.search(delta) is None):
+        if (
+            not self._candidate
+            and not answer.gap
+            and not plain.gap
+            and not answer.head
+            and not plain.head
+            and answer.held == plain.held
+            and TEXT_STOPS.search(delta) is None
+        ):
             # The usual delta: plain text (no bracket, backtick or line break) and both joiners with nothing pending
             # but the same trailing whitespace. The scanner would pass it on whole and both joiners would do the
             # same with it (Joiner.text), so that is done here once.
@@ -88,7 +96,7 @@ class CitationStream:
             self._line_ticks = -1
             body, held = delta.rstrip(HSPACE), answer.held
             if body:
-                trailing = delta[len(body):]
+                trailing = delta[len(body) :]
                 if len(trailing) <= MAX_HELD_SPACE:
                     text = held + body if held else body
                     answer.held = plain.held = trailing
@@ -128,8 +136,9 @@ class CitationStream:
         if not self._finished:
             self.finish()
         if support and self._checked is None:  # the support check runs once, after the stream ended
-            self._checked = check_support(self._plain, self._chunks, question=self._question, phrases=self._phrases,
-                                          weights=self._weights)
+            self._checked = check_support(
+                self._plain, self._chunks, question=self._question, phrases=self._phrases, weights=self._weights
+            )
         checked = self._checked if support else unchecked(self._plain)
         plain = checked["text"]
         said = normal_text(plain) if self._phrases else ""
@@ -140,10 +149,15 @@ class CitationStream:
         citations = []
         for citation in self._citations:
             score = checked["support"].get(citation["id"])
-            citations.append({**citation, "support": None if score is None else round(score, 3),
-                              "weak": score is not None and score < self._weights.threshold,
-                              "reasons": checked["reasons"].get(citation["id"], []),
-                              "reason": checked["reason"].get(citation["id"], "")})
+            citations.append(
+                {
+                    **citation,
+                    "support": None if score is None else round(score, 3),
+                    "weak": score is not None and score < self._weights.threshold,
+                    "reasons": checked["reasons"].get(citation["id"], []),
+                    "reason": checked["reason"].get(citation["id"], ""),
+                }
+            )
         return {
             "answer": "".join(self._shown),
             "answer_without_markers": plain,
@@ -264,8 +278,15 @@ class CitationStream:
 
 def unchecked(plain):
     """What `check_support` returns, for an answer not checked: its text, and no scores, reasons or sentences."""
-    return {"text": "".join(part for part in plain if isinstance(part, str)), "support": {}, "reasons": {},
-            "reason": {}, "uncited_sentences": [], "citation_recall_proxy": None, "citation_precision_proxy": None}
+    return {
+        "text": "".join(part for part in plain if isinstance(part, str)),
+        "support": {},
+        "reasons": {},
+        "reason": {},
+        "uncited_sentences": [],
+        "citation_recall_proxy": None,
+        "citation_precision_proxy": None,
+    }
 
 
 def pieces_of(parts):
@@ -280,6 +301,7 @@ def pieces_of(parts):
             else:
                 pieces.append({"type": "text", "text": part})
         else:
-            pieces.append({"type": "cite", "numbers": list(part["numbers"]), "ids": list(part["ids"]),
-                           "new": list(part["new"])})
+            pieces.append(
+                {"type": "cite", "numbers": list(part["numbers"]), "ids": list(part["ids"]), "new": list(part["new"])}
+            )
     return pieces

@@ -24,7 +24,6 @@ from endpoints.chat_protocol import INTERNAL_ERROR, OPEN_COMMENT, Translator, er
 from endpoints.settings import Config, SettingError, logger, normal_origin, read_settings
 from tools.params import LONE_SURROGATE
 
-
 MAX_BODY_BYTES = 64 * 1024
 MAX_QUERY_CHARS = 4000
 MAX_TOKEN_CHARS = 8192
@@ -49,7 +48,7 @@ MESSAGES = {
     "invalid_token": "The sign-in token is not valid. 登录令牌无效。",
     "bad_request": "The request is not a valid question. 请求不是有效的提问。",
     "query_too_long": f"The question is too long: at most {MAX_QUERY_CHARS:,} characters. "
-                      f"问题太长：最多 {MAX_QUERY_CHARS} 个字符。",
+    f"问题太长：最多 {MAX_QUERY_CHARS} 个字符。",
     "forbidden": "This conversation cannot be continued with your sign-in. 无法以当前登录身份继续该对话。",
     INTERNAL_ERROR: "Something went wrong while answering. 回答时出现了错误。",
 }
@@ -63,6 +62,7 @@ class HttpError(Exception):
 
 # --- who is calling -------------------------------------------------------------------------------------------
 
+
 def caller(authorization: str | None, config: Config) -> tuple[str, list[str]]:
     """(sub, roles) of a valid bearer token; anything else raises HttpError(401)."""
     if not authorization or not authorization.strip():
@@ -72,8 +72,13 @@ def caller(authorization: str | None, config: Config) -> tuple[str, list[str]]:
     if scheme.lower() != "bearer" or not token or len(token) > MAX_TOKEN_CHARS:
         raise HttpError(401, "invalid_token", "not a bearer token")
     try:
-        claims = jwt.decode(token, config.secret, algorithms=[ALGORITHM], audience=config.audience,
-                            options={"require": ["sub", "exp", "roles"]})
+        claims = jwt.decode(
+            token,
+            config.secret,
+            algorithms=[ALGORITHM],
+            audience=config.audience,
+            options={"require": ["sub", "exp", "roles"]},
+        )
     except jwt.ExpiredSignatureError:
         raise HttpError(401, "expired_token", "token expired") from None
     except jwt.PyJWTError as error:
@@ -86,13 +91,17 @@ def caller(authorization: str | None, config: Config) -> tuple[str, list[str]]:
     sub, roles = claims.get("sub"), claims.get("roles")
     if not isinstance(sub, str) or not sub.strip() or len(sub) > MAX_SUB_CHARS:
         raise HttpError(401, "invalid_token", "sub is not a user id")
-    if not isinstance(roles, list) or len(roles) > MAX_ROLES or not all(
-            isinstance(r, str) and r.strip() and len(r) <= MAX_ROLE_CHARS for r in roles):
+    if (
+        not isinstance(roles, list)
+        or len(roles) > MAX_ROLES
+        or not all(isinstance(r, str) and r.strip() and len(r) <= MAX_ROLE_CHARS for r in roles)
+    ):
         raise HttpError(401, "invalid_token", "roles is not a list of role names")
     return sub, [r.strip() for r in roles]
 
 
 # --- conversation handles -------------------------------------------------------------------------------------
+
 
 def _handle_key(secret: bytes) -> bytes:
     return hmac.new(secret, b"gcite conversation handle v1", hashlib.sha256).digest()
@@ -120,6 +129,7 @@ def open_handle(secret: bytes, sub: str, handle: str) -> str:
 
 
 # --- the request body -----------------------------------------------------------------------------------------
+
 
 def question(r: Request) -> tuple[str, str | None]:
     """(query, handle or None) from the JSON body; anything else raises HttpError(400). Other keys are ignored."""
@@ -150,6 +160,7 @@ def question(r: Request) -> tuple[str, str | None]:
 
 
 # --- responses ------------------------------------------------------------------------------------------------
+
 
 def json_response(status: int, code: str, headers: Mapping[str, str]) -> Response:
     body = json.dumps({"code": code, "message": MESSAGES.get(code, MESSAGES[INTERNAL_ERROR])}, ensure_ascii=False)
@@ -216,22 +227,34 @@ class GCiteChatEndpoint(Endpoint):
             logger.error("gcite chat: request failed: %s", type(error).__name__)
             return json_response(500, INTERNAL_ERROR, cors_headers(r, config))
         stream = self._stream(config, sub, roles, query, conversation_id)
-        return Response(stream, status=200, headers={**STREAM_HEADERS, **cors_headers(r, config)},
-                        content_type="text/event-stream; charset=utf-8")
+        return Response(
+            stream,
+            status=200,
+            headers={**STREAM_HEADERS, **cors_headers(r, config)},
+            content_type="text/event-stream; charset=utf-8",
+        )
 
-    def _stream(self, config: Config, sub: str, roles: list[str], query: str,
-                conversation_id: str | None) -> Iterator[bytes]:
+    def _stream(
+        self, config: Config, sub: str, roles: list[str], query: str, conversation_id: str | None
+    ) -> Iterator[bytes]:
         """The response body: a generator, so the daemon flushes each event as it comes; never raises. Events are
         encoded here (a lone surrogate becomes "?"), so not even encoding can fail after the body started."""
         yield OPEN_COMMENT.encode("ascii")
-        translator = Translator(source_node=config.source_node, snippet_length=config.snippet_length,
-                                conversation_handle=lambda cid: make_handle(config.secret, sub, cid))
+        translator = Translator(
+            source_node=config.source_node,
+            snippet_length=config.snippet_length,
+            conversation_handle=lambda cid: make_handle(config.secret, sub, cid),
+        )
 
         def app_events() -> Iterator[dict]:
             yield from self.session.app.chat.invoke(
-                app_id=config.app_id, query=query,
+                app_id=config.app_id,
+                query=query,
                 inputs={"user_roles": json.dumps(roles, ensure_ascii=False)},
-                response_mode="streaming", conversation_id=conversation_id, user=sub)
+                response_mode="streaming",
+                conversation_id=conversation_id,
+                user=sub,
+            )
 
         def log_problem(code: str, error: BaseException) -> None:
             logger.error("gcite chat: %s: %s: %s", code, type(error).__name__, str(error)[:500])

@@ -37,8 +37,16 @@ from citations.answer_layout import SOURCE_LIST
 from citations.stream import CitationStream
 
 EVENTS = ("ready", "sources", "text", "cite", "replace", "done", "error")
-SOURCE_KEYS = ("id", "source_type", "document_title", "display_subtitle", "site_name", "published_date", "url",
-               "snippet")
+SOURCE_KEYS = (
+    "id",
+    "source_type",
+    "document_title",
+    "display_subtitle",
+    "site_name",
+    "published_date",
+    "url",
+    "snippet",
+)
 CITATION_KEYS = ("number", "id", "count") + SOURCE_KEYS
 SUPPORT_CITATION_KEYS = ("support", "weak", "reasons", "reason")  # per citation, when the validator provides them
 SUPPORT_DONE_KEYS = ("uncited_sentences", "citation_recall_proxy", "citation_precision_proxy")
@@ -73,6 +81,7 @@ class ProtocolError(Exception):
 
 
 # --- wire format ----------------------------------------------------------------------------------------------
+
 
 def gcite_sse(event: str, data: Mapping[str, Any]) -> str:
     """One event on the wire: `event: <name>\\ndata: <JSON on one line>\\n\\n`."""
@@ -112,6 +121,7 @@ def error_event(code: str) -> Event:
 
 
 # --- sources ----------------------------------------------------------------------------------------------------
+
 
 def safe_url(value: Any) -> str:
     """`value` when it is an absolute http(s) URL with a host and no whitespace or control character, else ""."""
@@ -183,14 +193,18 @@ def sources_of_items(items: list[dict[str, Any]], snippet_length: int = DEFAULT_
         if source["id"] in seen:
             raise ProtocolError(APP_ERROR, f"chunk_metadata[{position}]: id {source['id']!r} is not a new number")
         if source["source_type"] not in SOURCE_TYPES:
-            raise ProtocolError(APP_ERROR, f"chunk_metadata[{position}]: source_type {source['source_type']!r} "
-                                           f"is not one of {', '.join(SOURCE_TYPES)}")
+            raise ProtocolError(
+                APP_ERROR,
+                f"chunk_metadata[{position}]: source_type {source['source_type']!r} "
+                f"is not one of {', '.join(SOURCE_TYPES)}",
+            )
         seen.add(source["id"])
         sources.append(source)
     return sources
 
 
 # --- which `message` deltas are the answer ----------------------------------------------------------------------
+
 
 def has_node(event: Mapping[str, Any]) -> bool:
     """Does a `message` event say which node's variable it shows (`from_variable_selector`)?"""
@@ -251,6 +265,7 @@ class AnswerText:
 
 # --- the translation --------------------------------------------------------------------------------------------
 
+
 class Translator:
     """One answer: feed it Dify's events in order, send what it returns.
 
@@ -264,11 +279,19 @@ class Translator:
     itself); `insufficient_phrases` — passed to the validator (default: its own).
     """
 
-    def __init__(self, *, source_node: str | None = None, snippet_length: int = DEFAULT_SNIPPET_LENGTH,
-                 conversation_handle: Callable[[str], str] | None = None,
-                 insufficient_phrases: str | list[str] | None = None) -> None:
-        if isinstance(snippet_length, bool) or not isinstance(snippet_length, int) or not (
-                0 <= snippet_length <= MAX_SNIPPET_LENGTH):
+    def __init__(
+        self,
+        *,
+        source_node: str | None = None,
+        snippet_length: int = DEFAULT_SNIPPET_LENGTH,
+        conversation_handle: Callable[[str], str] | None = None,
+        insufficient_phrases: str | list[str] | None = None,
+    ) -> None:
+        if (
+            isinstance(snippet_length, bool)
+            or not isinstance(snippet_length, int)
+            or not (0 <= snippet_length <= MAX_SNIPPET_LENGTH)
+        ):
             raise ValueError(f"snippet_length: expected a whole number 0..{MAX_SNIPPET_LENGTH}, got {snippet_length!r}")
         self.source_node = source_node or None
         self.snippet_length = snippet_length
@@ -410,8 +433,11 @@ class Translator:
             elif piece["type"] == "cite":
                 held = self.held_cite or {"numbers": [], "ids": [], "new": []}
                 pairs = dict(zip(held["numbers"], held["ids"])) | dict(zip(piece["numbers"], piece["ids"]))
-                self.held_cite = {"numbers": sorted(pairs), "ids": [pairs[n] for n in sorted(pairs)],
-                                  "new": sorted({*held["new"], *piece["new"]})}
+                self.held_cite = {
+                    "numbers": sorted(pairs),
+                    "ids": [pairs[n] for n in sorted(pairs)],
+                    "new": sorted({*held["new"], *piece["new"]}),
+                }
         return out
 
     def _cite_held(self) -> list[Event]:
@@ -442,16 +468,24 @@ class Translator:
         by_id = {source["id"]: source for source in self.sources or []}
         citations = []
         for citation in result["citations"]:
-            cited = {"number": citation["index"], "id": citation["id"], "count": citation["count"],
-                     **by_id[citation["id"]]}
+            cited = {
+                "number": citation["index"],
+                "id": citation["id"],
+                "count": citation["count"],
+                **by_id[citation["id"]],
+            }
             checked = citation if flags is None else flags[citation["id"]]
             for key in SUPPORT_CITATION_KEYS:
                 if key in checked:
                     cited[key] = checked[key]
             citations.append(cited)
-        done = {"status": result["status"], "citations": citations, "invalid_ids": list(result["invalid_ids"]),
-                "conversation": self.conversation_handle(self.conversation_id) if self.conversation_id else "",
-                "message_id": self.message_id}
+        done = {
+            "status": result["status"],
+            "citations": citations,
+            "invalid_ids": list(result["invalid_ids"]),
+            "conversation": self.conversation_handle(self.conversation_id) if self.conversation_id else "",
+            "message_id": self.message_id,
+        }
         for key in SUPPORT_DONE_KEYS:
             if key in result:
                 done[key] = result[key]
@@ -459,8 +493,11 @@ class Translator:
         return out + [("done", done)]
 
 
-def translate(events: Iterable[Mapping[str, Any]], translator: Translator | None = None,
-              on_problem: Callable[[str, BaseException], None] | None = None) -> Iterator[Event]:
+def translate(
+    events: Iterable[Mapping[str, Any]],
+    translator: Translator | None = None,
+    on_problem: Callable[[str, BaseException], None] | None = None,
+) -> Iterator[Event]:
     """The whole protocol stream for one answer: `ready`, …, and always a last `done` or `error`.
 
     `events` is Dify's stream (e.g. the generator of a backwards app invocation): an exception while getting the

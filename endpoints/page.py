@@ -11,9 +11,8 @@ by the endpoint's allowed origins, `nosniff` and no referrer.
 from collections.abc import Mapping
 from pathlib import Path
 
-from werkzeug import Request, Response
-
 from dify_plugin import Endpoint
+from werkzeug import Request, Response
 
 from endpoints.settings import SettingError, allowed_origins, is_origin, logger
 
@@ -42,8 +41,8 @@ def frame_ancestors(settings: Mapping) -> str:
 def security_headers(settings: Mapping) -> dict[str, str]:
     return {
         "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-                                   "img-src 'self' data:; base-uri 'none'; form-action 'none'; "
-                                   f"frame-ancestors {frame_ancestors(settings)}",
+        "img-src 'self' data:; base-uri 'none'; form-action 'none'; "
+        f"frame-ancestors {frame_ancestors(settings)}",
         "X-Content-Type-Options": "nosniff",
         "Referrer-Policy": "no-referrer",
         "Cache-Control": "no-cache",

@@ -32,8 +32,10 @@ class SettingError(ValueError):
 # scheme://host[:port]: a DNS name (letters, digits, hyphens; punycode for other scripts), an IPv4 address or a
 # bracketed IPv6 address, and a port 1-65535. Nothing else: no path, no wildcard, no `;` that would end the CSP
 # directive the page builds from this setting.
-ORIGIN = re.compile(r"(https?)://((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
-                    r"|\[[0-9a-f:.]{2,45}\])(?::([0-9]{1,5}))?")
+ORIGIN = re.compile(
+    r"(https?)://((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+    r"|\[[0-9a-f:.]{2,45}\])(?::([0-9]{1,5}))?"
+)
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -68,11 +70,17 @@ def allowed_origins(settings: Mapping[str, Any]) -> list[str]:
         origin = normal_origin(entry)
         if origin != "*" and not is_origin(origin):
             # a key pasted into the wrong field (the token secret, say) is never echoed into the plugin's log
-            shown = (f"an entry of {len(entry)} letters and digits (not shown: it looks like a key, not a site)"
-                     if KEY_SHAPED.fullmatch(entry) else
-                     entry if len(entry) <= 60 and entry.isprintable() else repr(entry[:60]))
-            raise SettingError(f"setting allowed_origins: {shown} is not an origin; write each site as "
-                               "scheme://host[:port], e.g. https://chat.example.com, or * for every site")
+            shown = (
+                f"an entry of {len(entry)} letters and digits (not shown: it looks like a key, not a site)"
+                if KEY_SHAPED.fullmatch(entry)
+                else entry
+                if len(entry) <= 60 and entry.isprintable()
+                else repr(entry[:60])
+            )
+            raise SettingError(
+                f"setting allowed_origins: {shown} is not an origin; write each site as "
+                "scheme://host[:port], e.g. https://chat.example.com, or * for every site"
+            )
         out.append(origin)
     return list(dict.fromkeys(out))
 
@@ -92,6 +100,7 @@ class Config:
 
 def read_settings(settings: Mapping[str, Any]) -> Config:
     """The endpoint group's settings, checked; a problem raises SettingError naming the setting."""
+
     def problem(name: str, what: str) -> SettingError:
         return SettingError(f"setting {name}: {what}")
 
@@ -118,6 +127,11 @@ def read_settings(settings: Mapping[str, Any]) -> Config:
     audience = settings.get("jwt_audience") or None
     if audience is not None and not isinstance(audience, str):
         raise problem("jwt_audience", "expected text")
-    return Config(app_id=app_id.strip(), secret=secret.encode("utf-8"), origins=allowed,
-                  source_node=source_node.strip() if source_node else None, snippet_length=length,
-                  audience=(audience.strip() or None) if audience else None)  # blank: no `aud`, as documented
+    return Config(
+        app_id=app_id.strip(),
+        secret=secret.encode("utf-8"),
+        origins=allowed,
+        source_node=source_node.strip() if source_node else None,
+        snippet_length=length,
+        audience=(audience.strip() or None) if audience else None,
+    )  # blank: no `aud`, as documented

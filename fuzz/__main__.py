@@ -39,16 +39,31 @@ def run_atheris(target: str, seconds: int, corpus: Path) -> bool:
     corpus.mkdir(parents=True, exist_ok=True)
     before = set(corpus.iterdir())
     with tempfile.TemporaryDirectory(prefix=f"gcite-fuzz-{target}-") as scratch:
-        command = [sys.executable, "-m", "fuzz.atheris_target", target, f"-max_total_time={seconds}",
-                   "-timeout=10", "-rss_limit_mb=2048", "-max_len=16384", f"-dict={DICTIONARY}",
-                   f"-artifact_prefix={corpus}/", "-print_final_stats=1", scratch, str(corpus)]
+        command = [
+            sys.executable,
+            "-m",
+            "fuzz.atheris_target",
+            target,
+            f"-max_total_time={seconds}",
+            "-timeout=10",
+            "-rss_limit_mb=2048",
+            "-max_len=16384",
+            f"-dict={DICTIONARY}",
+            f"-artifact_prefix={corpus}/",
+            "-print_final_stats=1",
+            scratch,
+            str(corpus),
+        ]
         started = time.monotonic()
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, errors="replace")
     found = sorted(set(corpus.iterdir()) - before)
     written = re.findall(r"Test unit written to (\S+)", done.stderr)  # also an existing reproducer, found again
     found += [Path(p) for p in written if Path(p) not in found]
-    stats = [line for line in done.stderr.splitlines() if line.startswith(("stat::number_of_executed_units",
-                                                                           "stat::peak_rss_mb"))]
+    stats = [
+        line
+        for line in done.stderr.splitlines()
+        if line.startswith(("stat::number_of_executed_units", "stat::peak_rss_mb"))
+    ]
     runs = " ".join(line.split(":")[-1].strip() for line in stats)
     if done.returncode == 0 and not found:
         print(f"  {target}: nothing found in {time.monotonic() - started:.0f} s (runs, peak MB: {runs})")

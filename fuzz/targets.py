@@ -27,8 +27,8 @@ if str(ROOT) not in sys.path:
 
 from citations import acl_prefilter
 from citations import filter as filter_chunks
-from citations import merge as merge_chunks
 from citations import memory as remember_turn
+from citations import merge as merge_chunks
 from citations import validate as validate_citations
 from citations import web_request as web_search_request
 from citations.dify_inputs import load_json
@@ -37,7 +37,7 @@ from citations.stream import CitationStream
 MISSING = object()
 ARRAY_LIMIT = 30  # a Code node's default array limit
 STRING_LIMIT = 400_000  # a Code node's default string limit
-NUMBER_LIMIT = 2 ** 63
+NUMBER_LIMIT = 2**63
 
 
 class Broken(AssertionError):
@@ -50,6 +50,7 @@ def check(condition, message):
 
 
 # --- decoding ------------------------------------------------------------------------------------------------
+
 
 def fields(data, count):
     flags, parts = (data[0], data[1:].split(b"\x00")) if data else (0, [])
@@ -86,8 +87,10 @@ def call(node, names, data, defaults=None):
         return node(**{**(defaults or {}), **kwargs_of(names, fields(data, len(names)))})
     except ValueError as error:
         message = str(error)
-        check(any(re.match(re.escape(name) + r"[:\[. ]", message) for name in names),
-              f"error does not name an input: {message[:200]!r}")
+        check(
+            any(re.match(re.escape(name) + r"[:\[. ]", message) for name in names),
+            f"error does not name an input: {message[:200]!r}",
+        )
         check(len(message) <= 2000, f"error message of {len(message)} characters")
         return None
 
@@ -165,8 +168,12 @@ def merge_main(data):
 
 def merge_web(data):
     """The web mapping: the input is one search response."""
-    out = call(lambda web_chunks: merge_chunks.main(None, web_chunks, max_web_results=50),
-               ("web_chunks",), data, {"web_chunks": None})
+    out = call(
+        lambda web_chunks: merge_chunks.main(None, web_chunks, max_web_results=50),
+        ("web_chunks",),
+        data,
+        {"web_chunks": None},
+    )
     if out is not None:
         check_merge(out)
         check(all(c["source_type"] == "web" for c in out["chunk_metadata"]), "a knowledge chunk from web input")
@@ -182,8 +189,9 @@ def names_a_role(acl, roles, case_sensitive):
     """Independent of the node: some role of the user stands in the ACL's text as a whole item."""
     if isinstance(acl, str) and acl.strip().startswith("["):
         acl = load_json(acl.strip())  # a kept JSON-array ACL was readable
-    text = acl if isinstance(acl, str) else ",".join(map(scalar_text, acl)) if isinstance(acl, list) \
-        else scalar_text(acl)
+    text = (
+        acl if isinstance(acl, str) else ",".join(map(scalar_text, acl)) if isinstance(acl, list) else scalar_text(acl)
+    )
     if not case_sensitive:
         text = text.casefold()
     for role in roles:
@@ -245,10 +253,14 @@ def filter_main(data):
     items = filter_chunks.parse_items(values[0], "rag_chunks") if values[0] is not MISSING else []
     args = dict(zip(FILTER_ARGS, values))
     out = filter_chunks.main(items, **{k: v for k, v in args.items() if k != "rag_chunks" and v is not MISSING})
-    check_filter(out, items, None if args["user_roles"] is MISSING else args["user_roles"],
-                 "access_roles" if args["acl_field"] is MISSING else args["acl_field"],
-                 True if args["case_sensitive"] is MISSING else args["case_sensitive"],
-                 "visible" if args["missing_acl"] is MISSING else args["missing_acl"])
+    check_filter(
+        out,
+        items,
+        None if args["user_roles"] is MISSING else args["user_roles"],
+        "access_roles" if args["acl_field"] is MISSING else args["acl_field"],
+        True if args["case_sensitive"] is MISSING else args["case_sensitive"],
+        "visible" if args["missing_acl"] is MISSING else args["missing_acl"],
+    )
 
 
 def filter_acl(data):
@@ -286,6 +298,7 @@ def filter_condition(data):
 
 
 # --- the other nodes -----------------------------------------------------------------------------------------
+
 
 def acl_prefilter_main(data):
     values = fields(data, 2)
@@ -327,8 +340,10 @@ def validate_main(data):
     if out is None:
         return
     as_json(out)
-    check([c["index"] for c in out["citations"]] == list(range(1, len(out["citations"]) + 1)),
-          "display numbers are not 1..K")
+    check(
+        [c["index"] for c in out["citations"]] == list(range(1, len(out["citations"]) + 1)),
+        "display numbers are not 1..K",
+    )
 
 
 def stream(data):
@@ -342,8 +357,9 @@ def stream(data):
     except ValueError as error:
         check(str(error).startswith(("answer", "chunk_metadata")), f"unclear error {str(error)[:200]!r}")
         return
-    points = sorted({b * 7 % (len(answer) + 1) for b in (cuts.encode("utf-8", "surrogateescape")
-                                                          if isinstance(cuts, str) else b"")})
+    points = sorted(
+        {b * 7 % (len(answer) + 1) for b in (cuts.encode("utf-8", "surrogateescape") if isinstance(cuts, str) else b"")}
+    )
     parser = CitationStream(chunks)
     shown, last = [], 0
     for point in points + [len(answer)]:
@@ -363,7 +379,19 @@ def canary(data):
     check(b"gcite-canary" not in data, "canary")
 
 
-TARGETS = {f.__name__: f for f in (
-    merge_main, merge_web, filter_main, filter_acl, filter_condition, acl_prefilter_main, remember_turn_main,
-    web_search_request_main, validate_main, stream)}
+TARGETS = {
+    f.__name__: f
+    for f in (
+        merge_main,
+        merge_web,
+        filter_main,
+        filter_acl,
+        filter_condition,
+        acl_prefilter_main,
+        remember_turn_main,
+        web_search_request_main,
+        validate_main,
+        stream,
+    )
+}
 ALL_TARGETS = {**TARGETS, "canary": canary}

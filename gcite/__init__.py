@@ -16,8 +16,10 @@ def unicode_problem(value: str, where: str) -> str | None:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as error:
-        return (f"{where} is not valid Unicode text: lone surrogate U+{ord(value[error.start]):04X} at character "
-                f"{error.start}")
+        return (
+            f"{where} is not valid Unicode text: lone surrogate U+{ord(value[error.start]):04X} at character "
+            f"{error.start}"
+        )
     return None
 
 

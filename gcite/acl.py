@@ -69,9 +69,11 @@ class AclAdminError(Exception):
 
 # --- What each stage does with a stored value ------------------------------------------------------------
 
+
 @dataclass
 class Verdict:
     """Who a stage lets see a document: everyone, users holding one of `roles`, or no one."""
+
     everyone: bool
     roles: tuple[str, ...] = ()
     reason: str = ""
@@ -97,6 +99,7 @@ class Stages:
     whether Knowledge Retrieval's pre-filter (its conditions for a user with `roles`, judged as Dify's SQL judges
     them) lets a document with `doc_metadata` through; `stored_text(value)`: the text Dify's SQL matches a stored
     value as (None for a JSON null)."""
+
     admits: Callable[[str, dict[str, Any], list[str], str], bool]
     stored_text: Callable[[Any], str | None]
 
@@ -149,13 +152,15 @@ def node_verdict(field_name: str, value: Any, missing_acl: str) -> Verdict:
     return Verdict(False, kept)
 
 
-def prefilter_verdict(stages: Stages, field_name: str, value: Any, missing_acl: str,
-                      candidate_roles: tuple[str, ...]) -> Verdict:
+def prefilter_verdict(
+    stages: Stages, field_name: str, value: Any, missing_acl: str, candidate_roles: tuple[str, ...]
+) -> Verdict:
     """Admitted for a user without roles (everyone), else for which of `candidate_roles` (the roles the value names)."""
     if prefilter_admits(stages, field_name, value, [], missing_acl):
         return Verdict(True)
-    return Verdict(False, tuple(r for r in candidate_roles
-                                if prefilter_admits(stages, field_name, value, [r], missing_acl)))
+    return Verdict(
+        False, tuple(r for r in candidate_roles if prefilter_admits(stages, field_name, value, [r], missing_acl))
+    )
 
 
 def role_candidates(stages: Stages, value: Any) -> tuple[str, ...]:
@@ -178,8 +183,12 @@ def role_candidates(stages: Stages, value: Any) -> tuple[str, ...]:
 
 def representable(role: str) -> bool:
     """A role the convention (and the pre-filter's slots) can hold exactly."""
-    return (role == role.strip() and role != "" and not filter_chunks.ROLE_DELIMITERS.search(role)
-            and not any(bad in role for bad in acl_prefilter.FORBIDDEN_IN_ROLE))
+    return (
+        role == role.strip()
+        and role != ""
+        and not filter_chunks.ROLE_DELIMITERS.search(role)
+        and not any(bad in role for bad in acl_prefilter.FORBIDDEN_IN_ROLE)
+    )
 
 
 @dataclass
@@ -190,6 +199,7 @@ class Assessment:
     prefilter: Verdict | None = None
     node: Verdict | None = None
     note: str = ""
+
 
 def assess(field_name: str, value: Any, missing_acl: str = "visible", *, stages: Stages) -> Assessment:
     """What the pre-filter and the filter node do with `value`, and what `fix` writes (None: nothing)."""
@@ -225,7 +235,9 @@ def assess(field_name: str, value: Any, missing_acl: str = "visible", *, stages:
     else:
         bad = [r for r in roles if not representable(r)]
         found.status = "unreadable"
-        found.note = f"role {bad[0]!r} cannot be written in the convention (it holds a delimiter, a quote or a backslash)"
+        found.note = (
+            f"role {bad[0]!r} cannot be written in the convention (it holds a delimiter, a quote or a backslash)"
+        )
         return found
     if value != target:
         found.status, found.target = "fix", target
@@ -234,6 +246,7 @@ def assess(field_name: str, value: Any, missing_acl: str = "visible", *, stages:
 
 # --- Display -----------------------------------------------------------------------------------------------
 
+
 def show(value: Any) -> str:
     """A value as JSON, with every invisible or look-alike space escaped, so blanks and controls can be seen."""
     if value is MISSING:
@@ -241,8 +254,9 @@ def show(value: Any) -> str:
     if value is UNREADABLE:
         return "(unreadable)"
     text = json.dumps(value, ensure_ascii=False)
-    return "".join(c if c == " " or not (c.isspace() or unicodedata.category(c)[0] in "CZ") else f"\\u{ord(c):04x}"
-                   for c in text)
+    return "".join(
+        c if c == " " or not (c.isspace() or unicodedata.category(c)[0] in "CZ") else f"\\u{ord(c):04x}" for c in text
+    )
 
 
 def safe(text: Any) -> str:
@@ -251,6 +265,7 @@ def safe(text: Any) -> str:
 
 
 # --- The Knowledge API ----------------------------------------------------------------------------------
+
 
 def refused(error: BaseException) -> bool:
     """Whether a requests error comes from a refused connection (requests wraps urllib3's, which wraps the OS's)."""
@@ -262,18 +277,29 @@ def refused(error: BaseException) -> bool:
         seen.add(id(item))
         if isinstance(item, ConnectionRefusedError):
             return True
-        todo += [e for e in (item.__cause__, item.__context__, getattr(item, "reason", None), *item.args)
-                 if isinstance(e, BaseException)]
+        todo += [
+            e
+            for e in (item.__cause__, item.__context__, getattr(item, "reason", None), *item.args)
+            if isinstance(e, BaseException)
+        ]
     return False
 
 
 class KnowledgeApi:
     """Dify's Knowledge API over one requests.Session, with bounded retries for 429, 5xx and network errors."""
 
-    def __init__(self, base_url: str, api_key: str, retries: int = DEFAULT_RETRIES,
-                 sleep: Callable[[float], None] = time.sleep, log: Callable[[str], None] | None = None,
-                 max_requests: int = DEFAULT_MAX_REQUESTS, max_minutes: float = DEFAULT_MAX_MINUTES,
-                 clock: Callable[[], float] = time.monotonic, request_seconds: float = REQUEST_SECONDS):
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        retries: int = DEFAULT_RETRIES,
+        sleep: Callable[[float], None] = time.sleep,
+        log: Callable[[str], None] | None = None,
+        max_requests: int = DEFAULT_MAX_REQUESTS,
+        max_minutes: float = DEFAULT_MAX_MINUTES,
+        clock: Callable[[], float] = time.monotonic,
+        request_seconds: float = REQUEST_SECONDS,
+    ):
         import requests
 
         self._requests = requests
@@ -299,12 +325,18 @@ class KnowledgeApi:
     def check_bounds(self, what: str) -> None:
         """The whole run's bounds: at most max_requests requests and max_minutes minutes."""
         if self.requests_made >= self.max_requests:
-            raise AclAdminError(EXIT_API, f"{what}: stopped after {self.requests_made} requests to the Knowledge API, "
-                                          f"the most one run makes (--max-requests {self.max_requests})")
+            raise AclAdminError(
+                EXIT_API,
+                f"{what}: stopped after {self.requests_made} requests to the Knowledge API, "
+                f"the most one run makes (--max-requests {self.max_requests})",
+            )
         minutes = (self.clock() - self.started) / 60
         if minutes >= self.max_minutes:
-            raise AclAdminError(EXIT_API, f"{what}: stopped after {minutes:.1f} minutes, the longest one run takes "
-                                          f"(--max-minutes {self.max_minutes:g})")
+            raise AclAdminError(
+                EXIT_API,
+                f"{what}: stopped after {minutes:.1f} minutes, the longest one run takes "
+                f"(--max-minutes {self.max_minutes:g})",
+            )
 
     def run_left(self) -> float:
         """Seconds the run may still take (--max-minutes)."""
@@ -319,8 +351,16 @@ class KnowledgeApi:
         def remaining() -> float:
             return deadline - self.clock()
 
-        return exchange(self.session, method, url, remaining=remaining, limit=MAX_BODY_BYTES,
-                        connect=CONNECT_SECONDS, on_request=self._count, **kwargs)
+        return exchange(
+            self.session,
+            method,
+            url,
+            remaining=remaining,
+            limit=MAX_BODY_BYTES,
+            connect=CONNECT_SECONDS,
+            on_request=self._count,
+            **kwargs,
+        )
 
     def _count(self) -> None:
         self.requests_made += 1
@@ -335,55 +375,77 @@ class KnowledgeApi:
             except self._requests.exceptions.Timeout:
                 problem = f"no complete answer within {self.request_seconds:g} s"
                 if last:
-                    raise AclAdminError(EXIT_API, f"{what}: {method} {url} failed after {attempts(attempt + 1)}: "
-                                                  f"{problem}") from None
+                    raise AclAdminError(
+                        EXIT_API, f"{what}: {method} {url} failed after {attempts(attempt + 1)}: {problem}"
+                    ) from None
                 self.wait(attempt, None, f"{what}: {problem}")
                 continue
             except BodyTooLarge:
-                raise AclAdminError(EXIT_API, f"{what}: {method} {url} answered with a body over "
-                                              f"{MAX_BODY_BYTES // 2**20} MiB") from None
+                raise AclAdminError(
+                    EXIT_API, f"{what}: {method} {url} answered with a body over {MAX_BODY_BYTES // 2**20} MiB"
+                ) from None
             except RedirectRefused as redirect:
                 raise AclAdminError(EXIT_API, f"{what}: {method} {url} {redirect_problem(redirect)}") from None
             except self._requests.RequestException as error:
                 if refused(error):  # nothing listens there: a wrong address, said once and not retried
-                    raise AclAdminError(EXIT_API, f"{what}: cannot connect to {self.base_url} (connection refused): "
-                                                  f"check --base-url / DIFY_BASE_URL") from None
+                    raise AclAdminError(
+                        EXIT_API,
+                        f"{what}: cannot connect to {self.base_url} (connection refused): "
+                        f"check --base-url / DIFY_BASE_URL",
+                    ) from None
                 problem = self.redact(f"{type(error).__name__}: {error}")
                 if last:
-                    raise AclAdminError(EXIT_API, f"{what}: {method} {url} failed after {attempts(attempt + 1)}: "
-                                                  f"{problem}") from None
+                    raise AclAdminError(
+                        EXIT_API, f"{what}: {method} {url} failed after {attempts(attempt + 1)}: {problem}"
+                    ) from None
                 self.wait(attempt, None, f"{what}: {problem}")
                 continue
             status = response.status_code
             rate_limited = status == 429 or (status == 403 and "rate limit" in self.message(response))
             if status in (401, 403) and not rate_limited:
-                raise AclAdminError(EXIT_REFUSED, f"{what}: the Knowledge API refused the key (HTTP {status}"
-                                                  f"{self.message(response)}); check DIFY_DATASET_API_KEY / --api-key: a "
-                                                  f"knowledge-base API key of the workspace that owns the dataset")
+                raise AclAdminError(
+                    EXIT_REFUSED,
+                    f"{what}: the Knowledge API refused the key (HTTP {status}"
+                    f"{self.message(response)}); check DIFY_DATASET_API_KEY / --api-key: a "
+                    f"knowledge-base API key of the workspace that owns the dataset",
+                )
             if rate_limited or status >= 500:
                 if last:
-                    raise AclAdminError(EXIT_API, f"{what}: HTTP {status} from {method} {url}"
-                                                  f"{self.message(response)}; gave up after {attempts(attempt + 1)}")
+                    raise AclAdminError(
+                        EXIT_API,
+                        f"{what}: HTTP {status} from {method} {url}"
+                        f"{self.message(response)}; gave up after {attempts(attempt + 1)}",
+                    )
                 # Dify Cloud answers its per-minute knowledge-API quota with a 403 and no Retry-After
                 floor = QUOTA_WAIT if status == 403 else 0.0
-                self.wait(attempt, response.headers.get("Retry-After"), f"{what}: HTTP {status}"
-                          + (" (the subscription's knowledge-API rate limit)" if status == 403 else ""), floor)
+                self.wait(
+                    attempt,
+                    response.headers.get("Retry-After"),
+                    f"{what}: HTTP {status}"
+                    + (" (the subscription's knowledge-API rate limit)" if status == 403 else ""),
+                    floor,
+                )
                 continue
             if status == 404 and not self.dify_error(response):
-                raise AclAdminError(EXIT_API, f"{what}: {self.base_url} does not answer as Dify's Knowledge API (HTTP 404 "
-                                              f"from {method} {url} without Dify's JSON error): check --base-url / "
-                                              f"DIFY_BASE_URL, your Dify's API base ending in /v1, e.g. "
-                                              f"https://api.dify.ai/v1")
+                raise AclAdminError(
+                    EXIT_API,
+                    f"{what}: {self.base_url} does not answer as Dify's Knowledge API (HTTP 404 "
+                    f"from {method} {url} without Dify's JSON error): check --base-url / "
+                    f"DIFY_BASE_URL, your Dify's API base ending in /v1, e.g. "
+                    f"https://api.dify.ai/v1",
+                )
             if status == 404:
-                raise AclAdminError(EXIT_NOT_FOUND, f"{what}: not found (HTTP 404 from {method} {url}"
-                                                    f"{self.message(response)})")
+                raise AclAdminError(
+                    EXIT_NOT_FOUND, f"{what}: not found (HTTP 404 from {method} {url}{self.message(response)})"
+                )
             if status >= 400:
                 raise AclAdminError(EXIT_API, f"{what}: HTTP {status} from {method} {url}{self.message(response)}")
             try:
                 return response.json()
             except (ValueError, RecursionError):
-                raise AclAdminError(EXIT_API, f"{what}: {method} {url} answered HTTP {status} with a body that is "
-                                              f"not JSON") from None
+                raise AclAdminError(
+                    EXIT_API, f"{what}: {method} {url} answered HTTP {status} with a body that is not JSON"
+                ) from None
         raise AssertionError("unreachable")
 
     @staticmethod
@@ -404,17 +466,23 @@ class KnowledgeApi:
         return f": {safe(self.redact(str(message)))[:300]}" if message else ""
 
     def wait(self, attempt: int, retry_after: str | None, problem: str, floor: float = 0.0) -> None:
-        delay = max(floor, min(0.5 * 2 ** attempt, 30.0))
+        delay = max(floor, min(0.5 * 2**attempt, 30.0))
         if retry_after:
             asked = parse_retry_after(retry_after)
             if asked is not None:
                 if asked > MAX_RETRY_AFTER:
-                    raise AclAdminError(EXIT_API, f"{problem}; the server asks to wait {asked:.0f} s "
-                                                  f"(Retry-After), more than {MAX_RETRY_AFTER:.0f} s: try again later")
+                    raise AclAdminError(
+                        EXIT_API,
+                        f"{problem}; the server asks to wait {asked:.0f} s "
+                        f"(Retry-After), more than {MAX_RETRY_AFTER:.0f} s: try again later",
+                    )
                 delay = asked
         if delay >= self.run_left():  # the wait would end past --max-minutes: stop now, not after it
-            raise AclAdminError(EXIT_API, f"{problem}; the next attempt would start {delay:g} s from now, after "
-                                          f"the longest one run takes (--max-minutes {self.max_minutes:g}): stopped")
+            raise AclAdminError(
+                EXIT_API,
+                f"{problem}; the next attempt would start {delay:g} s from now, after "
+                f"the longest one run takes (--max-minutes {self.max_minutes:g}): stopped",
+            )
         self.log(f"{problem}; retrying in {delay:g} s ({attempt + 1}/{self.retries})")
         self.sleep(delay)
 
@@ -422,7 +490,9 @@ class KnowledgeApi:
     def metadata_fields(self, dataset: str) -> dict[str, Any]:
         body = self.request("GET", f"/datasets/{dataset}/metadata", "listing the dataset's metadata fields")
         if not isinstance(body, dict) or not isinstance(body.get("doc_metadata"), list):
-            raise AclAdminError(EXIT_API, "listing the dataset's metadata fields: the answer has no `doc_metadata` list")
+            raise AclAdminError(
+                EXIT_API, "listing the dataset's metadata fields: the answer has no `doc_metadata` list"
+            )
         return body
 
     def documents(self, dataset: str, keyword: str | None = None) -> Iterator[dict[str, Any]]:
@@ -441,8 +511,7 @@ class KnowledgeApi:
                 raise AclAdminError(EXIT_API, f"{what}: the answer has no `data` list")
             has_more = body.get("has_more", False)
             if not isinstance(has_more, bool):
-                raise AclAdminError(EXIT_API, f"{what}: the answer's has_more is {show(has_more)}, not true or "
-                                              "false")
+                raise AclAdminError(EXIT_API, f"{what}: the answer's has_more is {show(has_more)}, not true or false")
             new = 0
             for document in data:
                 if not isinstance(document, dict) or not isinstance(document.get("id"), str):
@@ -455,9 +524,12 @@ class KnowledgeApi:
                 return
             if not new:
                 said = "no documents" if not data else "only documents already listed"
-                raise AclAdminError(EXIT_API, f"{what}: the server sent {said} but says has_more is true; stopped "
-                                              f"after {len(seen)} documents (the listing is not complete: run again, "
-                                              "or check the server)")
+                raise AclAdminError(
+                    EXIT_API,
+                    f"{what}: the server sent {said} but says has_more is true; stopped "
+                    f"after {len(seen)} documents (the listing is not complete: run again, "
+                    "or check the server)",
+                )
         raise AclAdminError(EXIT_API, f"listing documents: more than {MAX_PAGES} pages")
 
     def document_metadata(self, dataset: str, document_id: str, name: str) -> Any:
@@ -465,8 +537,12 @@ class KnowledgeApi:
         (404) is asked through the document list, searched by the document's name."""
         if self.detail_endpoint:
             try:
-                body = self.request("GET", f"/datasets/{dataset}/documents/{document_id}", "reading the document back",
-                                    params={"metadata": "only"})
+                body = self.request(
+                    "GET",
+                    f"/datasets/{dataset}/documents/{document_id}",
+                    "reading the document back",
+                    params={"metadata": "only"},
+                )
                 return body.get("doc_metadata") if isinstance(body, dict) else None
             except AclAdminError as error:
                 if error.code != EXIT_NOT_FOUND:
@@ -478,10 +554,18 @@ class KnowledgeApi:
         raise AclAdminError(EXIT_API, f"reading document {document_id} back: it is no longer listed")
 
     def write_field(self, dataset: str, document_id: str, field_id: str, field_name: str, value: str) -> None:
-        payload = {"operation_data": [{"document_id": document_id, "partial_update": True,
-                                       "metadata_list": [{"id": field_id, "name": field_name, "value": value}]}]}
-        self.request("POST", f"/datasets/{dataset}/documents/metadata", f"writing {field_name} of {document_id}",
-                     json=payload)
+        payload = {
+            "operation_data": [
+                {
+                    "document_id": document_id,
+                    "partial_update": True,
+                    "metadata_list": [{"id": field_id, "name": field_name, "value": value}],
+                }
+            ]
+        }
+        self.request(
+            "POST", f"/datasets/{dataset}/documents/metadata", f"writing {field_name} of {document_id}", json=payload
+        )
 
 
 def field_values(doc_metadata: Any) -> dict[str, Any] | None:
@@ -503,6 +587,7 @@ def field_values(doc_metadata: Any) -> dict[str, Any] | None:
 
 
 # --- Audit and fix --------------------------------------------------------------------------------------
+
 
 @dataclass
 class Row:
@@ -529,18 +614,31 @@ def acl_field(api: KnowledgeApi, dataset: str, name: str) -> dict[str, Any]:
     match = [f for f in fields if f.get("name") == name]
     if not match:
         names = ", ".join(repr(f.get("name")) for f in fields) or "none"
-        raise AclAdminError(EXIT_NOT_FOUND, f"the dataset has no metadata field {name!r} (its fields: {names}); "
-                                            f"add it as a string field, or pass --acl-field")
+        raise AclAdminError(
+            EXIT_NOT_FOUND,
+            f"the dataset has no metadata field {name!r} (its fields: {names}); "
+            f"add it as a string field, or pass --acl-field",
+        )
     if match[0].get("type") not in (None, "string"):
-        raise AclAdminError(EXIT_USAGE, f"metadata field {name!r} is of type {match[0].get('type')!r}; "
-                                        f"the ACL field must be a string field")
+        raise AclAdminError(
+            EXIT_USAGE,
+            f"metadata field {name!r} is of type {match[0].get('type')!r}; the ACL field must be a string field",
+        )
     if not isinstance(match[0].get("id"), str):
         raise AclAdminError(EXIT_API, f"metadata field {name!r} has no id in the API's answer")
     return match[0]
 
 
-def run(api: KnowledgeApi, dataset: str, field_name: str, missing_acl: str, mode: str,
-        on_row: Callable[[Row], None], report: Report, stages: Stages) -> Report:
+def run(
+    api: KnowledgeApi,
+    dataset: str,
+    field_name: str,
+    missing_acl: str,
+    mode: str,
+    on_row: Callable[[Row], None],
+    report: Report,
+    stages: Stages,
+) -> Report:
     """mode: "audit", "dry-run" or "apply". Each row goes to `on_row` once decided (and written, with --apply)."""
     info = acl_field(api, dataset, field_name)
     for document in api.documents(dataset):
@@ -554,8 +652,9 @@ def run(api: KnowledgeApi, dataset: str, field_name: str, missing_acl: str, mode
     return report
 
 
-def apply_write(api: KnowledgeApi, dataset: str, info: dict[str, Any], row: Row, before: dict[str, Any],
-                report: Report) -> None:
+def apply_write(
+    api: KnowledgeApi, dataset: str, info: dict[str, Any], row: Row, before: dict[str, Any], report: Report
+) -> None:
     """Writes the ACL field alone (partial_update), then reads the document back to prove nothing else changed."""
     name, target = info["name"], row.found.target
     assert target is not None
@@ -563,17 +662,26 @@ def apply_write(api: KnowledgeApi, dataset: str, info: dict[str, Any], row: Row,
     report.writes += 1
     after = field_values(api.document_metadata(dataset, row.id, row.name))
     if after is None:
-        raise AclAdminError(EXIT_API, f"wrote {name} of document {row.id} but cannot read its metadata back: "
-                                      f"check the document by hand")
-    changed = {k: (before.get(k, MISSING), after.get(k, MISSING)) for k in set(before) | set(after)
-               if k != name and before.get(k, MISSING) != after.get(k, MISSING)}
+        raise AclAdminError(
+            EXIT_API, f"wrote {name} of document {row.id} but cannot read its metadata back: check the document by hand"
+        )
+    changed = {
+        k: (before.get(k, MISSING), after.get(k, MISSING))
+        for k in set(before) | set(after)
+        if k != name and before.get(k, MISSING) != after.get(k, MISSING)
+    }
     if changed:
         lost = "; ".join(f"{k}: was {show(b)}, now {show(a)}" for k, (b, a) in sorted(changed.items()))
-        raise AclAdminError(EXIT_API, f"the write to document {row.id} changed other metadata ({lost}); this Dify "
-                                      f"does not honour partial_update. Stopped: restore these values by hand")
+        raise AclAdminError(
+            EXIT_API,
+            f"the write to document {row.id} changed other metadata ({lost}); this Dify "
+            f"does not honour partial_update. Stopped: restore these values by hand",
+        )
     if after.get(name, MISSING) != target:
-        raise AclAdminError(EXIT_API, f"wrote {name} = {show(target)} to document {row.id} but it reads back as "
-                                      f"{show(after.get(name, MISSING))}")
+        raise AclAdminError(
+            EXIT_API,
+            f"wrote {name} = {show(target)} to document {row.id} but it reads back as {show(after.get(name, MISSING))}",
+        )
     row.written = True
 
 
@@ -584,8 +692,10 @@ def redirect_problem(redirect: RedirectRefused) -> str:
         return f"redirected more than {MAX_REDIRECTS} times; {fix}"
     if redirect.kind == "method":
         return f"redirected the request (HTTP {redirect.status}), which would drop its body; {fix}"
-    return (f"answered with a redirect to another host (HTTP {redirect.status}); gcite acl sends the key only to the "
-            f"scheme, host and port of --base-url and did not follow it: {fix}")
+    return (
+        f"answered with a redirect to another host (HTTP {redirect.status}); gcite acl sends the key only to the "
+        f"scheme, host and port of --base-url and did not follow it: {fix}"
+    )
 
 
 def attempts(n: int) -> str:

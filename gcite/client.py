@@ -26,6 +26,7 @@ INCOMPLETE = "the connection closed before the answer was complete"
 
 # --- typed events -------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Ready:
     pass
@@ -82,20 +83,27 @@ def to_event(name: str, data: dict[str, Any]) -> Event | None:
     if name == "text":
         return Text(str(data.get("text", "")))
     if name == "cite":
-        return Cite(list(data.get("numbers") or []), [str(i) for i in data.get("ids") or []],
-                    list(data.get("new") or []))
+        return Cite(
+            list(data.get("numbers") or []), [str(i) for i in data.get("ids") or []], list(data.get("new") or [])
+        )
     if name == "replace":
         return Replace(str(data.get("text", "")))
     if name == "done":
-        return Done(str(data.get("status", "")), list(data.get("citations") or []),
-                    list(data.get("invalid_ids") or []), str(data.get("conversation") or ""),
-                    str(data.get("message_id") or ""), {k: v for k, v in data.items() if k not in DONE_KEYS})
+        return Done(
+            str(data.get("status", "")),
+            list(data.get("citations") or []),
+            list(data.get("invalid_ids") or []),
+            str(data.get("conversation") or ""),
+            str(data.get("message_id") or ""),
+            {k: v for k, v in data.items() if k not in DONE_KEYS},
+        )
     if name == "error":
         return Error(str(data.get("code") or "error"), str(data.get("message") or ""))
     return None
 
 
 # --- SSE ----------------------------------------------------------------------------------------------------
+
 
 class UnreadableEvent(ValueError):
     """A Service API event whose `data:` is not JSON, with more of the stream after it."""
@@ -134,6 +142,7 @@ def _ended(events: Iterator[Event]) -> Iterator[Event]:
 
 def gcite_events(lines: Iterable[str]) -> Iterator[Event]:
     """Typed events from the G-Cite protocol's SSE lines."""
+
     def typed() -> Iterator[Event]:
         for name, data in sse_blocks(lines):
             if name in NAMES:
@@ -145,6 +154,7 @@ def gcite_events(lines: Iterable[str]) -> Iterator[Event]:
                 event = to_event(name, payload if isinstance(payload, dict) else {})
                 if event is not None:
                     yield event
+
     return _ended(typed())
 
 
@@ -155,8 +165,9 @@ def dify_events(events: Iterable[dict[str, Any]], merge_node: str | None = None)
     problems: list[BaseException] = []
 
     def typed() -> Iterator[Event]:
-        for name, data in protocol.translate(events, protocol.Translator(source_node=merge_node),
-                                             on_problem=lambda code, error: problems.append(error)):
+        for name, data in protocol.translate(
+            events, protocol.Translator(source_node=merge_node), on_problem=lambda code, error: problems.append(error)
+        ):
             problem = problems[-1] if problems else None
             if name == "error" and isinstance(problem, LocalRunError):
                 raise problem
@@ -166,6 +177,7 @@ def dify_events(events: Iterable[dict[str, Any]], merge_node: str | None = None)
             event = to_event(name, data)
             if event is not None:
                 yield event
+
     return _ended(typed())
 
 
@@ -190,6 +202,7 @@ def _chain(head: list[str], rest: Iterator[str]) -> Iterator[str]:
 
 # --- HTTP ---------------------------------------------------------------------------------------------------
 
+
 def _http_error(response: Any) -> Error:
     try:
         body = response.json()
@@ -210,15 +223,17 @@ def _lines(response: Any) -> Iterator[str]:
         return  # a cut connection or bytes that are not UTF-8: the stream ends here, and `_ended` says so
 
 
-def _post_stream(url: str, body: dict[str, Any], bearer: str, timeout: float,
-                 events: Callable[[Iterator[str]], Iterator[Event]]) -> Iterator[Event]:
+def _post_stream(
+    url: str, body: dict[str, Any], bearer: str, timeout: float, events: Callable[[Iterator[str]], Iterator[Event]]
+) -> Iterator[Event]:
     """POST `body` with a bearer token and yield `events(lines)` of the streamed answer; an unreachable server or a
     non-200 answer is one `Error` event."""
     import requests
 
     try:
-        response = requests.post(url, json=body, headers={"Authorization": f"Bearer {bearer}"}, stream=True,
-                                 timeout=timeout)
+        response = requests.post(
+            url, json=body, headers={"Authorization": f"Bearer {bearer}"}, stream=True, timeout=timeout
+        )
     except requests.RequestException as error:
         yield Error("connection", f"cannot reach {url}: {type(error).__name__}")
         return
@@ -238,17 +253,34 @@ def chat(url: str, token: str, query: str, conversation: str | None = None, time
     return _post_stream(url, body, token, timeout, gcite_events)
 
 
-def service_api(base_url: str, api_key: str, query: str, inputs: dict[str, Any] | None = None,
-                conversation_id: str | None = None, user: str = "gcite-client",
-                timeout: float = 300) -> Iterator[Event]:
+def service_api(
+    base_url: str,
+    api_key: str,
+    query: str,
+    inputs: dict[str, Any] | None = None,
+    conversation_id: str | None = None,
+    user: str = "gcite-client",
+    timeout: float = 300,
+) -> Iterator[Event]:
     """Ask a Dify app through the Service API (`POST {base_url}/chat-messages`, raw stream) and yield the events."""
-    body = {"query": query, "inputs": inputs or {}, "response_mode": "streaming", "user": user,
-            "conversation_id": conversation_id or ""}
-    return _post_stream(base_url.rstrip("/") + "/chat-messages", body, api_key, timeout,
-                        lambda lines: dify_events(parse_dify_sse(lines)))
+    body = {
+        "query": query,
+        "inputs": inputs or {},
+        "response_mode": "streaming",
+        "user": user,
+        "conversation_id": conversation_id or "",
+    }
+    return _post_stream(
+        base_url.rstrip("/") + "/chat-messages",
+        body,
+        api_key,
+        timeout,
+        lambda lines: dify_events(parse_dify_sse(lines)),
+    )
 
 
 # --- one result ---------------------------------------------------------------------------------------------
+
 
 def collect(events: Iterable[Event]) -> dict[str, Any]:
     """Fold events into one JSON-able object: the answer text with display numbers, and `done`'s fields; on an error,
@@ -264,7 +296,13 @@ def collect(events: Iterable[Event]) -> dict[str, Any]:
         elif isinstance(event, Error):
             return {"status": "error", "error": {"code": event.code, "message": event.message}}
         elif isinstance(event, Done):
-            return {"status": event.status, "answer": "".join(text), "citations": event.citations,
-                    "invalid_ids": event.invalid_ids, "conversation": event.conversation,
-                    "message_id": event.message_id, **event.extra}
+            return {
+                "status": event.status,
+                "answer": "".join(text),
+                "citations": event.citations,
+                "invalid_ids": event.invalid_ids,
+                "conversation": event.conversation,
+                "message_id": event.message_id,
+                **event.extra,
+            }
     return {"status": "error", "error": {"code": "incomplete", "message": INCOMPLETE}}

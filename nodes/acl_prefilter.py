@@ -67,8 +67,11 @@ def parse_user_roles(value):
         value = [value]
     roles = set()
     for element in value:
-        if isinstance(element, bool) or not isinstance(element, (str, int, float)) or (
-                isinstance(element, float) and not math.isfinite(element)):
+        if (
+            isinstance(element, bool)
+            or not isinstance(element, (str, int, float))
+            or (isinstance(element, float) and not math.isfinite(element))
+        ):
             raise ValueError(f"user_roles: element {shown(element)} is not a role name")
         if isinstance(element, float) and element.is_integer():
             element = int(element)
@@ -87,8 +90,10 @@ def main(user_roles=None, role_slots=DEFAULT_ROLE_SLOTS) -> dict:
         if any(bad in role for bad in FORBIDDEN_IN_ROLE) or ROLE_DELIMITERS.search(role) or LONE_SURROGATE.search(role):
             raise ValueError(f"user_roles: role {shown(role)} contains a character the pre-filter cannot match exactly")
     if len(roles) > role_slots:
-        raise ValueError(f"user_roles: {len(roles)} roles but the pre-filter has {role_slots} slots; "
-                         f"add slots to the Knowledge Retrieval conditions (hiding a role would hide documents)")
+        raise ValueError(
+            f"user_roles: {len(roles)} roles but the pre-filter has {role_slots} slots; "
+            f"add slots to the Knowledge Retrieval conditions (hiding a role would hide documents)"
+        )
     outputs = {f"role_{n}": UNUSED_SLOT for n in range(1, role_slots + 1)}
     for n, role in enumerate(roles, start=1):
         outputs[f"role_{n}"] = role

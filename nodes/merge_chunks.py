@@ -91,11 +91,25 @@ ANY_BRACKET = re.compile(r"[\[\]【】［］]")
 FOLD_REMOVED = ("Cf", "Mn", "Mc", "Me")  # format characters (zero-width …) and combining marks
 FOLD_INVISIBLE = "\u115f\u1160\u3164\uffa0"  # Hangul fillers: letters that show as nothing
 # Homoglyphs of the marker's letters that no Unicode normalisation maps, but a model may read as them.
-FOLD_LOOKALIKES = str.maketrans({
-    "\u0421": "C", "\u0441": "c", "\u03f9": "C", "\u03f2": "c", "\u2ca4": "C", "\u2ca5": "c", "\u13df": "C",
-    "\ua4da": "C", "\u2236": ":", "\ua789": ":", "\u02f8": ":", "\u0589": ":", "\u05c3": ":", "\u2045": "[",
-    "\u2046": "]",
-})
+FOLD_LOOKALIKES = str.maketrans(
+    {
+        "\u0421": "C",
+        "\u0441": "c",
+        "\u03f9": "C",
+        "\u03f2": "c",
+        "\u2ca4": "C",
+        "\u2ca5": "c",
+        "\u13df": "C",
+        "\ua4da": "C",
+        "\u2236": ":",
+        "\ua789": ":",
+        "\u02f8": ":",
+        "\u0589": ":",
+        "\u05c3": ":",
+        "\u2045": "[",
+        "\u2046": "]",
+    }
+)
 # The characters whose fold may differ from themselves: all but ASCII (never folded), the CJK unified ideographs
 # and the Hangul syllables (no decomposition, no format character or mark: each folds to itself).
 MAY_FOLD = re.compile("[^\x00-\x7f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3]")
@@ -134,8 +148,11 @@ def neutralise_markers(text):
     edits = {}
     for index, offset in original_positions(text, table, sorted(set(targets))):
         form = edits.setdefault(index, list(table.get(ord(text[index]), text[index])))
-        form[offset] = NEUTRAL_BRACKET.get(text[index]) if len(form) == 1 and text[index] in NEUTRAL_BRACKET \
+        form[offset] = (
+            NEUTRAL_BRACKET.get(text[index])
+            if len(form) == 1 and text[index] in NEUTRAL_BRACKET
             else NEUTRAL_BRACKET[form[offset]]
+        )
     pieces, start = [], 0
     for index in sorted(edits):
         pieces += [text[start:index], "".join(edits[index])]
@@ -318,7 +335,8 @@ def flatten_web(data, out, skipped, depth=0):
                 skipped.append(skip("web", -1, f"search provider error {error}"))
                 return
             raise ValueError(
-                "web_chunks: unrecognised search response (keys: " + ", ".join(sorted(map(str, data))[:10])
+                "web_chunks: unrecognised search response (keys: "
+                + ", ".join(sorted(map(str, data))[:10])
                 + "); expected a list of results or a known provider shape (Baidu, Bocha, Tavily, SerpAPI, "
                 "Serper, Bing, Brave, Google CSE, Jina, Exa, SearXNG, DuckDuckGo)"
             )
@@ -327,8 +345,10 @@ def flatten_web(data, out, skipped, depth=0):
     for element in data:
         if isinstance(element, str) and element.strip()[:1] in ("{", "["):
             element = parse_structured(element, "web_chunks")  # Dify wraps a JSON body given to an array in a list
-        if isinstance(element, list) or (isinstance(element, dict) and (
-                envelope_results(element) is not None or (not looks_like_result(element) and provider_error(element)))):
+        if isinstance(element, list) or (
+            isinstance(element, dict)
+            and (envelope_results(element) is not None or (not looks_like_result(element) and provider_error(element)))
+        ):
             flatten_web(element, out, skipped, depth + 1)
         else:
             out.append(element)
@@ -380,7 +400,7 @@ def to_int(value):
         number = int(value) if isinstance(value, int) else int(float(value))
     except (TypeError, ValueError, OverflowError):
         return 0
-    return number if -2 ** 63 < number < 2 ** 63 else 0
+    return number if -(2**63) < number < 2**63 else 0
 
 
 def plain_text(value):
@@ -399,7 +419,7 @@ def one_line(value):
 
 
 def cut(text, limit):
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def web_url(value):
@@ -511,8 +531,14 @@ def rag_chunk(item, show_storage_urls=False, seen=None):
     already read: the chunks of one document repeat them, and each is read once."""
     metadata = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
     doc_meta = metadata.get("doc_metadata") if isinstance(metadata.get("doc_metadata"), dict) else {}
-    names = (doc_meta.get("document_name"), metadata.get("document_name"), doc_meta.get("document_title"),
-             item.get("title"), metadata.get("dataset_name"), doc_meta.get("source_file_url"))
+    names = (
+        doc_meta.get("document_name"),
+        metadata.get("document_name"),
+        doc_meta.get("document_title"),
+        item.get("title"),
+        metadata.get("dataset_name"),
+        doc_meta.get("source_file_url"),
+    )
     if seen is not None and TEXT_KINDS.issuperset(map(type, names)):  # equal text reads the same (1 == 1.0 …)
         fields = seen.get(names)
         if fields is None:
@@ -622,8 +648,14 @@ def format_context(chunks):
     return "\n\n".join(MARKER_HEADER.format(id=c["id"]) + "\n" + c["content"] for c in chunks)
 
 
-def main(rag_chunks=None, web_chunks=None, max_web_results=DEFAULT_MAX_WEB_RESULTS,
-         max_chunks=DEFAULT_MAX_CHUNKS, web_text=None, show_storage_urls=False) -> dict:
+def main(
+    rag_chunks=None,
+    web_chunks=None,
+    max_web_results=DEFAULT_MAX_WEB_RESULTS,
+    max_chunks=DEFAULT_MAX_CHUNKS,
+    web_text=None,
+    show_storage_urls=False,
+) -> dict:
     max_web_results = parse_count(max_web_results, "max_web_results", 0)
     max_chunks = parse_count(max_chunks, "max_chunks", 1)
     if not isinstance(show_storage_urls, bool):
@@ -668,4 +700,4 @@ def capped(skipped):
     if len(skipped) <= MAX_SKIPPED_REPORTED:
         return skipped
     rest = len(skipped) - (MAX_SKIPPED_REPORTED - 1)
-    return skipped[:MAX_SKIPPED_REPORTED - 1] + [skip("all", -1, f"and {rest} more items not used")]
+    return skipped[: MAX_SKIPPED_REPORTED - 1] + [skip("all", -1, f"and {rest} more items not used")]

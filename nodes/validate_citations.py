@@ -174,13 +174,13 @@ class Joiner:
             return
         out.append(text)
         if "[" in text or "【" in text or "［" in text:
-            head = text[max(text.rfind("["), text.rfind("【"), text.rfind("［")):]
+            head = text[max(text.rfind("["), text.rfind("【"), text.rfind("［")) :]
             self.head = head if could_become_marker(head) else ""
         elif self.head:
             head = self.head + text
             self.head = head if could_become_marker(head) else ""
         if "\n" in text:
-            self.ticks_only = not text[text.rfind("\n") + 1:].strip("`")
+            self.ticks_only = not text[text.rfind("\n") + 1 :].strip("`")
         elif self.ticks_only:
             self.ticks_only = not text.strip("`")
 
@@ -197,7 +197,7 @@ class Joiner:
         body = text.rstrip(HSPACE)
         if body:
             self._emit(self.held + body, out)
-            self.held = text[len(body):]
+            self.held = text[len(body) :]
         else:
             self.held += text
         if len(self.held) > MAX_HELD_SPACE:
@@ -316,23 +316,33 @@ STOP_WORDS = frozenset(
     "a an the and or of to in on at for by with from is are was were be been being it its this that these those as if "
     "then than so do does did can could will would should may might must shall has have had there their they them "
     "you your we our he she his her which who whom what when where how also all any each such into about up out "
-    "more most other some very just but i me my".split())
+    "more most other some very just but i me my".split()
+)
 # Chinese characters that carry no content: a bigram holding one weighs 0.5, holding two nothing
 STOP_CHARS = frozenset("的了是在和与及或等也都就而且这那个之其把被为对从到以于将并要会着过您你我他她它们吗呢吧啊请")
 # English words common in any factual sentence (time, sequence, framing): they weigh `Weights.weight_generic`, by stem
 GENERIC_WORDS = tuple(
     "during again later year years since time times same while through including include included called between "
     "early new once due prior based several many known well often first last began become became following "
-    "currently current number part way made make another both per around".split())
+    "currently current number part way made make another both per around".split()
+)
 # Chinese words as general (a person, a thing, now, already, some): their bigram weighs `Weights.weight_generic`
-GENERIC_ZH = frozenset("有人 某人 人们 一些 一个 这个 那个 东西 事情 什么 可能 已经 现在 曾经 目前 非常 一定 其中 之一 "
-                       "方面 时候 地方 情况 问题 进行 表示 认为 觉得 说话 话人 话者 讲话 自己 一种 一下 很多 比较 存在 需要 "
-                       "知道 件事 这件 有一 了一 之前 个人".split())
+GENERIC_ZH = frozenset(
+    "有人 某人 人们 一些 一个 这个 那个 东西 事情 什么 可能 已经 现在 曾经 目前 非常 一定 其中 之一 "
+    "方面 时候 地方 情况 问题 进行 表示 认为 觉得 说话 话人 话者 讲话 自己 一种 一下 很多 比较 存在 需要 "
+    "知道 件事 这件 有一 了一 之前 个人".split()
+)
 # number words and Chinese numerals: they count as numbers ("twenty five" is #25, 三十个 is #30)
 EN_NUMBERS = {
-    **{word: n for n, word in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen "
-                                        "fourteen fifteen sixteen seventeen eighteen nineteen".split())},
-    **{word: 10 * n for n, word in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)}}
+    **{
+        word: n
+        for n, word in enumerate(
+            "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+            "fourteen fifteen sixteen seventeen eighteen nineteen".split()
+        )
+    },
+    **{word: 10 * n for n, word in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)},
+}
 ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 # the Chinese measure words a number counts (40人, 3次): a number shown as a reason keeps its measure word
 MEASURE_WORDS = frozenset("个天次楼层人元分年月日点号周岁倍位条台辆张件")
@@ -340,13 +350,32 @@ MEASURE_WORDS = frozenset("个天次楼层人元分年月日点号周岁倍位�
 ABBREVIATIONS = frozenset(
     "mr mrs ms dr prof st jr sr co inc ltd corp bros vs etc eg ie no nos vol pp fig approx jan feb mar apr jun jul aug "
     "sep sept oct nov dec mt ft gen col lt sgt capt gov sen rep cf al ave rd blvd dept univ est ca ed eds rev hon "
-    "op nr tel min max v c".split())
+    "op nr tel min max v c".split()
+)
 # words that hold a negation character without negating (不仅, 非常, 未来)
-NOT_NEGATIONS = ("不仅 不但 不断 不少 不久 不过 不管 不论 不错 不同 无论 非常 除非 未来 别人 特别 区别 分别 级别 类别 告别 "
-                 "无数 莫名 没错 并非常 无比 无限 不止 未免 不收费 不收钱 不要钱").split()
+NOT_NEGATIONS = (
+    "不仅 不但 不断 不少 不久 不过 不管 不论 不错 不同 无论 非常 除非 未来 别人 特别 区别 分别 级别 类别 告别 "
+    "无数 莫名 没错 并非常 无比 无限 不止 未免 不收费 不收钱 不要钱"
+).split()
 NEGATION_SKIP = frozenset("need needs want wants to be any only just even".split())  # after an English negation
 NEGATION_BRIDGE = "是会能要可有被再也都还就"  # between a Chinese negation and what it negates (不会学习, 没有被…抓到)
-SCOPE_ZH = ("所有", "全部", "任何", "从来", "从不", "一直", "只有", "只能", "永远", "绝对", "完全", "一切", "每", "只", "都")
+SCOPE_ZH = (
+    "所有",
+    "全部",
+    "任何",
+    "从来",
+    "从不",
+    "一直",
+    "只有",
+    "只能",
+    "永远",
+    "绝对",
+    "完全",
+    "一切",
+    "每",
+    "只",
+    "都",
+)
 SCOPE_EN = frozenset("all every only always entire whole solely exclusively everyone everything".split())
 ANTONYMS_ZH = groups(
     "首/末 高/低 增加/减少 增长/下降 上升/下降 上涨/下跌 提高/降低 允许/禁止 可以/禁止 开始/结束 最早/最晚 提前/推迟 "
@@ -357,7 +386,8 @@ ANTONYMS_ZH = groups(
     "最高/最低 必须/无需 必须/不必 好/坏 富/穷 东/西 南/北 上/下 多/少 大/小 增/减 升/降 年初/年末 年初/年底 "
     "月初/月底 弱化/加强 削弱/增强 阻碍/促进 阻碍/推进 失衡/平衡 违反/遵守 落后/先进 古代/现代 增多/减少 扩大/缩减 "
     "远/近 胖/瘦 深/浅 贵/便宜 宽/窄 强/弱 早/晚 内/外 入/出 死/活 紧张/放松 积极/消极 乐观/悲观 主动/被动 "
-    "合法/非法 公开/秘密 正确/错误 优点/缺点 提高/打击 保持/改变 独立/依赖 盈利/亏损 顺利/困难 热闹/冷清")
+    "合法/非法 公开/秘密 正确/错误 优点/缺点 提高/打击 保持/改变 独立/依赖 盈利/亏损 顺利/困难 热闹/冷清"
+)
 ANTONYMS_EN = groups(
     "before/after more/less more/fewer increase/decrease increase/reduce rise/fall rose/fell high/low higher/lower "
     "highest/lowest first/last earliest/latest earlier/later allow/forbid allow/prohibit permit/prohibit win/lose "
@@ -365,10 +395,13 @@ ANTONYMS_EN = groups(
     "success/failure accept/reject include/exclude older/younger oldest/youngest largest/smallest longest/shortest "
     "larger/smaller longer/shorter most/least born/died start/end begin/end join/leave joined/left buy/sell "
     "bought/sold import/export entrance/exit always/never all/none true/false full/empty same/different "
-    "support/oppose gain/loss public/private upper/lower inside/outside success/fail positive/negative")
+    "support/oppose gain/loss public/private upper/lower inside/outside success/fail positive/negative"
+)
 # words holding a one-character word of ANTONYMS_ZH without its meaning (小时 is no 小): not read for that word
-COMPOUNDS_ZH = ("小时 大家 大约 大概 大多 多少 东西 上午 下午 以上 以下 上班 下班 不少 至少 出现 出来 入口 出口 高兴 好像 新闻 "
-                "早上 晚上 内容 以内 以外 另外 此外 长期 强调").split()
+COMPOUNDS_ZH = (
+    "小时 大家 大约 大概 大多 多少 东西 上午 下午 以上 以下 上班 下班 不少 至少 出现 出来 入口 出口 高兴 好像 新闻 "
+    "早上 晚上 内容 以内 以外 另外 此外 长期 强调"
+).split()
 SYNONYMS_ZH = groups(
     "害怕/生畏/畏惧/恐惧/惧怕/怕 有点/有些/稍微/略微/一点 开始/起始/启动 结束/完成/终了 购买/买/采购 出售/卖/销售 "
     "帮助/协助/帮忙 立即/马上/立刻 需要/须/必须/应/应当/要 可以/能/能够/可 提前/预先/事先 通知/告知/告诉 时间/时候/时段 "
@@ -376,7 +409,8 @@ SYNONYMS_ZH = groups(
     "父亲/爸爸 母亲/妈妈 丈夫/老公 妻子/老婆/太太 房子/住房/房屋 工作/上班/职业 高兴/开心/快乐/愉快 难过/伤心/悲伤/痛苦 "
     "生气/愤怒/发火 漂亮/美丽/好看 很多/许多/大量/不少 增加/增长/提高/上升 减少/降低/下降 发展/进步 国家/政府 "
     "晚上/夜间/夜里 早上/早晨/上午 如果/假如/要是 现在/目前/当前/如今 以前/过去/从前 感到/觉得/感觉 知道/了解/明白/清楚 "
-    "认为/以为/觉得 喜欢/喜爱/爱 重要/关键")
+    "认为/以为/觉得 喜欢/喜爱/爱 重要/关键"
+)
 SYNONYMS_EN = groups(
     "start/begin/began/begun/commence/launch end/finish/conclude/complete buy/bought/purchase sell/sold big/large/huge "
     "small/little/tiny help/assist/aid show/display/exhibit die/died/death/dead born/birth film/movie "
@@ -388,7 +422,8 @@ SYNONYMS_EN = groups(
     "use/utilize/employ famous/renowned/noted job/work/position/role song/single/track album/record "
     "appoint/name/named american/us/usa british/uk/england/english jan/january feb/february mar/march apr/april "
     "aug/august sep/sept/september oct/october nov/november dec/december about/approximately/around/roughly "
-    "need/require/must allow/permit/let tell/inform/notify fee/cost/price/charge free/complimentary")
+    "need/require/must allow/permit/let tell/inform/notify fee/cost/price/charge free/complimentary"
+)
 
 
 def scales(kinds):
@@ -402,16 +437,21 @@ def scales(kinds):
 
 
 # a quantity also counts in the other units of its kind (460 mm backs 46 cm)
-UNIT_SCALE = scales({
-    "m": "mm 0.001 毫米 0.001 cm 0.01 厘米 0.01 m 1 米 1 km 1000 公里 1000 千米 1000 inch 0.0254 inches 0.0254 in 0.0254 "
-         "ft 0.3048 feet 0.3048 foot 0.3048 mile 1609.344 miles 1609.344",
-    "kg": "g 0.001 克 0.001 kg 1 千克 1 公斤 1 斤 0.5 t 1000 吨 1000 lb 0.45359237 lbs 0.45359237 pounds 0.45359237",
-    "l": "ml 0.001 毫升 0.001 l 1 升 1",
-    "s": "分钟 60 minute 60 minutes 60 min 60 小时 3600 hour 3600 hours 3600 h 3600 天 86400 day 86400 days 86400 "
-         "周 604800 星期 604800 week 604800 weeks 604800"})
+UNIT_SCALE = scales(
+    {
+        "m": "mm 0.001 毫米 0.001 cm 0.01 厘米 0.01 m 1 米 1 km 1000 公里 1000 千米 1000 inch 0.0254 inches 0.0254 in 0.0254 "
+        "ft 0.3048 feet 0.3048 foot 0.3048 mile 1609.344 miles 1609.344",
+        "kg": "g 0.001 克 0.001 kg 1 千克 1 公斤 1 斤 0.5 t 1000 吨 1000 lb 0.45359237 lbs 0.45359237 pounds 0.45359237",
+        "l": "ml 0.001 毫升 0.001 l 1 升 1",
+        "s": "分钟 60 minute 60 minutes 60 min 60 小时 3600 hour 3600 hours 3600 h 3600 天 86400 day 86400 days 86400 "
+        "周 604800 星期 604800 week 604800 weeks 604800",
+    }
+)
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-MONTH_NAMES = ("january february march april may june july august september october november december "
-               "jan feb mar apr jun jul aug sep sept oct nov dec").split()
+MONTH_NAMES = (
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec"
+).split()
 ROLE_VERBS = ("defeated", "beat", "overtook", "succeeded", "replaced")  # A defeated B: A and B are its two sides
 
 
@@ -518,8 +558,9 @@ class Weights:
         values = {**SHIPPED, **values}
         for name, value in values.items():
             object.__setattr__(self, name, value)
-        object.__setattr__(self, "word_weights",
-                           (values["weight_generic"], values["weight_name"], 1.0, values["weight_short"]))
+        object.__setattr__(
+            self, "word_weights", (values["weight_generic"], values["weight_name"], 1.0, values["weight_short"])
+        )
 
     def __setattr__(self, name, value):
         raise AttributeError(f"Weights are frozen: replace(weights, {name}=…) makes new ones")
@@ -553,7 +594,9 @@ THOUSANDS = re.compile(r",(?<=\d,)(?=\d{3}(?!\d))")  # a comma between digits, t
 CODE_HINT = re.compile(r"\d(?:(?<=[A-Za-z]\d)|(?=[A-Za-z]))")  # a digit beside a letter: a code's sign, found fast
 NUMBER_TOKENS = re.compile(r"\d\d*(?:\.\d+)?")  # digits, with a decimal part
 # a run of Chinese numerals before a measure word (三十个, 两天)
-ZH_NUMBER = re.compile("[零一二两三四五六七八九十百千][零一二两三四五六七八九十百千]*(?=[个天次楼层人元分年月日点号周岁小倍位条])")
+ZH_NUMBER = re.compile(
+    "[零一二两三四五六七八九十百千][零一二两三四五六七八九十百千]*(?=[个天次楼层人元分年月日点号周岁小倍位条])"
+)
 
 
 @cache
@@ -611,7 +654,7 @@ def stem(word):
     if len(word) > 3:
         for ending in INFLECTIONS if word.endswith(INFLECTIONS) else ():  # most words end in none: no loop
             if word.endswith(ending) and len(word) - len(ending) >= 3 and not (ending == "s" and word.endswith("ss")):
-                word = word[:-len(ending)]
+                word = word[: -len(ending)]
                 if ending in ("ing", "ed") and word[-1] == word[-2] and word[-1] not in VOWELS and word[-1] not in "ls":
                     word = word[:-1]
                 break
@@ -678,16 +721,21 @@ def content_units(text, question=None, normalized=False, weights=DEFAULT_WEIGHTS
         codes = code_tokens().findall(text) if CODE_HINT.search(text) else None
         if codes:
             text = code_tokens().sub(" ", text)
-            exact.update(number_unit(ordinal().sub("", code)) if ordinal().search(code)
-                         and ordinal().sub("", code).isdigit() else "#" + code.casefold() for code in codes)
+            exact.update(
+                number_unit(ordinal().sub("", code))
+                if ordinal().search(code) and ordinal().sub("", code).isdigit()
+                else "#" + code.casefold()
+                for code in codes
+            )
             numbers = NUMBER_TOKENS.findall(text)
-        exact.update({"#" + number if number[0] != "0" and "." not in number else number_unit(number)
-                      for number in set(numbers)})
+        exact.update(
+            {"#" + number if number[0] != "0" and "." not in number else number_unit(number) for number in set(numbers)}
+        )
     words = WORD_TOKENS.findall(text)
     if words and not EN_NUMBERS.keys().isdisjoint(map(str.casefold, words)):
         words = number_words(words, exact)
     runs = [] if ascii_only else CJK_RUNS.findall(text)
-    grams = {run[i:i + 2] for run in runs for i in range(len(run) - 1)}
+    grams = {run[i : i + 2] for run in runs for i in range(len(run) - 1)}
     if weights is None:
         units = grams | exact
         units.update(*runs)
@@ -795,8 +843,10 @@ def negated_zh():
 @cache
 def negated_en():
     """An English negation word; not "No. 12", "not-for-profit"."""
-    return re.compile(r"\b(?:not|no|never|none|nobody|nothing|neither|nor|without|cannot|[a-z]+n[’']t)\b"
-                      r"(?!-|\.? ?\d)")
+    return re.compile(
+        r"\b(?:not|no|never|none|nobody|nothing|neither|nor|without|cannot|[a-z]+n[’']t)\b"
+        r"(?!-|\.? ?\d)"
+    )
 
 
 @cache
@@ -843,11 +893,11 @@ def negated_thing_cue(sentence_text, passage):
         while at < len(cleared) and cleared[at] in NEGATION_BRIDGE:
             at += 1
         for size in (2, 1):  # what it negates: two characters, else one that is no stop character (没有握…)
-            thing = cleared[at:at + size]
+            thing = cleared[at : at + size]
             if len(thing) < size or not CJK_RUNS.fullmatch(thing) or (size == 1 and thing in STOP_CHARS):
                 continue
             if thing in passage_cleared and not negated_somewhere(passage_cleared, thing):
-                return {"kind": "negation", "claim": sentence_text[match.start():at + size]}
+                return {"kind": "negation", "claim": sentence_text[match.start() : at + size]}
             if thing in passage_cleared:
                 break
     return None
@@ -904,8 +954,9 @@ def negation_cue(sentence_text, view, passage, said=None):
                 end = rest[0].end()  # the phrase runs to the word after the negated one, within the clause
                 if len(rest) == 2 and not clause_end().search(sentence_text, end, rest[1].start()):
                     end = rest[1].end()
-                if (word_unit(negated_word) in passage_units
-                        and not said_in(view.word_line(), sentence_text[match.start():end])):
+                if word_unit(negated_word) in passage_units and not said_in(
+                    view.word_line(), sentence_text[match.start() : end]
+                ):
                     return {"kind": "negation", "claim": f"{match.group()} {negated_word}"}
         return None
     if not view.negated():
@@ -915,10 +966,9 @@ def negation_cue(sentence_text, view, passage, said=None):
         at = match.end()
         while at < len(cleared) and cleared[at] in NEGATION_BRIDGE + "得准":
             at += 1
-        thing = cleared[at:at + 2]
-        if (len(thing) == 2 and CJK_RUNS.fullmatch(thing) and thing in sentence_text
-                and negated_before(cleared, thing)):
-            return {"kind": "negation", "source": cleared[match.start():at + 2]}
+        thing = cleared[at : at + 2]
+        if len(thing) == 2 and CJK_RUNS.fullmatch(thing) and thing in sentence_text and negated_before(cleared, thing):
+            return {"kind": "negation", "source": cleared[match.start() : at + 2]}
     for match in negated_around_en().finditer(passage):  # "pets are not allowed" against "pets are allowed"
         before, negation, after = match.groups()
         if re.search(rf"\b{re.escape(before)} {re.escape(after)}\b", sentence_text):
@@ -991,7 +1041,7 @@ def chunk_sentence():
 
 
 def cjk_units(word):
-    return set(word) | {word[i:i + 2] for i in range(len(word) - 1)}
+    return set(word) | {word[i : i + 2] for i in range(len(word) - 1)}
 
 
 @cache
@@ -1159,7 +1209,7 @@ def missing_items(sentence, view, others=None, limit=MAX_MISSING_SHOWN):
             unit = ""
         if unit:
             shown_units[match.start(2)] = len(unit)
-            items.append((0, match.start(), text[match.start():match.start(2) + len(unit)]))
+            items.append((0, match.start(), text[match.start() : match.start(2) + len(unit)]))
         else:
             items.append((0, match.start(), match.group(1)))
     for position, match in enumerate(WORD_TOKENS.finditer(text)):
@@ -1175,7 +1225,7 @@ def missing_items(sentence, view, others=None, limit=MAX_MISSING_SHOWN):
         for i in range(shown_units.get(run.start(), 0)):
             covered[i] = True  # 40人's 人, 2公里's 公里
         for i in range(len(chars) - 1):
-            if held(chars[i:i + 2]):
+            if held(chars[i : i + 2]):
                 covered[i] = covered[i + 1] = True
         for i in range(len(chars) - 1, -1, -1):  # a stop character joins the missing phrase it starts (到达)
             char = chars[i]
@@ -1293,9 +1343,11 @@ def month_number():
 @cache
 def measure_hints():
     """The units (see `content_units`) that let `measure_cue` find something: a unit's or a month's name."""
-    return frozenset([word_unit(name) for name in UNIT_SCALE if name.isascii()]
-                     + [name if len(name) < 3 else name[:2] for name in UNIT_SCALE if not name.isascii()]
-                     + [word_unit(month) for month in MONTH_NAMES]) - {""}
+    return frozenset(
+        [word_unit(name) for name in UNIT_SCALE if name.isascii()]
+        + [name if len(name) < 3 else name[:2] for name in UNIT_SCALE if not name.isascii()]
+        + [word_unit(month) for month in MONTH_NAMES]
+    ) - {""}
 
 
 def month_numbers(text):
@@ -1303,8 +1355,10 @@ def month_numbers(text):
     text's order."""
     if not MONTH_HINT.search(text):  # `month_number` needs one
         return {}
-    return dict.fromkeys((number_unit(number or day), month or month_after)
-                         for month, number, day, month_after in month_number().findall(text))
+    return dict.fromkeys(
+        (number_unit(number or day), month or month_after)
+        for month, number, day, month_after in month_number().findall(text)
+    )
 
 
 def measure_cue(sentence_text, view):
@@ -1374,9 +1428,11 @@ ROLE_HINT = re.compile("than|" + "|".join(ROLE_VERBS))
 
 @cache
 def role_patterns():
-    return (re.compile(rf"([{CJK}a-z0-9]{{2}})比([{CJK}a-z0-9]{{2}})"),
-            re.compile(r"([a-z0-9]+) (?:is |are |was |were )?[a-z]+er than ([a-z0-9]+)"),
-            re.compile(rf"([a-z0-9]+) (?:{'|'.join(ROLE_VERBS)}) ([a-z0-9]+)"))
+    return (
+        re.compile(rf"([{CJK}a-z0-9]{{2}})比([{CJK}a-z0-9]{{2}})"),
+        re.compile(r"([a-z0-9]+) (?:is |are |was |were )?[a-z]+er than ([a-z0-9]+)"),
+        re.compile(rf"([a-z0-9]+) (?:{'|'.join(ROLE_VERBS)}) ([a-z0-9]+)"),
+    )
 
 
 def roles_cue(sentence_text, passage):
@@ -1395,8 +1451,15 @@ def roles_cue(sentence_text, passage):
 def scope_cue(sentence_text, view, words=None):
     """{"kind": "scope", "claim": w}: the sentence says all/only/always… (SCOPE_ZH, SCOPE_EN) and the chunk does not;
     the first such word of the sentence. `words`: the sentence's `words_of`, when the caller has it."""
-    said = [] if sentence_text.isascii() else [(sentence_text.find(word), -len(word), word) for word in SCOPE_ZH
-                                                if word in sentence_text and word not in view.text]
+    said = (
+        []
+        if sentence_text.isascii()
+        else [
+            (sentence_text.find(word), -len(word), word)
+            for word in SCOPE_ZH
+            if word in sentence_text and word not in view.text
+        ]
+    )
     if words is None and LATIN.search(sentence_text):
         words = words_of(sentence_text)
     if words and not SCOPE_EN.isdisjoint(words):  # `words` holds every word of the sentence (and more forms)
@@ -1413,14 +1476,18 @@ def scope_cue(sentence_text, view, words=None):
 # space or the end; with the closing quotes or brackets after it. (A full stop before a character beyond ASCII ends
 # a sentence only before a space or a Chinese character, `full_stop_ends`: a set of Chinese characters here would
 # cost a Code node's process about 1 ms to compile.)
-SENTENCE_END = re.compile(r"[。！？!?；;.…](?:(?<![.…])[。！？!?；;]*|(?<=\.)(?=\s|$|[^\x00-\x7f])|(?<=…)…*(?=\s|$))"
-                          r"[”’\"'）)】」』]*")
+SENTENCE_END = re.compile(
+    r"[。！？!?；;.…](?:(?<![.…])[。！？!?；;]*|(?<=\.)(?=\s|$|[^\x00-\x7f])|(?<=…)…*(?=\s|$))"
+    r"[”’\"'）)】」』]*"
+)
 LINE_MARK = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)]|\d{1,9}、|#{1,6}|>)[ \t]+)*")  # 、 apart: no set beyond Latin-1
 WORD_BEFORE_DOT = re.compile(r"[A-Za-z][A-Za-z.]*\Z")
 # Parts of a sentence (rule: `sentence_parts`): clauses split at these separators.
 # ，；：; , or : not between digits, and|but|…|where between spaces, 但是 但 并且 而且 同时
-PART_SPLIT = re.compile(r"[，；：]|(?<!\d)[,:](?!\d)|;"
-                        r"|\s(?:and|but|while|whereas|although|though|which|who|whose|where)\s|但是|但|并且|而且|同时")
+PART_SPLIT = re.compile(
+    r"[，；：]|(?<!\d)[,:](?!\d)|;"
+    r"|\s(?:and|but|while|whereas|although|though|which|who|whose|where)\s|但是|但|并且|而且|同时"
+)
 
 
 @cache
@@ -1436,7 +1503,7 @@ def table_rule():
 def full_stop_ends(line, dot):
     """Does the full stop at `line[dot]`, which SENTENCE_END found, stand before the end, a space or a Chinese
     character? (The pattern lets any character beyond ASCII follow it.)"""
-    after = line[dot + 1:dot + 2]
+    after = line[dot + 1 : dot + 2]
     return after.isascii() or after.isspace() or is_cjk(after)
 
 
@@ -1445,9 +1512,9 @@ def not_an_end(text, begin, dot):
     follows, inside brackets or quotes still open, and for a full stop of an abbreviation (`Co.`, `e.g.`, `U.S.`,
     `v.`) or an initial (`Mark T. Smith`), and for a full stop before a character beyond ASCII that is neither a space
     nor a Chinese character (`full_stop_ends`)."""
-    if text[dot] == "." and not text[dot + 1:dot + 2].isascii() and not full_stop_ends(text, dot):
+    if text[dot] == "." and not text[dot + 1 : dot + 2].isascii() and not full_stop_ends(text, dot):
         return True
-    following = text[dot + 1:dot + 3].lstrip()
+    following = text[dot + 1 : dot + 3].lstrip()
     if following[:1].islower() and following[:1].isascii():
         return True
     if text[dot] == ";" and following[:1].isascii():
@@ -1510,7 +1577,7 @@ def sentence_of(spans, starts, text, position):
     if index >= 0 and position <= spans[index][1]:
         return index
     after = index + 1 if index + 1 < len(spans) else None
-    if index >= 0 and (after is None or "\n" not in text[spans[index][1]:position]):
+    if index >= 0 and (after is None or "\n" not in text[spans[index][1] : position]):
         return index
     return after
 
@@ -1550,7 +1617,7 @@ def coverage(units, chunk, others=None, converted=(), weights=DEFAULT_WEIGHTS):
 def plain_share(covered, weights=DEFAULT_WEIGHTS):
     """`support_score` from a `coverage` result (found, needed, missing, words missing)."""
     found, needed, missing, _ = covered
-    return 1.0 if needed == 0 else found / needed * weights.missing_exact ** missing
+    return 1.0 if needed == 0 else found / needed * weights.missing_exact**missing
 
 
 def support_score(units, chunk, others=None, weights=DEFAULT_WEIGHTS):
@@ -1594,16 +1661,20 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
         return 1.0, []
     if missing and view.converted():
         found, needed, missing, lacking = coverage(units, view.units, others, view.converted(), weights)
-    score = found / needed * weights.missing_exact ** missing * weights.missing_decay ** lacking
+    score = found / needed * weights.missing_exact**missing * weights.missing_decay**lacking
     if found < needed and parts is None:
         parts = sentence_parts(text)
     weakest = weakest_part(units, parts, view.units, others, weights) if parts and found < needed else None
     if weakest is not None:
         score = min(score, (1 - weights.part_weight) * score + weights.part_weight * weakest)
     reasons = []
-    cue = (number_cue(text, units, view) if missing else
-           measure_cue(text, view) if (not measure_hints().isdisjoint(units) or short_measure().search(text))
-           and DIGIT.search(text) else None)
+    cue = (
+        number_cue(text, units, view)
+        if missing
+        else measure_cue(text, view)
+        if (not measure_hints().isdisjoint(units) or short_measure().search(text)) and DIGIT.search(text)
+        else None
+    )
     if cue:
         reasons.append(cue)
     if found:
@@ -1618,8 +1689,11 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
         if negation or antonym or roles:
             passage, share = view.passage(units)
             if share >= weights.passage_match:  # the chunk's passage says enough of the sentence for a cue to count
-                for cue in (negation and negation_cue(text, view, passage, said),
-                            antonym and antonym_cue(candidates, passage), roles and roles_cue(text, passage)):
+                for cue in (
+                    negation and negation_cue(text, view, passage, said),
+                    antonym and antonym_cue(candidates, passage),
+                    roles and roles_cue(text, passage),
+                ):
                     if cue:
                         reasons.append(cue)
     for reason in reasons:
@@ -1707,7 +1781,9 @@ def check_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEIGH
         factual = is_factual(sentence, units, kind, phrases, weights)
         if factual or (factual is False and backing.backs(units, threshold)):
             claims += 1
-            uncited.append(sentence if len(sentence) <= MAX_SENTENCE_SHOWN else sentence[:MAX_SENTENCE_SHOWN - 1] + "…")
+            uncited.append(
+                sentence if len(sentence) <= MAX_SENTENCE_SHOWN else sentence[: MAX_SENTENCE_SHOWN - 1] + "…"
+            )
     reasons = {}
     for chunk_id, (sentence, cues, others) in lowest.items():
         found = list(cues)
@@ -1782,8 +1858,9 @@ class CitationStream:
     trailing whitespace (to drop it if a removed marker and punctuation follow). Total cost is linear in the answer.
     """
 
-    def __init__(self, chunk_metadata=None, insufficient_phrases=INSUFFICIENT_DEFAULT, question=None,
-                 weights=DEFAULT_WEIGHTS):
+    def __init__(
+        self, chunk_metadata=None, insufficient_phrases=INSUFFICIENT_DEFAULT, question=None, weights=DEFAULT_WEIGHTS
+    ):
         """`weights`: the support check's (citations.support.weights); the node ships DEFAULT_WEIGHTS."""
         self._chunks = parse_chunk_metadata(chunk_metadata)
         self._weights = weights
@@ -1833,8 +1910,15 @@ class CitationStream:
         if self._fresh:
             self._fresh = []
         answer, plain = self._answer_joiner, self._plain_joiner
-        if (not self._candidate and not answer.gap and not plain.gap and not answer.head and not plain.head
-                and answer.held == plain.held and TEXT_STOPS.search(delta) is None):
+        if (
+            not self._candidate
+            and not answer.gap
+            and not plain.gap
+            and not answer.head
+            and not plain.head
+            and answer.held == plain.held
+            and TEXT_STOPS.search(delta) is None
+        ):
             # The usual delta: plain text (no bracket, backtick or line break) and both joiners with nothing pending
             # but the same trailing whitespace. The scanner would pass it on whole and both joiners would do the
             # same with it (Joiner.text), so that is done here once.
@@ -1843,7 +1927,7 @@ class CitationStream:
             self._line_ticks = -1
             body, held = delta.rstrip(HSPACE), answer.held
             if body:
-                trailing = delta[len(body):]
+                trailing = delta[len(body) :]
                 if len(trailing) <= MAX_HELD_SPACE:
                     text = held + body if held else body
                     answer.held = plain.held = trailing
@@ -1883,8 +1967,9 @@ class CitationStream:
         if not self._finished:
             self.finish()
         if support and self._checked is None:  # the support check runs once, after the stream ended
-            self._checked = check_support(self._plain, self._chunks, question=self._question, phrases=self._phrases,
-                                          weights=self._weights)
+            self._checked = check_support(
+                self._plain, self._chunks, question=self._question, phrases=self._phrases, weights=self._weights
+            )
         checked = self._checked if support else unchecked(self._plain)
         plain = checked["text"]
         said = normal_text(plain) if self._phrases else ""
@@ -1895,10 +1980,15 @@ class CitationStream:
         citations = []
         for citation in self._citations:
             score = checked["support"].get(citation["id"])
-            citations.append({**citation, "support": None if score is None else round(score, 3),
-                              "weak": score is not None and score < self._weights.threshold,
-                              "reasons": checked["reasons"].get(citation["id"], []),
-                              "reason": checked["reason"].get(citation["id"], "")})
+            citations.append(
+                {
+                    **citation,
+                    "support": None if score is None else round(score, 3),
+                    "weak": score is not None and score < self._weights.threshold,
+                    "reasons": checked["reasons"].get(citation["id"], []),
+                    "reason": checked["reason"].get(citation["id"], ""),
+                }
+            )
         return {
             "answer": "".join(self._shown),
             "answer_without_markers": plain,
@@ -2019,8 +2109,15 @@ class CitationStream:
 
 def unchecked(plain):
     """What `check_support` returns, for an answer not checked: its text, and no scores, reasons or sentences."""
-    return {"text": "".join(part for part in plain if isinstance(part, str)), "support": {}, "reasons": {},
-            "reason": {}, "uncited_sentences": [], "citation_recall_proxy": None, "citation_precision_proxy": None}
+    return {
+        "text": "".join(part for part in plain if isinstance(part, str)),
+        "support": {},
+        "reasons": {},
+        "reason": {},
+        "uncited_sentences": [],
+        "citation_recall_proxy": None,
+        "citation_precision_proxy": None,
+    }
 
 
 def pieces_of(parts):
@@ -2035,8 +2132,9 @@ def pieces_of(parts):
             else:
                 pieces.append({"type": "text", "text": part})
         else:
-            pieces.append({"type": "cite", "numbers": list(part["numbers"]), "ids": list(part["ids"]),
-                           "new": list(part["new"])})
+            pieces.append(
+                {"type": "cite", "numbers": list(part["numbers"]), "ids": list(part["ids"]), "new": list(part["new"])}
+            )
     return pieces
 
 
@@ -2045,7 +2143,7 @@ def cap_texts(items, limit):
     """At most `limit` strings: beyond that, the first limit-1 and a last entry that counts the rest."""
     if limit is None or len(items) <= limit:
         return items
-    return items[:limit - 1] + [f"…and {len(items) - limit + 1} more"]
+    return items[: limit - 1] + [f"…and {len(items) - limit + 1} more"]
 
 
 def cap_citations(citations, limit):
@@ -2054,26 +2152,40 @@ def cap_citations(citations, limit):
     (every cited source stays in `id_map`, `references_markdown` and the answer's numbers)."""
     if limit is None or len(citations) <= limit:
         return citations
-    rest = citations[limit - 1:]
+    rest = citations[limit - 1 :]
     summary = {key: "" for key in citations[0]}
-    summary.update({"index": 0, "id": "", "count": sum(c["count"] for c in rest),
-                    "document_title": f"…and {len(rest)} more cited sources (see references_markdown)"})
+    summary.update(
+        {
+            "index": 0,
+            "id": "",
+            "count": sum(c["count"] for c in rest),
+            "document_title": f"…and {len(rest)} more cited sources (see references_markdown)",
+        }
+    )
     scores = [c["support"] for c in rest if c.get("support") is not None]
-    summary.update({"support": min(scores) if scores else None, "weak": any(c.get("weak") for c in rest),
-                    "reasons": [], "reason": ""})
-    return citations[:limit - 1] + [summary]
+    summary.update(
+        {
+            "support": min(scores) if scores else None,
+            "weak": any(c.get("weak") for c in rest),
+            "reasons": [],
+            "reason": "",
+        }
+    )
+    return citations[: limit - 1] + [summary]
 
 
-def main(answer, chunk_metadata=None, insufficient_phrases=INSUFFICIENT_DEFAULT, max_list_items=30,
-         question="") -> dict:
+def main(
+    answer, chunk_metadata=None, insufficient_phrases=INSUFFICIENT_DEFAULT, max_list_items=30, question=""
+) -> dict:
     """`max_list_items` caps every list in the result (Dify's Code node refuses longer arrays: 30 by default);
     `question` (optional, the user's question) makes the support check weigh the question's own words down."""
     if answer is None:
         answer = ""
     if not isinstance(answer, str):
         raise ValueError(f"answer: expected text, got {type(answer).__name__}")
-    if max_list_items is not None and (isinstance(max_list_items, bool) or not isinstance(max_list_items, int)
-                                       or max_list_items < 2):
+    if max_list_items is not None and (
+        isinstance(max_list_items, bool) or not isinstance(max_list_items, int) or max_list_items < 2
+    ):
         raise ValueError(f"max_list_items: expected a whole number of at least 2, got {max_list_items!r}")
     stream = CitationStream(chunk_metadata, insufficient_phrases, question)
     stream.feed(answer)

@@ -39,7 +39,9 @@ def main(query=None, count=SEARCH_COUNT) -> dict:
     if not isinstance(query, str):
         raise ValueError(f"query: expected text, got {type(query).__name__}")
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 50:
-        raise ValueError(f"count: expected a whole number from 1 to 50, got {count if isinstance(count, (int, float)) and abs(count) < 1e9 else type(count).__name__}")
+        raise ValueError(
+            f"count: expected a whole number from 1 to 50, got {count if isinstance(count, (int, float)) and abs(count) < 1e9 else type(count).__name__}"
+        )
     # A lone surrogate (possible in a JSON-decoded query) cannot be sent as UTF-8: it becomes U+FFFD.
     query = no_surrogate(query.strip())
     body = {"query": query, "count": count, "summary": True, "freshness": "noLimit"}

@@ -14,4 +14,5 @@ class GciteProvider(ToolProvider):
         failures = check_all(credentials or {})
         if failures:
             raise ToolProviderCredentialValidationError(
-                "web search credentials failed: " + "; ".join(f"{name}: {why}" for name, why in failures.items()))
+                "web search credentials failed: " + "; ".join(f"{name}: {why}" for name, why in failures.items())
+            )

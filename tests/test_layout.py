@@ -65,7 +65,7 @@ def test_no_import_circle():
         stack.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                cycle = stack[stack.index(nxt):] + [nxt]
+                cycle = stack[stack.index(nxt) :] + [nxt]
                 pytest.fail("import circle: " + " → ".join(cycle))
             if nxt not in state:
                 visit(nxt)
@@ -85,7 +85,9 @@ def test_nodes_import_only_the_standard_library_and_the_package_only_itself():
     for path in sorted((ROOT / "citations").rglob("*.py")):
         for name, line in imports_of(path):
             top = name.split(".")[0]
-            assert top in sys.stdlib_module_names or top == "citations", f"{path.relative_to(ROOT)}:{line} imports {name}"
+            assert top in sys.stdlib_module_names or top == "citations", (
+                f"{path.relative_to(ROOT)}:{line} imports {name}"
+            )
 
 
 def test_nothing_imports_the_cli_but_python_m_gcite():
@@ -106,8 +108,9 @@ def test_the_library_at_the_top_imports_neither_the_local_dify_nor_the_cli(name)
     locally (`gcite.local`, graphon behind it) or on the command line (`gcite.cli`)."""
     for imported, line in imports_of(MODULES[name]):
         for below in ("gcite.local", "gcite.cli"):
-            assert imported != below and not imported.startswith(below + "."), \
+            assert imported != below and not imported.startswith(below + "."), (
                 f"{MODULES[name].relative_to(ROOT)}:{line} imports {imported}"
+            )
 
 
 def test_no_source_folder_named_build():
@@ -153,8 +156,9 @@ def test_no_test_imports_another_test_or_conftest():
     for path in sorted((ROOT / "tests").rglob("*.py")):
         for imported, line in imports_of(path):
             leaf = imported.split(".")[-1]
-            assert not (imported.startswith("tests.") and (leaf.startswith("test_") or leaf == "conftest")), \
+            assert not (imported.startswith("tests.") and (leaf.startswith("test_") or leaf == "conftest")), (
                 f"{path.relative_to(ROOT)}:{line} imports {imported}: shared helpers go in tests/support/"
+            )
             assert "conftest" not in imported.split("."), f"{path.relative_to(ROOT)}:{line} imports {imported}"
 
 
@@ -177,7 +181,7 @@ def meaningful_lines(path: Path) -> list[tuple[int, str]]:
 def explained(path: Path, first: int, last: int) -> bool:
     """A comment in the block or in the three lines above it says why it repeats."""
     lines = path.read_text(encoding="utf-8").splitlines()
-    return any(EXPLAINED.search(line) for line in lines[max(0, first - 4):last])
+    return any(EXPLAINED.search(line) for line in lines[max(0, first - 4) : last])
 
 
 def test_no_block_of_six_lines_repeats_unless_a_comment_says_why():
@@ -187,7 +191,7 @@ def test_no_block_of_six_lines_repeats_unless_a_comment_says_why():
             continue
         lines = meaningful_lines(path)
         for i in range(len(lines) - WINDOW + 1):
-            window = lines[i:i + WINDOW]
+            window = lines[i : i + WINDOW]
             places[tuple(t for _, t in window)].append((path, window[0][0], window[-1][0]))
     repeats = []
     for block, where in places.items():
@@ -211,7 +215,8 @@ def test_gcite_acl_imports_no_tool_node_builder_or_local_stand_in():
     and the pre-filter's conditions and Dify's SQL semantics are handed in by the CLI (`gcite.acl.Stages`)."""
     for imported, line in imports_of(ROOT / "gcite" / "acl.py"):
         assert imported.split(".")[0] not in ("tools", "nodes") and not imported.startswith(
-            ("gcite.local", "gcite.build", "gcite.cli")), f"gcite/acl.py:{line} imports {imported}"
+            ("gcite.local", "gcite.build", "gcite.cli")
+        ), f"gcite/acl.py:{line} imports {imported}"
 
 
 def test_the_web_search_library_reads_no_private_attribute():
@@ -220,5 +225,6 @@ def test_the_web_search_library_reads_no_private_attribute():
     for path in sorted((ROOT / "websearch").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
-                assert isinstance(node.value, ast.Name) and node.value.id == "self", \
+                assert isinstance(node.value, ast.Name) and node.value.id == "self", (
                     f"{path.relative_to(ROOT)}:{node.lineno} reads .{node.attr}"
+                )

@@ -23,4 +23,3 @@ class FilterChunksTool(Tool):
         )
         for name, value in outputs.items():
             yield self.create_variable_message(name, sendable(value))
-

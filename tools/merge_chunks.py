@@ -22,4 +22,3 @@ class MergeChunksTool(Tool):
         )
         for name, value in outputs.items():
             yield self.create_variable_message(name, sendable(value))
-

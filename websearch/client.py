@@ -10,8 +10,15 @@ from typing import Any
 import requests
 
 from websearch.errors import SearchError, error_detail, refusal, refusal_message
-from websearch.http_client import (MAX_REDIRECTS, BodyTooLarge, Budget, RedirectRefused, Reply, exchange,
-                                   parse_retry_after)
+from websearch.http_client import (
+    MAX_REDIRECTS,
+    BodyTooLarge,
+    Budget,
+    RedirectRefused,
+    Reply,
+    exchange,
+    parse_retry_after,
+)
 from websearch.providers import Provider, secrets_of
 from websearch.redaction import redact
 
@@ -46,8 +53,14 @@ def body_of(response: Reply) -> Any:
 class ProviderClient:
     """One provider's requests for one search: a requests.Session, the search's budget, bounded retries."""
 
-    def __init__(self, provider: Provider, credentials: dict[str, Any] | None, budget: Budget,
-                 session: requests.Session | None = None, sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        provider: Provider,
+        credentials: dict[str, Any] | None,
+        budget: Budget,
+        session: requests.Session | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.provider, self.budget, self.sleep = provider, budget, sleep
         self.secrets = secrets_of(credentials)
         self.session, self._own_session = session or requests.Session(), session is None
@@ -75,8 +88,10 @@ class ProviderClient:
             except requests.exceptions.ConnectionError:
                 if attempt < MAX_ATTEMPTS and self._wait(attempt, None):
                     continue
-                raise self.error(f"could not connect to {label} (after {attempt} attempt{'s' * (attempt > 1)}); "
-                                 "check the network and the base URL in the G-Cite credentials") from None
+                raise self.error(
+                    f"could not connect to {label} (after {attempt} attempt{'s' * (attempt > 1)}); "
+                    "check the network and the base URL in the G-Cite credentials"
+                ) from None
             except requests.exceptions.RequestException as exc:
                 raise self.error(f"the request to {label} failed ({type(exc).__name__})") from None
             status = response.status_code
@@ -91,8 +106,10 @@ class ProviderClient:
             except RecursionError:
                 raise self.error(f"{label} answered with JSON nested too deeply to read") from None
             except ValueError:
-                raise self.error(f"{label} answered HTTP {status} with a body that is not JSON "
-                                 f"({response.headers.get('Content-Type') or 'no content type'})") from None
+                raise self.error(
+                    f"{label} answered HTTP {status} with a body that is not JSON "
+                    f"({response.headers.get('Content-Type') or 'no content type'})"
+                ) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     def timed_out(self) -> SearchError:
@@ -102,19 +119,30 @@ class ProviderClient:
         """One request and its redirects (websearch.http_client.exchange), as SearchErrors naming the provider."""
         label = self.provider.label
         try:
-            return exchange(self.session, method, url, remaining=self.budget.remaining, limit=MAX_BODY_BYTES,
-                            on_request=self._count, **kwargs)
+            return exchange(
+                self.session,
+                method,
+                url,
+                remaining=self.budget.remaining,
+                limit=MAX_BODY_BYTES,
+                on_request=self._count,
+                **kwargs,
+            )
         except BodyTooLarge:
             raise self.error(f"{label} answered with a body over {MAX_BODY_BYTES // 2**20} MiB") from None
         except RedirectRefused as refused:
             status = refused.status
             if refused.kind == "other-host":
-                raise self.error(f"{label} answered with a redirect to another host (HTTP {status}); G-Cite sends "
-                                 "the API key only to the configured host and did not follow it: set the base URL "
-                                 "in the G-Cite credentials to the address that answers") from None
+                raise self.error(
+                    f"{label} answered with a redirect to another host (HTTP {status}); G-Cite sends "
+                    "the API key only to the configured host and did not follow it: set the base URL "
+                    "in the G-Cite credentials to the address that answers"
+                ) from None
             if refused.kind == "method":
-                raise self.error(f"{label} redirected a {method} request (HTTP {status}); set the base URL in the "
-                                 "G-Cite credentials to the address that answers") from None
+                raise self.error(
+                    f"{label} redirected a {method} request (HTTP {status}); set the base URL in the "
+                    "G-Cite credentials to the address that answers"
+                ) from None
             raise self.error(f"{label} redirected more than {MAX_REDIRECTS} times") from None
 
     def _count(self) -> None:
@@ -143,4 +171,3 @@ class ProviderClient:
         if status in (432, 433):
             return self.error(f"{label} plan or pay-as-you-go limit reached (HTTP {status}{said})")
         return self.error(f"{label} rejected the request (HTTP {status}{said})")
-

@@ -27,7 +27,7 @@ def clip(text: Any, secrets: list[str]) -> str:
     """A provider's error text on one line, without links (they may carry a key), at most MESSAGE_LIMIT long.
     Every secret (and every identifying piece of a key) is redacted first, so a cut never leaves part of one."""
     text = re.sub(r"\s+", " ", LINK.sub("[link]", redact(str(text)[:MESSAGE_SOURCE_LIMIT], secrets))).strip()
-    return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT - 1] + "…"
+    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"
 
 
 def error_detail(provider: Provider, body: Any, status: int = 200, secrets: list[str] | None = None) -> str:
@@ -60,7 +60,7 @@ def error_detail(provider: Provider, body: Any, status: int = 200, secrets: list
 
 
 def refusal(provider: Provider, status: int | str, detail: str) -> str | None:
-    """"key" when the provider refused the key, "balance" when the account is out of money, else None.
+    """ "key" when the provider refused the key, "balance" when the account is out of money, else None.
     Brave answers an invalid key with 422 SUBSCRIPTION_TOKEN_INVALID, Baidu with an authentication error code,
     Bocha with 401 (and 403 means its balance is used up)."""
     status = str(status)
@@ -76,5 +76,4 @@ def refusal_message(provider: Provider, kind: str, how: str, detail: str) -> str
     said = f": {detail}" if detail else ""
     if kind == "balance":
         return f"{label} account balance is used up ({how}{said}); top it up on the {label} website"
-    return (f"{label} refused the API key ({how}{said}); check the {label} API key in the G-Cite plugin's "
-            "credentials")
+    return f"{label} refused the API key ({how}{said}); check the {label} API key in the G-Cite plugin's credentials"

@@ -17,6 +17,7 @@ from websearch.results import Results
 @dataclass
 class Search:
     """One search: what to ask, of whom, with which client and key; the results kept; notes for the tool's output."""
+
     provider: Provider
     query: str
     freshness: str
@@ -46,8 +47,12 @@ def bearer(key: str) -> dict[str, str]:
 
 
 def fetch_bocha(s: Search, wanted: int) -> None:
-    body = s.client.call("POST", s.base + "/v1/web-search", headers=bearer(s.key), json={
-        "query": s.query, "count": wanted, "freshness": s.provider.freshness[s.freshness], "summary": True})
+    body = s.client.call(
+        "POST",
+        s.base + "/v1/web-search",
+        headers=bearer(s.key),
+        json={"query": s.query, "count": wanted, "freshness": s.provider.freshness[s.freshness], "summary": True},
+    )
     check_code_body(s, body)
     if isinstance(body, dict) and isinstance(body.get("data"), dict) and body["data"].get("webPages") is None:
         return  # Bocha sends `webPages: null` when nothing matched
@@ -67,22 +72,36 @@ def fetch_tavily(s: Search, wanted: int) -> None:
 
 
 def fetch_baidu(s: Search, wanted: int) -> None:
-    payload: dict[str, Any] = {"messages": [{"role": "user", "content": s.query}], "search_source": "baidu_search_v2",
-                               "resource_type_filter": [{"type": "web", "top_k": wanted}]}
+    payload: dict[str, Any] = {
+        "messages": [{"role": "user", "content": s.query}],
+        "search_source": "baidu_search_v2",
+        "resource_type_filter": [{"type": "web", "top_k": wanted}],
+    }
     if s.provider.freshness[s.freshness]:
         payload["search_recency_filter"] = s.provider.freshness[s.freshness]
     # Qianfan's reference names `Authorization`; its AppBuilder examples use `X-Appbuilder-Authorization`: send both.
     headers = {**bearer(s.key), "X-Appbuilder-Authorization": f"Bearer {s.key}"}
     body = s.client.call("POST", s.base + "/v2/ai_search/web_search", headers=headers, json=payload)
     check_code_body(s, body)
-    s.results.add([r for r in s.results_at(body, ("references",), "references")
-                   if not isinstance(r, dict) or r.get("type") in (None, "web")])
+    s.results.add(
+        [
+            r
+            for r in s.results_at(body, ("references",), "references")
+            if not isinstance(r, dict) or r.get("type") in (None, "web")
+        ]
+    )
 
 
 def fetch_serpapi(s: Search, wanted: int) -> None:
     for start in range(0, wanted, SERPAPI_PAGE):
-        params = {"engine": "google", "q": s.query, "api_key": s.key, "start": start, "num": SERPAPI_PAGE,
-                  "output": "json"}
+        params = {
+            "engine": "google",
+            "q": s.query,
+            "api_key": s.key,
+            "start": start,
+            "num": SERPAPI_PAGE,
+            "output": "json",
+        }
         if s.provider.freshness[s.freshness]:
             params["tbs"] = s.provider.freshness[s.freshness]
         body = s.client.call("GET", s.base + "/search.json", params=params)
@@ -110,8 +129,12 @@ def fetch_brave(s: Search, wanted: int) -> None:
         params: dict[str, Any] = {"q": s.query, "count": count, "offset": offset}
         if s.provider.freshness[s.freshness]:
             params["freshness"] = s.provider.freshness[s.freshness]
-        body = s.client.call("GET", s.base + "/res/v1/web/search", params=params,
-                             headers={"X-Subscription-Token": s.key, "Accept": "application/json"})
+        body = s.client.call(
+            "GET",
+            s.base + "/res/v1/web/search",
+            params=params,
+            headers={"X-Subscription-Token": s.key, "Accept": "application/json"},
+        )
         if isinstance(body, dict) and body.get("type") == "ErrorResponse":
             raise s.fail(f"returned an error with HTTP 200: {s.detail(body)}")
         if not isinstance(body, dict) or ("web" not in body and body.get("type") != "search"):
@@ -135,8 +158,9 @@ def fetch_searxng(s: Search, wanted: int) -> None:
         if not page and pageno == 1:
             failed = body.get("unresponsive_engines") if isinstance(body, dict) else None
             if failed:
-                names = ", ".join(clip(" ".join(map(str, e)) if isinstance(e, list) else e, s.client.secrets)
-                                  for e in failed[:5])
+                names = ", ".join(
+                    clip(" ".join(map(str, e)) if isinstance(e, list) else e, s.client.secrets) for e in failed[:5]
+                )
                 raise s.fail(f"found nothing because its engines failed: {names}")
         kept = s.results.add(page)
         del body, page  # the page is not kept while the next one is read
@@ -159,6 +183,10 @@ def check_code_body(s: Search, body: Any) -> None:
 
 
 FETCHERS: dict[str, Callable[[Search, int], None]] = {
-    "bocha": fetch_bocha, "tavily": fetch_tavily, "baidu": fetch_baidu, "serpapi": fetch_serpapi,
-    "brave": fetch_brave, "searxng": fetch_searxng,
+    "bocha": fetch_bocha,
+    "tavily": fetch_tavily,
+    "baidu": fetch_baidu,
+    "serpapi": fetch_serpapi,
+    "brave": fetch_brave,
+    "searxng": fetch_searxng,
 }

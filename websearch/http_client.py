@@ -80,6 +80,7 @@ class RedirectRefused(Exception):
 @dataclass
 class Reply:
     """A whole answer: status, headers and the body as read (at most the caller's limit)."""
+
     status_code: int
     headers: CaseInsensitiveDict
     content: bytes | bytearray
@@ -99,8 +100,9 @@ class Reply:
 Origin = tuple[str, str, int]  # (scheme, host, port) of a connection
 
 
-def destination(adapter: requests.adapters.BaseAdapter, prepared: requests.PreparedRequest, verify: Any = True,
-                cert: Any = None) -> Origin:
+def destination(
+    adapter: requests.adapters.BaseAdapter, prepared: requests.PreparedRequest, verify: Any = True, cert: Any = None
+) -> Origin:
     """Where `adapter.send(prepared)` will connect: the scheme, host and port of the urllib3 connection pool the
     adapter picks for it (what `HTTPAdapter.send` does), not a parse of the URL of ours. Raises ValueError
     (requests' InvalidURL, urllib3's LocationValueError) when the library cannot read the address."""
@@ -169,9 +171,18 @@ def timeout_for(left: float, connect: float | None = None) -> urllib3.Timeout:
     return urllib3.Timeout(connect=min(left, connect or left), read=left, total=left)
 
 
-def exchange(session: requests.Session, method: str, url: str, *, remaining: Callable[[], float], limit: int,
-             connect: float | None = None, max_redirects: int = MAX_REDIRECTS,
-             on_request: Callable[[], None] = lambda: None, **request: Any) -> Reply:
+def exchange(
+    session: requests.Session,
+    method: str,
+    url: str,
+    *,
+    remaining: Callable[[], float],
+    limit: int,
+    connect: float | None = None,
+    max_redirects: int = MAX_REDIRECTS,
+    on_request: Callable[[], None] = lambda: None,
+    **request: Any,
+) -> Reply:
     """One request (`request`: headers, params, json, data), its whole answer read before `remaining()` reaches 0.
     Redirects are followed by hand, and only when the library will connect the redirected request to the same
     scheme, host and port as the first one (`destination`): requests would send the key headers (Brave's
@@ -201,8 +212,14 @@ def exchange(session: requests.Session, method: str, url: str, *, remaining: Cal
         on_request()
         # the adapter itself, not Session.send: with allow_redirects=False the session still prepares the next
         # request of a redirect, and first reads the redirect's whole body, without a limit or a deadline
-        response = adapter.send(prepared, stream=True, timeout=timeout_for(remaining(), connect),
-                                verify=settings["verify"], cert=settings["cert"], proxies=settings["proxies"])
+        response = adapter.send(
+            prepared,
+            stream=True,
+            timeout=timeout_for(remaining(), connect),
+            verify=settings["verify"],
+            cert=settings["cert"],
+            proxies=settings["proxies"],
+        )
         try:
             content = read_body(response, remaining, limit)
         finally:

@@ -52,9 +52,11 @@ def iso_date(value: Any) -> str:
             return datetime.date(*(int(g) for g in match.groups())).isoformat()
         except ValueError:
             return raw
-    for parse in (lambda s: email.utils.parsedate_to_datetime(s).date(),
-                  lambda s: datetime.datetime.strptime(s, "%b %d, %Y").date(),
-                  lambda s: datetime.datetime.strptime(s, "%B %d, %Y").date()):
+    for parse in (
+        lambda s: email.utils.parsedate_to_datetime(s).date(),
+        lambda s: datetime.datetime.strptime(s, "%b %d, %Y").date(),
+        lambda s: datetime.datetime.strptime(s, "%B %d, %Y").date(),
+    ):
         try:
             return parse(raw).isoformat()
         except (TypeError, ValueError, IndexError, OverflowError):  # year 99999999999: this field only
@@ -87,16 +89,28 @@ def url_key(url: str) -> str:
 
 
 def flat(provider: Provider, title: Any, url: Any, content: Any, site: Any, date: Any, score: Any) -> dict[str, Any]:
-    return {"title": merge.cut(one_line(title), MAX_LINE_CHARS), "url": web_url(url),
-            "content": merge.cut(plain(content), MAX_CONTENT_CHARS), "site_name": merge.cut(one_line(site), MAX_LINE_CHARS),
-            "published_date": merge.cut(iso_date(date), MAX_LINE_CHARS), "score": score_of(score),
-            "provider": provider.name}
+    return {
+        "title": merge.cut(one_line(title), MAX_LINE_CHARS),
+        "url": web_url(url),
+        "content": merge.cut(plain(content), MAX_CONTENT_CHARS),
+        "site_name": merge.cut(one_line(site), MAX_LINE_CHARS),
+        "published_date": merge.cut(iso_date(date), MAX_LINE_CHARS),
+        "score": score_of(score),
+        "provider": provider.name,
+    }
 
 
 def map_bocha(p: Provider, r: dict[str, Any]) -> dict[str, Any]:
     # `datePublished` is the publish time (UTC+8); `dateLastCrawled` is the same moment mislabelled `Z`.
-    return flat(p, r.get("name"), r.get("url"), first(r, "summary", "snippet"), r.get("siteName"),
-                first(r, "datePublished", "dateLastCrawled"), None)
+    return flat(
+        p,
+        r.get("name"),
+        r.get("url"),
+        first(r, "summary", "snippet"),
+        r.get("siteName"),
+        first(r, "datePublished", "dateLastCrawled"),
+        None,
+    )
 
 
 def map_tavily(p: Provider, r: dict[str, Any]) -> dict[str, Any]:
@@ -104,8 +118,15 @@ def map_tavily(p: Provider, r: dict[str, Any]) -> dict[str, Any]:
 
 
 def map_baidu(p: Provider, r: dict[str, Any]) -> dict[str, Any]:
-    return flat(p, first(r, "title", "web_anchor"), r.get("url"), r.get("content"), r.get("website"), r.get("date"),
-                r.get("rerank_score"))
+    return flat(
+        p,
+        first(r, "title", "web_anchor"),
+        r.get("url"),
+        r.get("content"),
+        r.get("website"),
+        r.get("date"),
+        r.get("rerank_score"),
+    )
 
 
 def map_serpapi(p: Provider, r: dict[str, Any]) -> dict[str, Any]:
@@ -114,16 +135,22 @@ def map_serpapi(p: Provider, r: dict[str, Any]) -> dict[str, Any]:
 
 def map_brave(p: Provider, r: dict[str, Any]) -> dict[str, Any]:
     profile = r.get("profile") if isinstance(r.get("profile"), dict) else {}
-    return flat(p, r.get("title"), r.get("url"), r.get("description"), profile.get("name"),
-                first(r, "page_age", "age"), None)
+    return flat(
+        p, r.get("title"), r.get("url"), r.get("description"), profile.get("name"), first(r, "page_age", "age"), None
+    )
 
 
 def map_searxng(p: Provider, r: dict[str, Any]) -> dict[str, Any]:
-    return flat(p, r.get("title"), r.get("url"), r.get("content"), "", first(r, "publishedDate", "pubdate"),
-                r.get("score"))
+    return flat(
+        p, r.get("title"), r.get("url"), r.get("content"), "", first(r, "publishedDate", "pubdate"), r.get("score")
+    )
 
 
 MAPPERS: dict[str, Callable[[Provider, dict[str, Any]], dict[str, Any]]] = {
-    "bocha": map_bocha, "tavily": map_tavily, "baidu": map_baidu, "serpapi": map_serpapi, "brave": map_brave,
+    "bocha": map_bocha,
+    "tavily": map_tavily,
+    "baidu": map_baidu,
+    "serpapi": map_serpapi,
+    "brave": map_brave,
     "searxng": map_searxng,
 }

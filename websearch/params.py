@@ -38,7 +38,8 @@ def parse_timeout(value: Any) -> float:
         seconds = math.nan
     if not TIMEOUT_MIN <= seconds <= TIMEOUT_MAX:  # also false for NaN
         raise SearchInputError(
-            f"timeout_seconds: expected a number of seconds from {TIMEOUT_MIN:g} to {TIMEOUT_MAX:g}, got {value!r}")
+            f"timeout_seconds: expected a number of seconds from {TIMEOUT_MIN:g} to {TIMEOUT_MAX:g}, got {value!r}"
+        )
     return seconds
 
 
@@ -52,7 +53,9 @@ def parse_freshness(value: Any) -> str:
 
 def parse_query(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise SearchInputError("query: expected the text to search for, got " + ("nothing" if not value else repr(value)[:40]))
+        raise SearchInputError(
+            "query: expected the text to search for, got " + ("nothing" if not value else repr(value)[:40])
+        )
     return value.strip()
 
 
@@ -66,13 +69,15 @@ def choose_provider(value: Any, credentials: dict[str, Any] | None) -> Provider:
         if not ready:
             raise SearchInputError(
                 "provider: no search provider is configured; add an API key (Bocha, Tavily, Baidu AI Search, "
-                "SerpAPI, Brave Search) or a SearXNG base URL in the G-Cite plugin's credentials")
+                "SerpAPI, Brave Search) or a SearXNG base URL in the G-Cite plugin's credentials"
+            )
         return PROVIDERS[ready[0]]
     provider = PROVIDERS[name]
     if name not in ready:
         what = "API key" if provider.key_field else "base URL"
-        raise SearchInputError(f"provider: {provider.label} is not configured; add its {what} in the G-Cite "
-                               f"plugin's credentials")
+        raise SearchInputError(
+            f"provider: {provider.label} is not configured; add its {what} in the G-Cite plugin's credentials"
+        )
     return provider
 
 

@@ -25,26 +25,77 @@ class Provider:
     freshness: dict[str, str | None] = field(default_factory=dict)
 
 
-PROVIDERS: dict[str, Provider] = {p.name: p for p in (
-    Provider("bocha", "Bocha", "bocha_api_key", "bocha_base_url", "https://api.bochaai.com", 50, 50,
-             "account balance, free",
-             {"any": "noLimit", "day": "oneDay", "week": "oneWeek", "month": "oneMonth", "year": "oneYear"}),
-    Provider("tavily", "Tavily", "tavily_api_key", "tavily_base_url", "https://api.tavily.com", 20, 20,
-             "usage endpoint, free",
-             {"any": None, "day": "day", "week": "week", "month": "month", "year": "year"}),
-    Provider("baidu", "Baidu AI Search", "baidu_api_key", "baidu_base_url", "https://qianfan.baidubce.com", 50, 50,
-             "one search with top_k 1",
-             {"any": None, "day": "week", "week": "week", "month": "month", "year": "year"}),
-    Provider("serpapi", "SerpAPI", "serpapi_api_key", "serpapi_base_url", "https://serpapi.com", 10, 50,
-             "account endpoint, free",
-             {"any": None, "day": "qdr:d", "week": "qdr:w", "month": "qdr:m", "year": "qdr:y"}),
-    Provider("brave", "Brave Search", "brave_api_key", "brave_base_url", "https://api.search.brave.com", 20, 50,
-             "one search with count 1",
-             {"any": None, "day": "pd", "week": "pw", "month": "pm", "year": "py"}),
-    Provider("searxng", "SearXNG", None, "searxng_base_url", None, 50, 50,
-             "one search on your own instance",
-             {"any": None, "day": "day", "week": "week", "month": "month", "year": "year"}),
-)}
+PROVIDERS: dict[str, Provider] = {
+    p.name: p
+    for p in (
+        Provider(
+            "bocha",
+            "Bocha",
+            "bocha_api_key",
+            "bocha_base_url",
+            "https://api.bochaai.com",
+            50,
+            50,
+            "account balance, free",
+            {"any": "noLimit", "day": "oneDay", "week": "oneWeek", "month": "oneMonth", "year": "oneYear"},
+        ),
+        Provider(
+            "tavily",
+            "Tavily",
+            "tavily_api_key",
+            "tavily_base_url",
+            "https://api.tavily.com",
+            20,
+            20,
+            "usage endpoint, free",
+            {"any": None, "day": "day", "week": "week", "month": "month", "year": "year"},
+        ),
+        Provider(
+            "baidu",
+            "Baidu AI Search",
+            "baidu_api_key",
+            "baidu_base_url",
+            "https://qianfan.baidubce.com",
+            50,
+            50,
+            "one search with top_k 1",
+            {"any": None, "day": "week", "week": "week", "month": "month", "year": "year"},
+        ),
+        Provider(
+            "serpapi",
+            "SerpAPI",
+            "serpapi_api_key",
+            "serpapi_base_url",
+            "https://serpapi.com",
+            10,
+            50,
+            "account endpoint, free",
+            {"any": None, "day": "qdr:d", "week": "qdr:w", "month": "qdr:m", "year": "qdr:y"},
+        ),
+        Provider(
+            "brave",
+            "Brave Search",
+            "brave_api_key",
+            "brave_base_url",
+            "https://api.search.brave.com",
+            20,
+            50,
+            "one search with count 1",
+            {"any": None, "day": "pd", "week": "pw", "month": "pm", "year": "py"},
+        ),
+        Provider(
+            "searxng",
+            "SearXNG",
+            None,
+            "searxng_base_url",
+            None,
+            50,
+            50,
+            "one search on your own instance",
+            {"any": None, "day": "day", "week": "week", "month": "month", "year": "year"},
+        ),
+    )
+}
 # `provider: auto` takes the first configured one in this order (the README states it).
 AUTO_ORDER = ("bocha", "tavily", "baidu", "serpapi", "brave", "searxng")
 SERPAPI_PAGE = 10  # Google answers 10 organic results per page; `start` pages through them

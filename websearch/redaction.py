@@ -82,7 +82,7 @@ class View:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         first = start  # where the bytes of the character being decoded began
         for n in range(0, len(run), 3):
-            out = decoder.decode(bytes([int(run[n + 1:n + 3], 16)]))
+            out = decoder.decode(bytes([int(run[n + 1 : n + 3], 16)]))
             if out:
                 for c in "".join(map(fold, out)):
                     self._ends[len(self.starts)] = start + n + 3
@@ -104,6 +104,7 @@ class View:
 class Form:
     """One way a secret can be written, as it reads; `least`: the shortest run of it that is redacted (its whole
     length: only the whole of it)."""
+
     text: str
     least: int
 
@@ -117,7 +118,7 @@ class Form:
         places = list(range(0, len(self.text) - ANCHOR + 1, ANCHOR_STEP))
         if places[-1] != len(self.text) - ANCHOR:
             places.append(len(self.text) - ANCHOR)
-        return [(self.text[p:p + ANCHOR], p) for p in places]
+        return [(self.text[p : p + ANCHOR], p) for p in places]
 
 
 def base64_forms(key: str) -> list[str]:
@@ -127,7 +128,7 @@ def base64_forms(key: str) -> list[str]:
     out = []
     for offset in range(3):
         encoded = base64.b64encode(bytes(offset) + raw).decode("ascii")
-        core = encoded[(8 * offset + 5) // 6:(8 * (offset + len(raw))) // 6]
+        core = encoded[(8 * offset + 5) // 6 : (8 * (offset + len(raw))) // 6]
         out += [core, core.replace("+", "-").replace("/", "_")]
     return out
 
@@ -182,11 +183,17 @@ def found_spans(view: View, needles: Needles) -> list[tuple[int, int]]:
             while place != -1:
                 start, end = place, place + len(anchor)
                 if not form.whole:  # as far as the run goes on with the form, both ways
-                    while start > 0 and at - (place - start) > 0 and \
-                            text[start - 1] == form.text[at - (place - start) - 1]:
+                    while (
+                        start > 0
+                        and at - (place - start) > 0
+                        and text[start - 1] == form.text[at - (place - start) - 1]
+                    ):
                         start -= 1
-                    while end < len(text) and at + (end - place) < len(form.text) and \
-                            text[end] == form.text[at + (end - place)]:
+                    while (
+                        end < len(text)
+                        and at + (end - place) < len(form.text)
+                        and text[end] == form.text[at + (end - place)]
+                    ):
                         end += 1
                 if end - start >= form.least:
                     spans.append((start, end))

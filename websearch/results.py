@@ -14,8 +14,7 @@ MAX_READ_PER_PAGE = 100  # raw results read of one page (every provider sends at
 
 
 class Results:
-    def __init__(self, provider: Provider, wanted: int, remaining: Callable[[], float],
-                 late: Callable[[], Exception]):
+    def __init__(self, provider: Provider, wanted: int, remaining: Callable[[], float], late: Callable[[], Exception]):
         self.provider, self.wanted, self.remaining, self.late = provider, wanted, remaining, late
         self.items: list[dict[str, Any]] = []
         self.seen: set[str] = set()

@@ -18,16 +18,25 @@ from websearch.redaction import redact, scrub
 from websearch.results import MAX_READ_PER_PAGE, Results
 
 
-def run_search(provider: Provider, query: str, top_k: int, freshness: str, credentials: dict[str, Any] | None,
-               budget: Budget, session: requests.Session | None = None,
-               sleep: Callable[[float], None] = time.sleep) -> tuple[list[dict[str, Any]], list[str], int]:
+def run_search(
+    provider: Provider,
+    query: str,
+    top_k: int,
+    freshness: str,
+    credentials: dict[str, Any] | None,
+    budget: Budget,
+    session: requests.Session | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[list[dict[str, Any]], list[str], int]:
     """(results, notes, requests made). Results are at most top_k flat items in the provider's order. The budget
     covers the whole search: every request and wait, and the mapping and redaction of the results kept."""
     wanted = min(top_k, provider.max_total)
     search = open_search(provider, query, wanted, freshness, credentials, budget, session, sleep)
     if top_k > provider.max_total:
-        search.notes.append(f"{provider.label} returns at most {provider.max_total} results per search; "
-                            f"top_k {top_k} was capped at {provider.max_total}")
+        search.notes.append(
+            f"{provider.label} returns at most {provider.max_total} results per search; "
+            f"top_k {top_k} was capped at {provider.max_total}"
+        )
     if freshness != "any" and provider.freshness.get(freshness) is None:
         search.notes.append(f"{provider.label} has no {freshness} filter; freshness was ignored")
     if provider.name == "baidu" and freshness == "day":
@@ -38,8 +47,10 @@ def run_search(provider: Provider, query: str, top_k: int, freshness: str, crede
         search.client.close()
     results = search.results
     if results.overlong_pages:
-        search.notes.append(f"{provider.label} sent more than {MAX_READ_PER_PAGE} results in one page; only the "
-                            f"first {MAX_READ_PER_PAGE} of each page were read")
+        search.notes.append(
+            f"{provider.label} sent more than {MAX_READ_PER_PAGE} results in one page; only the "
+            f"first {MAX_READ_PER_PAGE} of each page were read"
+        )
     if results.duplicates:
         search.notes.append(f"{results.duplicates} result(s) repeated across {provider.label}'s pages were removed")
     if len(results.items) < wanted:
@@ -53,16 +64,36 @@ def run_search(provider: Provider, query: str, top_k: int, freshness: str, crede
     return kept, scrub(search.notes, keys), search.client.requests_made
 
 
-def open_search(provider: Provider, query: str, wanted: int, freshness: str, credentials: dict[str, Any] | None,
-                budget: Budget, session: requests.Session | None, sleep: Callable[[float], None]) -> Search:
+def open_search(
+    provider: Provider,
+    query: str,
+    wanted: int,
+    freshness: str,
+    credentials: dict[str, Any] | None,
+    budget: Budget,
+    session: requests.Session | None,
+    sleep: Callable[[float], None],
+) -> Search:
     client = ProviderClient(provider, credentials, budget, session=session, sleep=sleep)
     key = credential(credentials, provider.key_field) if provider.key_field else ""
-    return Search(provider, query, freshness, client, base_url(provider, credentials), key,
-                  Results(provider, wanted, budget.remaining, client.timed_out))
+    return Search(
+        provider,
+        query,
+        freshness,
+        client,
+        base_url(provider, credentials),
+        key,
+        Results(provider, wanted, budget.remaining, client.timed_out),
+    )
 
 
-def check_provider(provider: Provider, credentials: dict[str, Any], budget: Budget,
-                   session: requests.Session | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+def check_provider(
+    provider: Provider,
+    credentials: dict[str, Any],
+    budget: Budget,
+    session: requests.Session | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
     """The cheapest call that proves the credentials work; raises SearchError/SearchInputError when they do not."""
     search = open_search(provider, "G-Cite", 1, "any", credentials, budget, session, sleep)
     client, base, key = search.client, search.base, search.key
@@ -84,8 +115,12 @@ def check_provider(provider: Provider, credentials: dict[str, Any], budget: Budg
         client.close()
 
 
-def check_all(credentials: dict[str, Any], seconds_each: float = 10.0, session: requests.Session | None = None,
-              sleep: Callable[[float], None] = time.sleep) -> dict[str, str]:
+def check_all(
+    credentials: dict[str, Any],
+    seconds_each: float = 10.0,
+    session: requests.Session | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, str]:
     """{provider label: failure message} for every configured provider whose check failed."""
     failures: dict[str, str] = {}
     for name in AUTO_ORDER:

@@ -35,8 +35,13 @@ END_PUNCTUATION = ".。!！?？"
 
 
 def git_text(git_dir: str, commit: str, path: str) -> str:
-    return subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{commit}:{path}"], check=True,
-                          capture_output=True, text=True, encoding="utf-8").stdout
+    return subprocess.run(
+        ["git", f"--git-dir={git_dir}", "show", f"{commit}:{path}"],
+        check=True,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+    ).stdout
 
 
 def cited(claim: str) -> str:
@@ -51,9 +56,19 @@ def wice_rows(git_dir: str, split: str) -> list[dict]:
     rows = []
     for n, line in enumerate(git_text(git_dir, WICE_COMMIT, WICE_PATH.format(split=split)).splitlines()):
         row = json.loads(line)
-        rows.append({"set": "wice", "split": split, "id": f"{row['meta']['id']}/{n}", "claim_id": row["meta"]["id"],
-                     "lang": "en", "label": row["label"], "supported": row["label"] == "supported",
-                     "chunk": " ".join(row["evidence"]), "answer": cited(row["claim"])})
+        rows.append(
+            {
+                "set": "wice",
+                "split": split,
+                "id": f"{row['meta']['id']}/{n}",
+                "claim_id": row["meta"]["id"],
+                "lang": "en",
+                "label": row["label"],
+                "supported": row["label"] == "supported",
+                "chunk": " ".join(row["evidence"]),
+                "answer": cited(row["claim"]),
+            }
+        )
     return rows
 
 
@@ -64,9 +79,19 @@ def ocnli_rows(git_dir: str, split: str) -> list[dict]:
         label = row.get("label")
         if label not in ("entailment", "contradiction", "neutral"):
             continue  # "-": the annotators did not agree
-        rows.append({"set": "ocnli", "split": split, "id": f"{split}/{row['id']}", "claim_id": f"{split}/{row['id']}",
-                     "lang": "zh", "label": label, "supported": {"entailment": True, "contradiction": False}.get(label),
-                     "chunk": row["sentence1"], "answer": cited(row["sentence2"])})
+        rows.append(
+            {
+                "set": "ocnli",
+                "split": split,
+                "id": f"{split}/{row['id']}",
+                "claim_id": f"{split}/{row['id']}",
+                "lang": "zh",
+                "label": label,
+                "supported": {"entailment": True, "contradiction": False}.get(label),
+                "chunk": row["sentence1"],
+                "answer": cited(row["sentence2"]),
+            }
+        )
     return rows
 
 

@@ -88,7 +88,9 @@ def check_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEIGH
         factual = is_factual(sentence, units, kind, phrases, weights)
         if factual or (factual is False and backing.backs(units, threshold)):
             claims += 1
-            uncited.append(sentence if len(sentence) <= MAX_SENTENCE_SHOWN else sentence[:MAX_SENTENCE_SHOWN - 1] + "…")
+            uncited.append(
+                sentence if len(sentence) <= MAX_SENTENCE_SHOWN else sentence[: MAX_SENTENCE_SHOWN - 1] + "…"
+            )
     reasons = {}
     for chunk_id, (sentence, cues, others) in lowest.items():
         found = list(cues)

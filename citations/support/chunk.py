@@ -19,7 +19,7 @@ def chunk_sentence():
 
 
 def cjk_units(word):
-    return set(word) | {word[i:i + 2] for i in range(len(word) - 1)}
+    return set(word) | {word[i : i + 2] for i in range(len(word) - 1)}
 
 
 @cache

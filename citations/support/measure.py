@@ -28,9 +28,11 @@ def month_number():
 @cache
 def measure_hints():
     """The units (see `content_units`) that let `measure_cue` find something: a unit's or a month's name."""
-    return frozenset([word_unit(name) for name in UNIT_SCALE if name.isascii()]
-                     + [name if len(name) < 3 else name[:2] for name in UNIT_SCALE if not name.isascii()]
-                     + [word_unit(month) for month in MONTH_NAMES]) - {""}
+    return frozenset(
+        [word_unit(name) for name in UNIT_SCALE if name.isascii()]
+        + [name if len(name) < 3 else name[:2] for name in UNIT_SCALE if not name.isascii()]
+        + [word_unit(month) for month in MONTH_NAMES]
+    ) - {""}
 
 
 def month_numbers(text):
@@ -38,8 +40,10 @@ def month_numbers(text):
     text's order."""
     if not MONTH_HINT.search(text):  # `month_number` needs one
         return {}
-    return dict.fromkeys((number_unit(number or day), month or month_after)
-                         for month, number, day, month_after in month_number().findall(text))
+    return dict.fromkeys(
+        (number_unit(number or day), month or month_after)
+        for month, number, day, month_after in month_number().findall(text)
+    )
 
 
 def measure_cue(sentence_text, view):

@@ -23,8 +23,10 @@ def negated_zh():
 @cache
 def negated_en():
     """An English negation word; not "No. 12", "not-for-profit"."""
-    return re.compile(r"\b(?:not|no|never|none|nobody|nothing|neither|nor|without|cannot|[a-z]+n[’']t)\b"
-                      r"(?!-|\.? ?\d)")
+    return re.compile(
+        r"\b(?:not|no|never|none|nobody|nothing|neither|nor|without|cannot|[a-z]+n[’']t)\b"
+        r"(?!-|\.? ?\d)"
+    )
 
 
 @cache
@@ -71,11 +73,11 @@ def negated_thing_cue(sentence_text, passage):
         while at < len(cleared) and cleared[at] in NEGATION_BRIDGE:
             at += 1
         for size in (2, 1):  # what it negates: two characters, else one that is no stop character (没有握…)
-            thing = cleared[at:at + size]
+            thing = cleared[at : at + size]
             if len(thing) < size or not CJK_RUNS.fullmatch(thing) or (size == 1 and thing in STOP_CHARS):
                 continue
             if thing in passage_cleared and not negated_somewhere(passage_cleared, thing):
-                return {"kind": "negation", "claim": sentence_text[match.start():at + size]}
+                return {"kind": "negation", "claim": sentence_text[match.start() : at + size]}
             if thing in passage_cleared:
                 break
     return None
@@ -132,8 +134,9 @@ def negation_cue(sentence_text, view, passage, said=None):
                 end = rest[0].end()  # the phrase runs to the word after the negated one, within the clause
                 if len(rest) == 2 and not clause_end().search(sentence_text, end, rest[1].start()):
                     end = rest[1].end()
-                if (word_unit(negated_word) in passage_units
-                        and not said_in(view.word_line(), sentence_text[match.start():end])):
+                if word_unit(negated_word) in passage_units and not said_in(
+                    view.word_line(), sentence_text[match.start() : end]
+                ):
                     return {"kind": "negation", "claim": f"{match.group()} {negated_word}"}
         return None
     if not view.negated():
@@ -143,10 +146,9 @@ def negation_cue(sentence_text, view, passage, said=None):
         at = match.end()
         while at < len(cleared) and cleared[at] in NEGATION_BRIDGE + "得准":
             at += 1
-        thing = cleared[at:at + 2]
-        if (len(thing) == 2 and CJK_RUNS.fullmatch(thing) and thing in sentence_text
-                and negated_before(cleared, thing)):
-            return {"kind": "negation", "source": cleared[match.start():at + 2]}
+        thing = cleared[at : at + 2]
+        if len(thing) == 2 and CJK_RUNS.fullmatch(thing) and thing in sentence_text and negated_before(cleared, thing):
+            return {"kind": "negation", "source": cleared[match.start() : at + 2]}
     for match in negated_around_en().finditer(passage):  # "pets are not allowed" against "pets are allowed"
         before, negation, after = match.groups()
         if re.search(rf"\b{re.escape(before)} {re.escape(after)}\b", sentence_text):

@@ -40,7 +40,7 @@ def missing_items(sentence, view, others=None, limit=MAX_MISSING_SHOWN):
             unit = ""
         if unit:
             shown_units[match.start(2)] = len(unit)
-            items.append((0, match.start(), text[match.start():match.start(2) + len(unit)]))
+            items.append((0, match.start(), text[match.start() : match.start(2) + len(unit)]))
         else:
             items.append((0, match.start(), match.group(1)))
     for position, match in enumerate(WORD_TOKENS.finditer(text)):
@@ -56,7 +56,7 @@ def missing_items(sentence, view, others=None, limit=MAX_MISSING_SHOWN):
         for i in range(shown_units.get(run.start(), 0)):
             covered[i] = True  # 40人's 人, 2公里's 公里
         for i in range(len(chars) - 1):
-            if held(chars[i:i + 2]):
+            if held(chars[i : i + 2]):
                 covered[i] = covered[i + 1] = True
         for i in range(len(chars) - 1, -1, -1):  # a stop character joins the missing phrase it starts (到达)
             char = chars[i]

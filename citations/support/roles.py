@@ -14,9 +14,11 @@ ROLE_HINT = re.compile("than|" + "|".join(ROLE_VERBS))
 
 @cache
 def role_patterns():
-    return (re.compile(rf"([{CJK}a-z0-9]{{2}})比([{CJK}a-z0-9]{{2}})"),
-            re.compile(r"([a-z0-9]+) (?:is |are |was |were )?[a-z]+er than ([a-z0-9]+)"),
-            re.compile(rf"([a-z0-9]+) (?:{'|'.join(ROLE_VERBS)}) ([a-z0-9]+)"))
+    return (
+        re.compile(rf"([{CJK}a-z0-9]{{2}})比([{CJK}a-z0-9]{{2}})"),
+        re.compile(r"([a-z0-9]+) (?:is |are |was |were )?[a-z]+er than ([a-z0-9]+)"),
+        re.compile(rf"([a-z0-9]+) (?:{'|'.join(ROLE_VERBS)}) ([a-z0-9]+)"),
+    )
 
 
 def roles_cue(sentence_text, passage):

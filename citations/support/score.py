@@ -43,7 +43,7 @@ def coverage(units, chunk, others=None, converted=(), weights=DEFAULT_WEIGHTS):
 def plain_share(covered, weights=DEFAULT_WEIGHTS):
     """`support_score` from a `coverage` result (found, needed, missing, words missing)."""
     found, needed, missing, _ = covered
-    return 1.0 if needed == 0 else found / needed * weights.missing_exact ** missing
+    return 1.0 if needed == 0 else found / needed * weights.missing_exact**missing
 
 
 def support_score(units, chunk, others=None, weights=DEFAULT_WEIGHTS):
@@ -87,16 +87,20 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
         return 1.0, []
     if missing and view.converted():
         found, needed, missing, lacking = coverage(units, view.units, others, view.converted(), weights)
-    score = found / needed * weights.missing_exact ** missing * weights.missing_decay ** lacking
+    score = found / needed * weights.missing_exact**missing * weights.missing_decay**lacking
     if found < needed and parts is None:
         parts = sentence_parts(text)
     weakest = weakest_part(units, parts, view.units, others, weights) if parts and found < needed else None
     if weakest is not None:
         score = min(score, (1 - weights.part_weight) * score + weights.part_weight * weakest)
     reasons = []
-    cue = (number_cue(text, units, view) if missing else
-           measure_cue(text, view) if (not measure_hints().isdisjoint(units) or short_measure().search(text))
-           and DIGIT.search(text) else None)
+    cue = (
+        number_cue(text, units, view)
+        if missing
+        else measure_cue(text, view)
+        if (not measure_hints().isdisjoint(units) or short_measure().search(text)) and DIGIT.search(text)
+        else None
+    )
     if cue:
         reasons.append(cue)
     if found:
@@ -111,8 +115,11 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
         if negation or antonym or roles:
             passage, share = view.passage(units)
             if share >= weights.passage_match:  # the chunk's passage says enough of the sentence for a cue to count
-                for cue in (negation and negation_cue(text, view, passage, said),
-                            antonym and antonym_cue(candidates, passage), roles and roles_cue(text, passage)):
+                for cue in (
+                    negation and negation_cue(text, view, passage, said),
+                    antonym and antonym_cue(candidates, passage),
+                    roles and roles_cue(text, passage),
+                ):
                     if cue:
                         reasons.append(cue)
     for reason in reasons:

@@ -12,14 +12,18 @@ from citations.support.text import is_cjk
 # space or the end; with the closing quotes or brackets after it. (A full stop before a character beyond ASCII ends
 # a sentence only before a space or a Chinese character, `full_stop_ends`: a set of Chinese characters here would
 # cost a Code node's process about 1 ms to compile.)
-SENTENCE_END = re.compile(r"[。！？!?；;.…](?:(?<![.…])[。！？!?；;]*|(?<=\.)(?=\s|$|[^\x00-\x7f])|(?<=…)…*(?=\s|$))"
-                          r"[”’\"'）)】」』]*")
+SENTENCE_END = re.compile(
+    r"[。！？!?；;.…](?:(?<![.…])[。！？!?；;]*|(?<=\.)(?=\s|$|[^\x00-\x7f])|(?<=…)…*(?=\s|$))"
+    r"[”’\"'）)】」』]*"
+)
 LINE_MARK = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)]|\d{1,9}、|#{1,6}|>)[ \t]+)*")  # 、 apart: no set beyond Latin-1
 WORD_BEFORE_DOT = re.compile(r"[A-Za-z][A-Za-z.]*\Z")
 # Parts of a sentence (rule: `sentence_parts`): clauses split at these separators.
 # ，；：; , or : not between digits, and|but|…|where between spaces, 但是 但 并且 而且 同时
-PART_SPLIT = re.compile(r"[，；：]|(?<!\d)[,:](?!\d)|;"
-                        r"|\s(?:and|but|while|whereas|although|though|which|who|whose|where)\s|但是|但|并且|而且|同时")
+PART_SPLIT = re.compile(
+    r"[，；：]|(?<!\d)[,:](?!\d)|;"
+    r"|\s(?:and|but|while|whereas|although|though|which|who|whose|where)\s|但是|但|并且|而且|同时"
+)
 
 
 @cache
@@ -35,7 +39,7 @@ def table_rule():
 def full_stop_ends(line, dot):
     """Does the full stop at `line[dot]`, which SENTENCE_END found, stand before the end, a space or a Chinese
     character? (The pattern lets any character beyond ASCII follow it.)"""
-    after = line[dot + 1:dot + 2]
+    after = line[dot + 1 : dot + 2]
     return after.isascii() or after.isspace() or is_cjk(after)
 
 
@@ -44,9 +48,9 @@ def not_an_end(text, begin, dot):
     follows, inside brackets or quotes still open, and for a full stop of an abbreviation (`Co.`, `e.g.`, `U.S.`,
     `v.`) or an initial (`Mark T. Smith`), and for a full stop before a character beyond ASCII that is neither a space
     nor a Chinese character (`full_stop_ends`)."""
-    if text[dot] == "." and not text[dot + 1:dot + 2].isascii() and not full_stop_ends(text, dot):
+    if text[dot] == "." and not text[dot + 1 : dot + 2].isascii() and not full_stop_ends(text, dot):
         return True
-    following = text[dot + 1:dot + 3].lstrip()
+    following = text[dot + 1 : dot + 3].lstrip()
     if following[:1].islower() and following[:1].isascii():
         return True
     if text[dot] == ";" and following[:1].isascii():
@@ -109,7 +113,7 @@ def sentence_of(spans, starts, text, position):
     if index >= 0 and position <= spans[index][1]:
         return index
     after = index + 1 if index + 1 < len(spans) else None
-    if index >= 0 and (after is None or "\n" not in text[spans[index][1]:position]):
+    if index >= 0 and (after is None or "\n" not in text[spans[index][1] : position]):
         return index
     return after
 

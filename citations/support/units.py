@@ -17,7 +17,9 @@ THOUSANDS = re.compile(r",(?<=\d,)(?=\d{3}(?!\d))")  # a comma between digits, t
 CODE_HINT = re.compile(r"\d(?:(?<=[A-Za-z]\d)|(?=[A-Za-z]))")  # a digit beside a letter: a code's sign, found fast
 NUMBER_TOKENS = re.compile(r"\d\d*(?:\.\d+)?")  # digits, with a decimal part
 # a run of Chinese numerals before a measure word (三十个, 两天)
-ZH_NUMBER = re.compile("[零一二两三四五六七八九十百千][零一二两三四五六七八九十百千]*(?=[个天次楼层人元分年月日点号周岁小倍位条])")
+ZH_NUMBER = re.compile(
+    "[零一二两三四五六七八九十百千][零一二两三四五六七八九十百千]*(?=[个天次楼层人元分年月日点号周岁小倍位条])"
+)
 
 
 @cache
@@ -75,7 +77,7 @@ def stem(word):
     if len(word) > 3:
         for ending in INFLECTIONS if word.endswith(INFLECTIONS) else ():  # most words end in none: no loop
             if word.endswith(ending) and len(word) - len(ending) >= 3 and not (ending == "s" and word.endswith("ss")):
-                word = word[:-len(ending)]
+                word = word[: -len(ending)]
                 if ending in ("ing", "ed") and word[-1] == word[-2] and word[-1] not in VOWELS and word[-1] not in "ls":
                     word = word[:-1]
                 break
@@ -142,16 +144,21 @@ def content_units(text, question=None, normalized=False, weights=DEFAULT_WEIGHTS
         codes = code_tokens().findall(text) if CODE_HINT.search(text) else None
         if codes:
             text = code_tokens().sub(" ", text)
-            exact.update(number_unit(ordinal().sub("", code)) if ordinal().search(code)
-                         and ordinal().sub("", code).isdigit() else "#" + code.casefold() for code in codes)
+            exact.update(
+                number_unit(ordinal().sub("", code))
+                if ordinal().search(code) and ordinal().sub("", code).isdigit()
+                else "#" + code.casefold()
+                for code in codes
+            )
             numbers = NUMBER_TOKENS.findall(text)
-        exact.update({"#" + number if number[0] != "0" and "." not in number else number_unit(number)
-                      for number in set(numbers)})
+        exact.update(
+            {"#" + number if number[0] != "0" and "." not in number else number_unit(number) for number in set(numbers)}
+        )
     words = WORD_TOKENS.findall(text)
     if words and not EN_NUMBERS.keys().isdisjoint(map(str.casefold, words)):
         words = number_words(words, exact)
     runs = [] if ascii_only else CJK_RUNS.findall(text)
-    grams = {run[i:i + 2] for run in runs for i in range(len(run) - 1)}
+    grams = {run[i : i + 2] for run in runs for i in range(len(run) - 1)}
     if weights is None:
         units = grams | exact
         units.update(*runs)

@@ -58,8 +58,9 @@ class Weights:
         values = {**SHIPPED, **values}
         for name, value in values.items():
             object.__setattr__(self, name, value)
-        object.__setattr__(self, "word_weights",
-                           (values["weight_generic"], values["weight_name"], 1.0, values["weight_short"]))
+        object.__setattr__(
+            self, "word_weights", (values["weight_generic"], values["weight_name"], 1.0, values["weight_short"])
+        )
 
     def __setattr__(self, name, value):
         raise AttributeError(f"Weights are frozen: replace(weights, {name}=…) makes new ones")

@@ -19,12 +19,12 @@ from typing import Any
 
 import yaml
 
-from gcite import ROOT
-from gcite.release.package import package_entries, unique_identifier
-from gcite.authoring.prefilter import ROLE_CLAUSES, public_clauses, templated_conditions
-from citations.answer_layout import SOURCE_LIST, source_list  # the Answer template, named once
+from citations.answer_layout import source_list  # the Answer template, named once
 from citations.phrases import INSUFFICIENT_DEFAULT
+from gcite import ROOT
 from gcite.authoring.bundle import bundle
+from gcite.authoring.prefilter import ROLE_CLAUSES, public_clauses, templated_conditions
+from gcite.release.package import package_entries, unique_identifier
 
 DSL_DIR = ROOT / "dsl"
 PLUGIN_DSL = DSL_DIR / "gcite_chatflow.yml"
@@ -50,8 +50,12 @@ INSUFFICIENT = REFUSAL["zh"]
 OPENAI = "langgenius/openai:0.3.5@dcc15b5847dbe38c64c2a9fdc1ea2d46466b7028eb4766b251bc363b0eec3af3"
 # Variable ids are rows in UUID columns in Dify (workflow_conversation_variables.id): derived, so `make dsl` is stable.
 ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/gcite/gcite-dify")
-MODEL = {"provider": "langgenius/openai/openai", "name": "gpt-4o-mini", "mode": "chat",
-         "completion_params": {"temperature": 0.2}}
+MODEL = {
+    "provider": "langgenius/openai/openai",
+    "name": "gpt-4o-mini",
+    "mode": "chat",
+    "completion_params": {"temperature": 0.2},
+}
 
 # Everything a reader of the chatflow sees, per language. The persona is the one line an operator is expected to
 # replace (`--persona`, or in Dify: the first line under "# 角色设定" / "# Role" of the LLM node's system prompt).
@@ -104,11 +108,11 @@ TEXT: dict[str, dict[str, str]] = {
     },
     "en": {
         "persona": "You are a knowledge-base assistant. You answer users' questions from this organisation's documents "
-                   "and from public web pages.",
+        "and from public web pages.",
         "app_plugin": "G-Cite cited answers",
         "app_code": "G-Cite cited answers (Code nodes)",
         "description": "Generation-time citations: knowledge base + web search, numbered [C:N], "
-                       "only cited sources shown.",
+        "only cited sources shown.",
         "start": "Start",
         "user_roles": "User roles (set by your back end)",
         "acl_roles": "Role slots for the pre-filter",
@@ -127,7 +131,7 @@ TEXT: dict[str, dict[str, str]] = {
         "history": "Earlier turns without citation markers",
         "history_text": "Earlier turns as text for the prompt",
         "insufficient_phrases": "Refusal phrases the validate node recognises (one per line, or separated by |); "
-                                "keep them in step with the prompt",
+        "keep them in step with the prompt",
         "prompt": """# Role
 {persona}
 Answer concisely and precisely. Say what you know; when you do not know, say so. Never make anything up.
@@ -252,33 +256,80 @@ def prefilter_code(slots: int) -> str:
 
 # --- node builders -----------------------------------------------------------------------------------------
 
+
 def variable_id(kind: str, name: str) -> str:
     """A stable UUID for a conversation or environment variable (Dify stores the id in a UUID column)."""
     return str(uuid.uuid5(ID_NAMESPACE, f"{kind}/{name}"))
 
 
 def node(node_id: str, x: int, y: int, data: dict[str, Any]) -> dict[str, Any]:
-    return {"id": node_id, "type": "custom", "position": {"x": x, "y": y}, "positionAbsolute": {"x": x, "y": y},
-            "width": 244, "height": 90, "selected": False, "sourcePosition": "right", "targetPosition": "left",
-            "data": {"desc": "", "selected": False, **data}}
+    return {
+        "id": node_id,
+        "type": "custom",
+        "position": {"x": x, "y": y},
+        "positionAbsolute": {"x": x, "y": y},
+        "width": 244,
+        "height": 90,
+        "selected": False,
+        "sourcePosition": "right",
+        "targetPosition": "left",
+        "data": {"desc": "", "selected": False, **data},
+    }
 
 
-def code_node(node_id: str, x: int, y: int, title: str, source: str, variables: dict[str, list[str]],
-              outputs: dict[str, str], code: str | None = None) -> dict[str, Any]:
-    return node(node_id, x, y, {
-        "type": "code", "title": title, "code_language": "python3", "code": code or node_code(source),
-        "variables": [{"variable": name, "value_selector": selector} for name, selector in variables.items()],
-        "outputs": {name: {"type": kind, "children": None} for name, kind in outputs.items()},
-    })
+def code_node(
+    node_id: str,
+    x: int,
+    y: int,
+    title: str,
+    source: str,
+    variables: dict[str, list[str]],
+    outputs: dict[str, str],
+    code: str | None = None,
+) -> dict[str, Any]:
+    return node(
+        node_id,
+        x,
+        y,
+        {
+            "type": "code",
+            "title": title,
+            "code_language": "python3",
+            "code": code or node_code(source),
+            "variables": [{"variable": name, "value_selector": selector} for name, selector in variables.items()],
+            "outputs": {name: {"type": kind, "children": None} for name, kind in outputs.items()},
+        },
+    )
 
 
-def gcite_tool(node_id: str, x: int, y: int, title: str, tool: str, identifier: str,
-               parameters: dict[str, Any], configurations: dict[str, Any]) -> dict[str, Any]:
-    return node(node_id, x, y, {
-        "type": "tool", "title": title, "provider_id": "gcite/gcite/gcite", "provider_name": "gcite/gcite/gcite",
-        "provider_type": "builtin", "plugin_unique_identifier": identifier, "tool_name": tool, "tool_label": title,
-        "is_team_authorization": True, "tool_configurations": configurations, "tool_parameters": parameters,
-    })
+def gcite_tool(
+    node_id: str,
+    x: int,
+    y: int,
+    title: str,
+    tool: str,
+    identifier: str,
+    parameters: dict[str, Any],
+    configurations: dict[str, Any],
+) -> dict[str, Any]:
+    return node(
+        node_id,
+        x,
+        y,
+        {
+            "type": "tool",
+            "title": title,
+            "provider_id": "gcite/gcite/gcite",
+            "provider_name": "gcite/gcite/gcite",
+            "provider_type": "builtin",
+            "plugin_unique_identifier": identifier,
+            "tool_name": tool,
+            "tool_label": title,
+            "is_team_authorization": True,
+            "tool_configurations": configurations,
+            "tool_parameters": parameters,
+        },
+    )
 
 
 def variable(*selector: str) -> dict[str, Any]:
@@ -289,62 +340,163 @@ def mixed(template: str) -> dict[str, Any]:
     return {"type": "mixed", "value": template}
 
 
-MERGE_OUTPUTS = {"formatted_chunks": "string", "chunk_count": "number", "chunk_metadata": "array[object]",
-                 "skipped": "array[object]"}
-FILTER_OUTPUTS = {"chunks": "array[object]", "kept_count": "number", "dropped_count": "number",
-                  "dropped": "array[object]", "warnings": "array[string]"}
-VALIDATE_OUTPUTS = {"answer": "string", "answer_without_markers": "string", "citations": "array[object]",
-                    "id_map": "object", "invalid_ids": "array[string]", "status": "string",
-                    "references_markdown": "string", "references_by_marker_markdown": "string",
-                    "uncited_sentences": "array[string]", "citation_recall_proxy": "number",
-                    "citation_precision_proxy": "number"}
+MERGE_OUTPUTS = {
+    "formatted_chunks": "string",
+    "chunk_count": "number",
+    "chunk_metadata": "array[object]",
+    "skipped": "array[object]",
+}
+FILTER_OUTPUTS = {
+    "chunks": "array[object]",
+    "kept_count": "number",
+    "dropped_count": "number",
+    "dropped": "array[object]",
+    "warnings": "array[string]",
+}
+VALIDATE_OUTPUTS = {
+    "answer": "string",
+    "answer_without_markers": "string",
+    "citations": "array[object]",
+    "id_map": "object",
+    "invalid_ids": "array[string]",
+    "status": "string",
+    "references_markdown": "string",
+    "references_by_marker_markdown": "string",
+    "uncited_sentences": "array[string]",
+    "citation_recall_proxy": "number",
+    "citation_precision_proxy": "number",
+}
 
 
 def common_nodes(v: Variant) -> list[dict[str, Any]]:
     t = v.text
     slots = [f"{{{{#acl_roles.role_{n}#}}}}" for n in range(1, v.slots + 1)]
     return [
-        node("start", 30, 300, {"type": "start", "title": t["start"], "variables": [{
-            "variable": "user_roles", "label": t["user_roles"], "type": "text-input",
-            "required": False, "hide": True, "max_length": 256, "options": []}]}),
-        code_node("acl_roles", 330, 150, t["acl_roles"], "acl_prefilter",
-                  {"user_roles": ["start", "user_roles"]},
-                  {**{f"role_{n}": "string" for n in range(1, v.slots + 1)}, "role_count": "number"},
-                  code=prefilter_code(v.slots)),
-        node("kr", 630, 150, {
-            "type": "knowledge-retrieval", "title": t["kr"], "query_variable_selector": ["sys", "query"],
-            "dataset_ids": [PLACEHOLDER_DATASET], "retrieval_mode": "multiple",
-            "multiple_retrieval_config": {"top_k": 5, "score_threshold": None, "reranking_enable": False,
-                                          "reranking_mode": "weighted_score",
-                                          "weights": {"weight_type": "customized",
-                                                      "vector_setting": {"vector_weight": 0.7,
-                                                                         "embedding_provider_name": "langgenius/openai/openai",
-                                                                         "embedding_model_name": "text-embedding-3-small"},
-                                                      "keyword_setting": {"keyword_weight": 0.3}}},
-            "metadata_filtering_mode": "manual",
-            "metadata_model_config": {**MODEL, "completion_params": {}},
-            "metadata_filtering_conditions": templated_conditions(ACL_FIELD, slots),
-        }),
-        node("llm", 1530, 300, {
-            "type": "llm", "title": t["llm"], "model": MODEL,
-            "prompt_template": [{"id": "gcite-system", "role": "system", "edition_type": "basic",
-                                 "text": v.system_prompt()},
-                                {"id": "gcite-user", "role": "user", "edition_type": "basic", "text": "{{#sys.query#}}"}],
-            "context": {"enabled": True, "variable_selector": ["merge", "formatted_chunks"]},
-            "vision": {"enabled": False},
-        }),
-        node("answer", 2130, 200, {"type": "answer", "title": t["answer"], "variables": [],
-                                   "answer": "{{#llm.text#}}" + source_list("validate")}),
-        code_node("remember", 2130, 420, t["remember"], "remember_turn",
-                  {"history": ["conversation", "history"], "query": ["sys", "query"],
-                   "answer": ["validate", "answer_without_markers"]},
-                  {"history": "array[object]", "history_text": "string"}, code=remember_code(v.lang)),
-        node("save_history", 2430, 420, {
-            "type": "assigner", "title": t["save_history"], "version": "2",
-            "items": [{"variable_selector": ["conversation", "history"], "input_type": "variable",
-                       "operation": "over-write", "value": ["remember", "history"]},
-                      {"variable_selector": ["conversation", "history_text"], "input_type": "variable",
-                       "operation": "over-write", "value": ["remember", "history_text"]}]}),
+        node(
+            "start",
+            30,
+            300,
+            {
+                "type": "start",
+                "title": t["start"],
+                "variables": [
+                    {
+                        "variable": "user_roles",
+                        "label": t["user_roles"],
+                        "type": "text-input",
+                        "required": False,
+                        "hide": True,
+                        "max_length": 256,
+                        "options": [],
+                    }
+                ],
+            },
+        ),
+        code_node(
+            "acl_roles",
+            330,
+            150,
+            t["acl_roles"],
+            "acl_prefilter",
+            {"user_roles": ["start", "user_roles"]},
+            {**{f"role_{n}": "string" for n in range(1, v.slots + 1)}, "role_count": "number"},
+            code=prefilter_code(v.slots),
+        ),
+        node(
+            "kr",
+            630,
+            150,
+            {
+                "type": "knowledge-retrieval",
+                "title": t["kr"],
+                "query_variable_selector": ["sys", "query"],
+                "dataset_ids": [PLACEHOLDER_DATASET],
+                "retrieval_mode": "multiple",
+                "multiple_retrieval_config": {
+                    "top_k": 5,
+                    "score_threshold": None,
+                    "reranking_enable": False,
+                    "reranking_mode": "weighted_score",
+                    "weights": {
+                        "weight_type": "customized",
+                        "vector_setting": {
+                            "vector_weight": 0.7,
+                            "embedding_provider_name": "langgenius/openai/openai",
+                            "embedding_model_name": "text-embedding-3-small",
+                        },
+                        "keyword_setting": {"keyword_weight": 0.3},
+                    },
+                },
+                "metadata_filtering_mode": "manual",
+                "metadata_model_config": {**MODEL, "completion_params": {}},
+                "metadata_filtering_conditions": templated_conditions(ACL_FIELD, slots),
+            },
+        ),
+        node(
+            "llm",
+            1530,
+            300,
+            {
+                "type": "llm",
+                "title": t["llm"],
+                "model": MODEL,
+                "prompt_template": [
+                    {"id": "gcite-system", "role": "system", "edition_type": "basic", "text": v.system_prompt()},
+                    {"id": "gcite-user", "role": "user", "edition_type": "basic", "text": "{{#sys.query#}}"},
+                ],
+                "context": {"enabled": True, "variable_selector": ["merge", "formatted_chunks"]},
+                "vision": {"enabled": False},
+            },
+        ),
+        node(
+            "answer",
+            2130,
+            200,
+            {
+                "type": "answer",
+                "title": t["answer"],
+                "variables": [],
+                "answer": "{{#llm.text#}}" + source_list("validate"),
+            },
+        ),
+        code_node(
+            "remember",
+            2130,
+            420,
+            t["remember"],
+            "remember_turn",
+            {
+                "history": ["conversation", "history"],
+                "query": ["sys", "query"],
+                "answer": ["validate", "answer_without_markers"],
+            },
+            {"history": "array[object]", "history_text": "string"},
+            code=remember_code(v.lang),
+        ),
+        node(
+            "save_history",
+            2430,
+            420,
+            {
+                "type": "assigner",
+                "title": t["save_history"],
+                "version": "2",
+                "items": [
+                    {
+                        "variable_selector": ["conversation", "history"],
+                        "input_type": "variable",
+                        "operation": "over-write",
+                        "value": ["remember", "history"],
+                    },
+                    {
+                        "variable_selector": ["conversation", "history_text"],
+                        "input_type": "variable",
+                        "operation": "over-write",
+                        "value": ["remember", "history_text"],
+                    },
+                ],
+            },
+        ),
     ]
 
 
@@ -352,20 +504,50 @@ def web_search_node(v: Variant, identifier: str) -> dict[str, Any]:
     """The plugin chatflow's search: our web_search tool, or the official Tavily plugin's tavily_search. Either
     fails over to an empty result (error strategy default-value), so the answer falls back to the knowledge base."""
     t = v.text
-    default = {"error_strategy": "default-value",
-               "default_value": [{"key": "json", "type": "array[object]", "value": []},
-                                 {"key": "text", "type": "string", "value": ""}]}
+    default = {
+        "error_strategy": "default-value",
+        "default_value": [
+            {"key": "json", "type": "array[object]", "value": []},
+            {"key": "text", "type": "string", "value": ""},
+        ],
+    }
     if v.search == "tavily":
-        return node("web", 630, 450, {
-            "type": "tool", "title": t["web_tavily"], "provider_id": "langgenius/tavily/tavily",
-            "provider_name": "langgenius/tavily/tavily", "provider_type": "builtin", "plugin_unique_identifier": TAVILY,
-            "tool_name": "tavily_search", "tool_label": t["web_tavily"], "is_team_authorization": True,
-            "tool_configurations": {"max_results": SEARCH_TOP_K, "search_depth": "basic", "topic": "general",
-                                    "include_answer": False, "include_images": False, "include_raw_content": False},
-            "tool_parameters": {"query": mixed("{{#sys.query#}}")}, **default})
-    web = gcite_tool("web", 630, 450, t["web_search"], "web_search", identifier,
-                     {"query": mixed("{{#sys.query#}}"), "freshness": {"type": "constant", "value": "any"}},
-                     {"provider": "auto", "top_k": SEARCH_TOP_K, "timeout_seconds": SEARCH_TIMEOUT_SECONDS})
+        return node(
+            "web",
+            630,
+            450,
+            {
+                "type": "tool",
+                "title": t["web_tavily"],
+                "provider_id": "langgenius/tavily/tavily",
+                "provider_name": "langgenius/tavily/tavily",
+                "provider_type": "builtin",
+                "plugin_unique_identifier": TAVILY,
+                "tool_name": "tavily_search",
+                "tool_label": t["web_tavily"],
+                "is_team_authorization": True,
+                "tool_configurations": {
+                    "max_results": SEARCH_TOP_K,
+                    "search_depth": "basic",
+                    "topic": "general",
+                    "include_answer": False,
+                    "include_images": False,
+                    "include_raw_content": False,
+                },
+                "tool_parameters": {"query": mixed("{{#sys.query#}}")},
+                **default,
+            },
+        )
+    web = gcite_tool(
+        "web",
+        630,
+        450,
+        t["web_search"],
+        "web_search",
+        identifier,
+        {"query": mixed("{{#sys.query#}}"), "freshness": {"type": "constant", "value": "any"}},
+        {"provider": "auto", "top_k": SEARCH_TOP_K, "timeout_seconds": SEARCH_TIMEOUT_SECONDS},
+    )
     web["data"].update(default)
     return web
 
@@ -384,104 +566,231 @@ def merge_inputs(v: Variant) -> dict[str, Any]:
 def plugin_nodes(v: Variant, identifier: str) -> list[dict[str, Any]]:
     t = v.text
     return [
-        gcite_tool("acl_filter", 930, 150, t["acl_filter"], "filter_chunks", identifier,
-                   {"rag_chunks": variable("kr", "result"), "user_roles": mixed("{{#start.user_roles#}}")},
-                   {"acl_field": ACL_FIELD, "condition": "", "case_sensitive": True, "missing_acl": "visible"}),
+        gcite_tool(
+            "acl_filter",
+            930,
+            150,
+            t["acl_filter"],
+            "filter_chunks",
+            identifier,
+            {"rag_chunks": variable("kr", "result"), "user_roles": mixed("{{#start.user_roles#}}")},
+            {"acl_field": ACL_FIELD, "condition": "", "case_sensitive": True, "missing_acl": "visible"},
+        ),
         web_search_node(v, identifier),
-        gcite_tool("merge", 1230, 300, t["merge"], "merge_chunks", identifier, merge_inputs(v),
-                   {"max_web_results": SEARCH_TOP_K, "max_chunks": 30}),
-        gcite_tool("validate", 1830, 300, t["validate"], "validate_citations", identifier,
-                   {"answer": mixed("{{#llm.text#}}"), "chunk_metadata": variable("merge", "chunk_metadata"),
-                    "question": mixed("{{#sys.query#}}")},
-                   {"insufficient_phrases": v.recognised_refusals}),
+        gcite_tool(
+            "merge",
+            1230,
+            300,
+            t["merge"],
+            "merge_chunks",
+            identifier,
+            merge_inputs(v),
+            {"max_web_results": SEARCH_TOP_K, "max_chunks": 30},
+        ),
+        gcite_tool(
+            "validate",
+            1830,
+            300,
+            t["validate"],
+            "validate_citations",
+            identifier,
+            {
+                "answer": mixed("{{#llm.text#}}"),
+                "chunk_metadata": variable("merge", "chunk_metadata"),
+                "question": mixed("{{#sys.query#}}"),
+            },
+            {"insufficient_phrases": v.recognised_refusals},
+        ),
     ]
 
 
 def code_nodes(v: Variant) -> list[dict[str, Any]]:
     t = v.text
     return [
-        code_node("acl_filter", 930, 150, t["acl_filter"], "filter_chunks",
-                  {"rag_chunks": ["kr", "result"], "user_roles": ["start", "user_roles"]}, FILTER_OUTPUTS),
-        code_node("web_body", 330, 450, t["web_body"], "web_search_request", {"query": ["sys", "query"]},
-                  {"body": "string"}),
-        node("web", 630, 450, {
-            "type": "http-request", "title": t["web_bocha"], "method": "post",
-            "url": "https://api.bochaai.com/v1/web-search",
-            "authorization": {"type": "api-key", "config": {"type": "bearer", "api_key": PLACEHOLDER_SEARCH_KEY,
-                                                            "header": "Authorization"}},
-            "headers": "Content-Type:application/json", "params": "",
-            "body": {"type": "json", "data": [{"key": "", "type": "text", "value": "{{#web_body.body#}}"}]},
-            "timeout": {"connect": 5, "read": 15, "write": 15}, "ssl_verify": True,
-            "retry_config": {"retry_enabled": False, "max_retries": 1, "retry_interval": 100},
-            "error_strategy": "default-value",
-            "default_value": [{"key": "body", "type": "string", "value": ""},
-                              {"key": "status_code", "type": "number", "value": 0},
-                              {"key": "headers", "type": "object", "value": {}}],
-        }),
-        code_node("merge", 1230, 300, t["merge"], "merge_chunks",
-                  {"rag_chunks": ["acl_filter", "chunks"], "web_chunks": ["web", "body"]}, MERGE_OUTPUTS),
+        code_node(
+            "acl_filter",
+            930,
+            150,
+            t["acl_filter"],
+            "filter_chunks",
+            {"rag_chunks": ["kr", "result"], "user_roles": ["start", "user_roles"]},
+            FILTER_OUTPUTS,
+        ),
+        code_node(
+            "web_body", 330, 450, t["web_body"], "web_search_request", {"query": ["sys", "query"]}, {"body": "string"}
+        ),
+        node(
+            "web",
+            630,
+            450,
+            {
+                "type": "http-request",
+                "title": t["web_bocha"],
+                "method": "post",
+                "url": "https://api.bochaai.com/v1/web-search",
+                "authorization": {
+                    "type": "api-key",
+                    "config": {"type": "bearer", "api_key": PLACEHOLDER_SEARCH_KEY, "header": "Authorization"},
+                },
+                "headers": "Content-Type:application/json",
+                "params": "",
+                "body": {"type": "json", "data": [{"key": "", "type": "text", "value": "{{#web_body.body#}}"}]},
+                "timeout": {"connect": 5, "read": 15, "write": 15},
+                "ssl_verify": True,
+                "retry_config": {"retry_enabled": False, "max_retries": 1, "retry_interval": 100},
+                "error_strategy": "default-value",
+                "default_value": [
+                    {"key": "body", "type": "string", "value": ""},
+                    {"key": "status_code", "type": "number", "value": 0},
+                    {"key": "headers", "type": "object", "value": {}},
+                ],
+            },
+        ),
+        code_node(
+            "merge",
+            1230,
+            300,
+            t["merge"],
+            "merge_chunks",
+            {"rag_chunks": ["acl_filter", "chunks"], "web_chunks": ["web", "body"]},
+            MERGE_OUTPUTS,
+        ),
         # A Code node takes no constant inputs: the refusal phrases come from a conversation variable (a setting
         # an operator edits in Dify's conversation-variable panel), the counterpart of the plugin tool's setting.
-        code_node("validate", 1830, 300, t["validate"], "validate_citations",
-                  {"answer": ["llm", "text"], "chunk_metadata": ["merge", "chunk_metadata"],
-                   "insufficient_phrases": ["conversation", "insufficient_phrases"], "question": ["sys", "query"]},
-                  VALIDATE_OUTPUTS),
+        code_node(
+            "validate",
+            1830,
+            300,
+            t["validate"],
+            "validate_citations",
+            {
+                "answer": ["llm", "text"],
+                "chunk_metadata": ["merge", "chunk_metadata"],
+                "insufficient_phrases": ["conversation", "insufficient_phrases"],
+                "question": ["sys", "query"],
+            },
+            VALIDATE_OUTPUTS,
+        ),
     ]
 
 
-EDGES = [("start", "acl_roles"), ("acl_roles", "kr"), ("kr", "acl_filter"), ("acl_filter", "merge"), ("web", "merge"),
-         ("merge", "llm"), ("llm", "validate"), ("validate", "answer"), ("validate", "remember"),
-         ("remember", "save_history")]
+EDGES = [
+    ("start", "acl_roles"),
+    ("acl_roles", "kr"),
+    ("kr", "acl_filter"),
+    ("acl_filter", "merge"),
+    ("web", "merge"),
+    ("merge", "llm"),
+    ("llm", "validate"),
+    ("validate", "answer"),
+    ("validate", "remember"),
+    ("remember", "save_history"),
+]
 
 
 def edges(nodes: list[dict[str, Any]], web_entry: str) -> list[dict[str, Any]]:
     type_of = {n["id"]: n["data"]["type"] for n in nodes}
     pairs = EDGES + ([("start", "web_body"), ("web_body", "web")] if web_entry == "web_body" else [("start", "web")])
     pairs += [("llm", "answer")]
-    return [{"id": f"{a}-source-{b}-target", "source": a, "sourceHandle": "source", "target": b,
-             "targetHandle": "target", "type": "custom", "zIndex": 0,
-             "data": {"sourceType": type_of[a], "targetType": type_of[b], "isInIteration": False, "isInLoop": False}}
-            for a, b in pairs]
+    return [
+        {
+            "id": f"{a}-source-{b}-target",
+            "source": a,
+            "sourceHandle": "source",
+            "target": b,
+            "targetHandle": "target",
+            "type": "custom",
+            "zIndex": 0,
+            "data": {"sourceType": type_of[a], "targetType": type_of[b], "isInIteration": False, "isInLoop": False},
+        }
+        for a, b in pairs
+    ]
 
 
 def conversation_variables(v: Variant) -> list[dict[str, Any]]:
     t = v.text
     variables = [
-        {"id": variable_id("conversation", "history"), "name": "history", "value_type": "array[object]", "value": [],
-         "description": t["history"]},
-        {"id": variable_id("conversation", "history_text"), "name": "history_text", "value_type": "string",
-         "value": "", "description": t["history_text"]}]
+        {
+            "id": variable_id("conversation", "history"),
+            "name": "history",
+            "value_type": "array[object]",
+            "value": [],
+            "description": t["history"],
+        },
+        {
+            "id": variable_id("conversation", "history_text"),
+            "name": "history_text",
+            "value_type": "string",
+            "value": "",
+            "description": t["history_text"],
+        },
+    ]
     if not v.plugin:
-        variables.append({"id": variable_id("conversation", "insufficient_phrases"), "name": "insufficient_phrases",
-                          "value_type": "string", "value": v.recognised_refusals,
-                          "description": t["insufficient_phrases"]})
+        variables.append(
+            {
+                "id": variable_id("conversation", "insufficient_phrases"),
+                "name": "insufficient_phrases",
+                "value_type": "string",
+                "value": v.recognised_refusals,
+                "description": t["insufficient_phrases"],
+            }
+        )
     return variables
 
 
 def chatflow(v: Variant, identifier: str) -> dict[str, Any]:
     nodes = common_nodes(v) + (plugin_nodes(v, identifier) if v.plugin else code_nodes(v))
     marketplace = ([TAVILY] if v.search == "tavily" else []) + [OPENAI]
-    dependencies = [
-        {"current_identifier": None, "type": "package", "value": {"plugin_unique_identifier": identifier, "version": None}},
-        *({"current_identifier": None, "type": "marketplace",
-           "value": {"marketplace_plugin_unique_identifier": plugin, "version": None}} for plugin in marketplace),
-    ] if v.plugin else []
+    dependencies = (
+        [
+            {
+                "current_identifier": None,
+                "type": "package",
+                "value": {"plugin_unique_identifier": identifier, "version": None},
+            },
+            *(
+                {
+                    "current_identifier": None,
+                    "type": "marketplace",
+                    "value": {"marketplace_plugin_unique_identifier": plugin, "version": None},
+                }
+                for plugin in marketplace
+            ),
+        ]
+        if v.plugin
+        else []
+    )
     return {
-        "app": {"name": v.text["app_plugin" if v.plugin else "app_code"], "mode": "advanced-chat", "icon": "📚",
-                "icon_type": "emoji", "icon_background": "#E4FBCC", "description": v.text["description"],
-                "use_icon_as_answer_icon": False},
+        "app": {
+            "name": v.text["app_plugin" if v.plugin else "app_code"],
+            "mode": "advanced-chat",
+            "icon": "📚",
+            "icon_type": "emoji",
+            "icon_background": "#E4FBCC",
+            "description": v.text["description"],
+            "use_icon_as_answer_icon": False,
+        },
         "kind": "app",
         "version": DSL_VERSION,
         "dependencies": dependencies,
         "workflow": {
             "conversation_variables": conversation_variables(v),
             "environment_variables": [],
-            "features": {"file_upload": {"enabled": False}, "opening_statement": "", "retriever_resource": {"enabled": False},
-                         "sensitive_word_avoidance": {"enabled": False}, "speech_to_text": {"enabled": False},
-                         "suggested_questions": [], "suggested_questions_after_answer": {"enabled": False},
-                         "text_to_speech": {"enabled": False}},
-            "graph": {"nodes": nodes, "edges": edges(nodes, "start" if v.plugin else "web_body"),
-                      "viewport": {"x": 0, "y": 0, "zoom": 0.7}},
+            "features": {
+                "file_upload": {"enabled": False},
+                "opening_statement": "",
+                "retriever_resource": {"enabled": False},
+                "sensitive_word_avoidance": {"enabled": False},
+                "speech_to_text": {"enabled": False},
+                "suggested_questions": [],
+                "suggested_questions_after_answer": {"enabled": False},
+                "text_to_speech": {"enabled": False},
+            },
+            "graph": {
+                "nodes": nodes,
+                "edges": edges(nodes, "start" if v.plugin else "web_body"),
+                "viewport": {"x": 0, "y": 0, "zoom": 0.7},
+            },
         },
     }
 
@@ -507,23 +816,39 @@ def render(document: dict[str, Any]) -> str:
     return yaml.dump(document, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=120)
 
 
-def variants(langs: tuple[str, ...] = LANGS, slots: int = ROLE_SLOTS, persona: str | None = None,
-             search: str = SEARCHES[0]) -> list[Variant]:
+def variants(
+    langs: tuple[str, ...] = LANGS, slots: int = ROLE_SLOTS, persona: str | None = None, search: str = SEARCHES[0]
+) -> list[Variant]:
     """The plugin and the Code-node chatflow in each language (`search` applies to the plugin one)."""
-    return [Variant(plugin, lang, slots, persona, search if plugin else SEARCHES[0])
-            for lang in langs for plugin in (True, False)]
+    return [
+        Variant(plugin, lang, slots, persona, search if plugin else SEARCHES[0])
+        for lang in langs
+        for plugin in (True, False)
+    ]
 
 
-def generated(identifier: str | None = None, out_dir: Path = DSL_DIR, langs: tuple[str, ...] = LANGS,
-              slots: int = ROLE_SLOTS, persona: str | None = None, search: str = SEARCHES[0]) -> dict[Path, str]:
+def generated(
+    identifier: str | None = None,
+    out_dir: Path = DSL_DIR,
+    langs: tuple[str, ...] = LANGS,
+    slots: int = ROLE_SLOTS,
+    persona: str | None = None,
+    search: str = SEARCHES[0],
+) -> dict[Path, str]:
     """{path: text} of every file; with no arguments, exactly what `make dsl` writes into dsl/."""
     chosen = variants(langs, slots, persona, search)  # validates the options before the (slower) identifier
     identifier = identifier or plugin_identifier()
     return {out_dir / v.file_name: render(chatflow(v, identifier)) for v in chosen}
 
 
-def write(identifier: str | None = None, out_dir: Path = DSL_DIR, langs: tuple[str, ...] = LANGS,
-          slots: int = ROLE_SLOTS, persona: str | None = None, search: str = SEARCHES[0]) -> list[Path]:
+def write(
+    identifier: str | None = None,
+    out_dir: Path = DSL_DIR,
+    langs: tuple[str, ...] = LANGS,
+    slots: int = ROLE_SLOTS,
+    persona: str | None = None,
+    search: str = SEARCHES[0],
+) -> list[Path]:
     files = generated(identifier, out_dir, langs, slots, persona, search)
     out_dir.mkdir(parents=True, exist_ok=True)
     changed = []

@@ -29,7 +29,9 @@ class UnifiedChunk(BaseModel):
     site_host: str = Field(description="Host of the URL without www. (web only)")
     source_file_url: str = Field(description="Original file link (rag) or URL (web)")
     segment_position: int = Field(description="Position of the segment in its document (rag only)")
-    published_date: str = Field(description="Publication date, YYYY-MM-DD when the provider gave an ISO date (web only)")
+    published_date: str = Field(
+        description="Publication date, YYYY-MM-DD when the provider gave an ISO date (web only)"
+    )
     dataset_id: str = Field(description="Dify dataset id (rag only)")
     document_id: str = Field(description="Dify document id (rag only)")
     segment_id: str = Field(description="Dify segment id (rag only)")
@@ -50,12 +52,16 @@ class Citation(BaseModel):
     display_subtitle: str = Field(description="The subtitle line to show")
     site_name: str = Field(description="Site display name (web)")
     published_date: str = Field(description="Publication date (web)")
-    support: float | None = Field(description="How well the cited chunk backs the sentences citing it, 0..1 (the "
-                                              "lowest over those sentences); null when the chunk's text is unknown")
+    support: float | None = Field(
+        description="How well the cited chunk backs the sentences citing it, 0..1 (the "
+        "lowest over those sentences); null when the chunk's text is unknown"
+    )
     weak: bool = Field(description="support is below the validator's threshold: the chunk may not back the claim")
-    reasons: list[dict[str, Any]] = Field(description="What lowered support (docs/support-check.md): objects with "
-                                                      "kind missing (items), negation, antonym, number, roles or "
-                                                      "scope (claim, source); [] when nothing did")
+    reasons: list[dict[str, Any]] = Field(
+        description="What lowered support (docs/support-check.md): objects with "
+        "kind missing (items), negation, antonym, number, roles or "
+        "scope (claim, source); [] when nothing did"
+    )
     reason: str = Field(description="The reasons as one line, e.g. 'missing: [\"460 mm\"]; number: 60 ≠ 40'")
 
 

@@ -14,10 +14,27 @@ from collections.abc import Callable
 from typing import Any
 
 from citations.filter import MISSING_ACL_CHOICES
-from gcite.acl import (DEFAULT_MAX_MINUTES, DEFAULT_MAX_REQUESTS, DEFAULT_RETRIES, EXIT_ATTENTION, EXIT_OK,
-                       EXIT_USAGE, MAX_SHOWN_ROLES, MISSING, UNREADABLE, AclAdminError, KnowledgeApi, Report, Row,
-                       Stages, Verdict, role_label, run, safe, show)
-
+from gcite.acl import (
+    DEFAULT_MAX_MINUTES,
+    DEFAULT_MAX_REQUESTS,
+    DEFAULT_RETRIES,
+    EXIT_ATTENTION,
+    EXIT_OK,
+    EXIT_USAGE,
+    MAX_SHOWN_ROLES,
+    MISSING,
+    UNREADABLE,
+    AclAdminError,
+    KnowledgeApi,
+    Report,
+    Row,
+    Stages,
+    Verdict,
+    role_label,
+    run,
+    safe,
+    show,
+)
 
 LABELS = {"ok": "ok", "unset": "unset", "fix": "FIX", "unreadable": "CANNOT-READ"}
 
@@ -64,8 +81,10 @@ def prefilter_text(pre: Verdict, node: Verdict) -> str:
 def summary(report: Report, mode: str) -> tuple[str, int]:
     counts = {s: sum(r.found.status == s for r in report.rows) for s in LABELS}
     rewrites = "rewritten" if mode == "apply" else "that fix rewrites"
-    text = (f"{len(report.rows)} document{'' if len(report.rows) == 1 else 's'}: {counts['ok']} {'follows' if counts['ok'] == 1 else 'follow'} the convention, {counts['unset']} without the field, "
-            f"{counts['fix']} outside the convention {rewrites}, {counts['unreadable']} it cannot read (left alone)")
+    text = (
+        f"{len(report.rows)} document{'' if len(report.rows) == 1 else 's'}: {counts['ok']} {'follows' if counts['ok'] == 1 else 'follow'} the convention, {counts['unset']} without the field, "
+        f"{counts['fix']} outside the convention {rewrites}, {counts['unreadable']} it cannot read (left alone)"
+    )
     if mode == "dry-run":
         text += f"; dry run: {counts['fix']} write(s) listed, nothing written (add --apply)"
     elif mode == "apply":
@@ -77,22 +96,47 @@ def summary(report: Report, mode: str) -> tuple[str, int]:
 def add_parser(commands: Any) -> None:
     acl = commands.add_parser("acl", help="audit or fix a knowledge base's ACL metadata through Dify's Knowledge API")
     sub = acl.add_subparsers(dest="acl_command", required=True, metavar="{audit,fix}")
-    for name, help_text in (("audit", "list every document's ACL value and what the pre-filter and filter node do"),
-                            ("fix", "rewrite ACL values to the convention (a dry run unless --apply)")):
+    for name, help_text in (
+        ("audit", "list every document's ACL value and what the pre-filter and filter node do"),
+        ("fix", "rewrite ACL values to the convention (a dry run unless --apply)"),
+    ):
         p = sub.add_parser(name, help=help_text)
         p.add_argument("--dataset", required=True, help="the knowledge base (dataset) id")
-        p.add_argument("--base-url", help="the Knowledge API base, e.g. https://api.dify.ai/v1 (default: $DIFY_BASE_URL)")
-        p.add_argument("--api-key", help="a knowledge-base API key (default: $DIFY_DATASET_API_KEY; prefer the "
-                                         "environment, a command line is visible to other users)")
-        p.add_argument("--acl-field", default="access_roles", help="the metadata field holding roles (default: access_roles)")
-        p.add_argument("--missing-acl", choices=MISSING_ACL_CHOICES, default="visible",
-                       help="as set in the chatflow's pre-filter and filter node (default: visible)")
-        p.add_argument("--retries", type=int, default=DEFAULT_RETRIES,
-                       help=f"retries for 429, 5xx and network errors (default {DEFAULT_RETRIES})")
-        p.add_argument("--max-requests", type=int, default=DEFAULT_MAX_REQUESTS,
-                       help=f"stop the run after this many requests (default {DEFAULT_MAX_REQUESTS:,})")
-        p.add_argument("--max-minutes", type=float, default=DEFAULT_MAX_MINUTES,
-                       help=f"stop the run after this many minutes, waits included (default {DEFAULT_MAX_MINUTES:g})")
+        p.add_argument(
+            "--base-url", help="the Knowledge API base, e.g. https://api.dify.ai/v1 (default: $DIFY_BASE_URL)"
+        )
+        p.add_argument(
+            "--api-key",
+            help="a knowledge-base API key (default: $DIFY_DATASET_API_KEY; prefer the "
+            "environment, a command line is visible to other users)",
+        )
+        p.add_argument(
+            "--acl-field", default="access_roles", help="the metadata field holding roles (default: access_roles)"
+        )
+        p.add_argument(
+            "--missing-acl",
+            choices=MISSING_ACL_CHOICES,
+            default="visible",
+            help="as set in the chatflow's pre-filter and filter node (default: visible)",
+        )
+        p.add_argument(
+            "--retries",
+            type=int,
+            default=DEFAULT_RETRIES,
+            help=f"retries for 429, 5xx and network errors (default {DEFAULT_RETRIES})",
+        )
+        p.add_argument(
+            "--max-requests",
+            type=int,
+            default=DEFAULT_MAX_REQUESTS,
+            help=f"stop the run after this many requests (default {DEFAULT_MAX_REQUESTS:,})",
+        )
+        p.add_argument(
+            "--max-minutes",
+            type=float,
+            default=DEFAULT_MAX_MINUTES,
+            help=f"stop the run after this many minutes, waits included (default {DEFAULT_MAX_MINUTES:g})",
+        )
         p.add_argument("--json", action="store_true", help="print one JSON object per document and a summary")
         if name == "fix":
             p.add_argument("--apply", action="store_true", help="write the changes (default: list them only)")
@@ -100,11 +144,21 @@ def add_parser(commands: Any) -> None:
 
 def as_json(row: Row) -> str:
     found = row.found
-    return json.dumps({"id": row.id, "name": row.name, "status": found.status,
-                       "value": None if found.value in (MISSING, UNREADABLE) else found.value,
-                       "value_set": found.value is not MISSING, "prefilter": found.prefilter and found.prefilter.text(),
-                       "filter_node": found.node and found.node.text(), "target": found.target,
-                       "written": row.written, "note": found.note}, ensure_ascii=False)
+    return json.dumps(
+        {
+            "id": row.id,
+            "name": row.name,
+            "status": found.status,
+            "value": None if found.value in (MISSING, UNREADABLE) else found.value,
+            "value_set": found.value is not MISSING,
+            "prefilter": found.prefilter and found.prefilter.text(),
+            "filter_node": found.node and found.node.text(),
+            "target": found.target,
+            "written": row.written,
+            "note": found.note,
+        },
+        ensure_ascii=False,
+    )
 
 
 def pause(seconds: float) -> None:
@@ -133,15 +187,18 @@ def url_problem(url: str) -> str | None:
     return None
 
 
-def command(args: argparse.Namespace, stdout: Any = None, stderr: Any = None,
-            sleep: Callable[[float], None] | None = None) -> int:
+def command(
+    args: argparse.Namespace, stdout: Any = None, stderr: Any = None, sleep: Callable[[float], None] | None = None
+) -> int:
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     base_url = args.base_url or os.environ.get("DIFY_BASE_URL", "")
     key = args.api_key if args.api_key is not None else os.environ.get("DIFY_DATASET_API_KEY", "")
     problems = []
     if not base_url.startswith(("http://", "https://")):
-        problems.append("--base-url / DIFY_BASE_URL: expected the Knowledge API's http(s) base URL, e.g. "
-                        "https://api.dify.ai/v1" + ("" if base_url else " (not set)"))
+        problems.append(
+            "--base-url / DIFY_BASE_URL: expected the Knowledge API's http(s) base URL, e.g. "
+            "https://api.dify.ai/v1" + ("" if base_url else " (not set)")
+        )
     else:
         malformed = url_problem(base_url)
         if malformed:
@@ -168,12 +225,22 @@ def command(args: argparse.Namespace, stdout: Any = None, stderr: Any = None,
         print(as_json(row) if args.json else line(row, mode), file=stdout, flush=True)
 
     report = Report()
-    api = KnowledgeApi(base_url, key, args.retries, sleep or pause, log=lambda m: print(f"warning: {m}", file=stderr),
-                       max_requests=args.max_requests, max_minutes=args.max_minutes)
+    api = KnowledgeApi(
+        base_url,
+        key,
+        args.retries,
+        sleep or pause,
+        log=lambda m: print(f"warning: {m}", file=stderr),
+        max_requests=args.max_requests,
+        max_minutes=args.max_minutes,
+    )
     try:
         if not args.json:
-            print(f"dataset {safe(args.dataset)}, ACL field {args.acl_field!r}, missing_acl={args.missing_acl}, "
-                  f"{'audit' if mode == 'audit' else 'fix (' + mode + ')'}", file=stdout)
+            print(
+                f"dataset {safe(args.dataset)}, ACL field {args.acl_field!r}, missing_acl={args.missing_acl}, "
+                f"{'audit' if mode == 'audit' else 'fix (' + mode + ')'}",
+                file=stdout,
+            )
         run(api, args.dataset.strip(), args.acl_field, args.missing_acl, mode, on_row, report, dify_stages())
     except AclAdminError as error:
         if report.writes:

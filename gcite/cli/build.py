@@ -10,24 +10,26 @@ def build_dsl_command(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from gcite import ROOT
-    from gcite.authoring.bundle import write_nodes
     from gcite.authoring import chatflows
+    from gcite.authoring.bundle import write_nodes
 
     langs = tuple(dict.fromkeys(args.lang)) if args.lang else chatflows.LANGS
     defaults = args.slots == chatflows.ROLE_SLOTS and args.persona is None
     if args.out is None and args.search != chatflows.SEARCHES[0]:
-        raise CliError("--search needs --out DIR: dsl/ holds the default chatflows (the tests compare them with "
-                       "the generator)")
+        raise CliError(
+            "--search needs --out DIR: dsl/ holds the default chatflows (the tests compare them with the generator)"
+        )
     if args.out is None and not defaults:
-        raise CliError("--slots and --persona need --out DIR: dsl/ holds the default chatflows "
-                       "(the tests compare them with the generator)")
+        raise CliError(
+            "--slots and --persona need --out DIR: dsl/ holds the default chatflows "
+            "(the tests compare them with the generator)"
+        )
     out = Path(args.out) if args.out else chatflows.DSL_DIR
     if out.exists() and not out.is_dir():
         raise CliError(f"--out {out}: not a directory")
     try:
         changed = write_nodes() if args.out is None else []  # nodes/ is made with the default dsl/
-        changed += chatflows.write(out_dir=out, langs=langs, slots=args.slots, persona=args.persona,
-                                   search=args.search)
+        changed += chatflows.write(out_dir=out, langs=langs, slots=args.slots, persona=args.persona, search=args.search)
     except ValueError as error:
         raise CliError(f"--{error}") from None
     except OSError as error:
@@ -45,14 +47,17 @@ def build_dsl_command(args: argparse.Namespace) -> int:
 def prefilter_command(args: argparse.Namespace) -> int:
     import yaml
 
+    from citations.acl_prefilter import ROLE_DELIMITERS
     from gcite.authoring import prefilter
     from gcite.authoring.chatflows import MAX_ROLE_SLOTS, ROLE_SLOTS
-    from citations.acl_prefilter import ROLE_DELIMITERS
 
     if not args.acl_field.strip():
         raise CliError("--acl-field must not be empty")
-    for value, where in ((args.acl_field, "--acl-field"), (args.roles or "", "--roles"),
-                         (args.slot_node or "", "--slot-node")):
+    for value, where in (
+        (args.acl_field, "--acl-field"),
+        (args.roles or "", "--roles"),
+        (args.slot_node or "", "--slot-node"),
+    ):
         problem = unicode_problem(value, where)  # Dify could not store such text
         if problem:
             raise CliError(problem)
@@ -62,8 +67,10 @@ def prefilter_command(args: argparse.Namespace) -> int:
         roles = [r.strip() for r in args.roles.split(",") if r.strip()]
         for role in roles:
             if '"' in role or "\\" in role or ROLE_DELIMITERS.search(role):
-                raise CliError(f"--roles: role {role!r} contains '\"', '\\' or a delimiter (, ， ; ； | 、): "
-                               f"the pre-filter cannot match it exactly")
+                raise CliError(
+                    f"--roles: role {role!r} contains '\"', '\\' or a delimiter (, ， ; ； | 、): "
+                    f"the pre-filter cannot match it exactly"
+                )
         conditions = prefilter.conditions_for_roles(args.acl_field, roles, args.missing_acl)
     else:
         slots = ROLE_SLOTS if args.slots is None else args.slots
@@ -74,8 +81,14 @@ def prefilter_command(args: argparse.Namespace) -> int:
             raise CliError(f"--slot-node: {node!r} is not a node id (letters, digits and _)")
         selectors = [f"{{{{#{node}.role_{n}#}}}}" for n in range(1, slots + 1)]
         conditions = prefilter.templated_conditions(args.acl_field, selectors, args.missing_acl)
-    print(yaml.safe_dump({"metadata_filtering_mode": "manual", "metadata_filtering_conditions": conditions},
-                         allow_unicode=True, sort_keys=False), end="")
+    print(
+        yaml.safe_dump(
+            {"metadata_filtering_mode": "manual", "metadata_filtering_conditions": conditions},
+            allow_unicode=True,
+            sort_keys=False,
+        ),
+        end="",
+    )
     return 0
 
 

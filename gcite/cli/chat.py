@@ -5,9 +5,20 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from gcite.client import (Cite, Done, Error, Event, LocalRunError, Replace, Text, chat, collect, dify_events,
-                          service_api, sse_events)
-
+from gcite.client import (
+    Cite,
+    Done,
+    Error,
+    Event,
+    LocalRunError,
+    Replace,
+    Text,
+    chat,
+    collect,
+    dify_events,
+    service_api,
+    sse_events,
+)
 
 SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -56,18 +67,27 @@ def add_chat_arguments(parser: Any) -> None:
     source.add_argument("--service-api", metavar="URL", help="a Dify Service API base URL (…/v1): the raw stream")
     source.add_argument("--stdin", action="store_true", help="read a recorded stream (either kind) from standard input")
     parser.add_argument("--token", help="with --url: the caller's token (JWT); the roles come from it")
-    parser.add_argument("--user", help="with --url of gcite serve, instead of --token: one of its sample users "
-                                       "(see its /local/users)")
+    parser.add_argument(
+        "--user", help="with --url of gcite serve, instead of --token: one of its sample users (see its /local/users)"
+    )
     parser.add_argument("--api-key", help="with --service-api: the app's API key (default: $GCITE_DIFY_API_KEY)")
     parser.add_argument("--roles", help="the user_roles input, for --service-api and the local run (default: none)")
-    parser.add_argument("--conversation", help="with --url or --service-api: continue a conversation (the handle, or "
-                                               "Dify's conversation_id)")
-    parser.add_argument("--dsl", metavar="plugin|code|PATH",
-                        help="the local run's chatflow: plugin (dsl/gcite_chatflow.yml, default), code "
-                             "(dsl/gcite_chatflow_code.yml) or a DSL file")
+    parser.add_argument(
+        "--conversation",
+        help="with --url or --service-api: continue a conversation (the handle, or Dify's conversation_id)",
+    )
+    parser.add_argument(
+        "--dsl",
+        metavar="plugin|code|PATH",
+        help="the local run's chatflow: plugin (dsl/gcite_chatflow.yml, default), code "
+        "(dsl/gcite_chatflow_code.yml) or a DSL file",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the live answer")
-    parser.add_argument("--verbose", action="store_true",
-                        help="local run: also print the workflow engine's log records (graphon, dify_plugin) on stderr")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="local run: also print the workflow engine's log records (graphon, dify_plugin) on stderr",
+    )
 
 
 # which options each way of asking takes (the others are refused, never ignored)
@@ -80,19 +100,31 @@ MODE_OPTIONS = {
 
 
 MODE_HINTS = {
-    "--url": {"--roles": "the roles come from the token", "--api-key": "the endpoint takes a token (--token)",
-              "--dsl": "the endpoint's app runs its own chatflow"},
+    "--url": {
+        "--roles": "the roles come from the token",
+        "--api-key": "the endpoint takes a token (--token)",
+        "--dsl": "the endpoint's app runs its own chatflow",
+    },
     "--stdin": {"--conversation": "a recorded stream is only read"},
-    "local": {"--token": "a local run has no endpoint to send it to (use --roles)",
-              "--user": "sample users belong to gcite serve (--url … --user)",
-              "--api-key": "a local run calls no Service API",
-              "--conversation": "local conversations do not persist across invocations (gcite demo --query … "
-                                "--query … runs several turns of one conversation)"},
+    "local": {
+        "--token": "a local run has no endpoint to send it to (use --roles)",
+        "--user": "sample users belong to gcite serve (--url … --user)",
+        "--api-key": "a local run calls no Service API",
+        "--conversation": "local conversations do not persist across invocations (gcite demo --query … "
+        "--query … runs several turns of one conversation)",
+    },
 }
 
 
-OPTION_ATTRS = {"--token": "token", "--user": "user", "--api-key": "api_key", "--roles": "roles",
-                "--conversation": "conversation", "--dsl": "dsl", "--verbose": "verbose"}
+OPTION_ATTRS = {
+    "--token": "token",
+    "--user": "user",
+    "--api-key": "api_key",
+    "--roles": "roles",
+    "--conversation": "conversation",
+    "--dsl": "dsl",
+    "--verbose": "verbose",
+}
 
 
 def usage_problem(args: Any) -> str | None:
@@ -111,7 +143,7 @@ def usage_problem(args: Any) -> str | None:
             return "--stdin reads a recorded answer: give no question"
         return None
     if args.query is None:
-        return "the question is missing (python -m gcite chat \"your question\" …)"
+        return 'the question is missing (python -m gcite chat "your question" …)'
     if not args.query.strip():
         return "the question is empty"
     return None
@@ -120,8 +152,8 @@ def usage_problem(args: Any) -> str | None:
 def local_events(query: str, roles: str, dsl: str | None) -> Iterator[Event]:
     """The chatflow run on the local runner (graphon), its raw Dify stream read like a Service API stream. `dsl` is
     the chatflow's text (default: dsl/gcite_chatflow.yml). Web search is answered by the local search server."""
-    from gcite.local.dify_rules import DifyRefusal
     from gcite.authoring.chatflows import PLUGIN_DSL
+    from gcite.local.dify_rules import DifyRefusal
     from gcite.local.runner import run_chatflow
     from gcite.local.services import local_services
 
@@ -147,12 +179,18 @@ def explained(events: Iterable[Event], mode: str, url: str) -> Iterator[Event]:
     for event in events:
         not_found = isinstance(event, Error) and (event.code == "http_404" or "endpoint not found" in event.message)
         if not_found and mode == "--url":
-            event = Error(event.code, f"no G-Cite endpoint at {url} (HTTP 404): the hook or the path is wrong; "
-                                      f"copy the endpoint's URL from Dify: Plugins → G-Cite citations → Endpoints "
-                                      f"(it ends in /e/<hook>/gcite/chat)")
+            event = Error(
+                event.code,
+                f"no G-Cite endpoint at {url} (HTTP 404): the hook or the path is wrong; "
+                f"copy the endpoint's URL from Dify: Plugins → G-Cite citations → Endpoints "
+                f"(it ends in /e/<hook>/gcite/chat)",
+            )
         elif not_found and mode == "--service-api":
-            event = Error(event.code, f"no Dify Service API at {url} (HTTP 404): --service-api is your Dify's API "
-                                      f"base, ending in /v1 (the app's API Access page shows it)")
+            event = Error(
+                event.code,
+                f"no Dify Service API at {url} (HTTP 404): --service-api is your Dify's API "
+                f"base, ending in /v1 (the app's API Access page shows it)",
+            )
         elif isinstance(event, Error) and event.code == "connection":
             event = Error(event.code, f"cannot connect to {url}: is the server running, and is {mode} right?")
         yield event
@@ -160,20 +198,24 @@ def explained(events: Iterable[Event], mode: str, url: str) -> Iterator[Event]:
 
 def sample_user_token(url: str, user: str) -> str:
     """The token `gcite serve` minted for one of its sample users."""
-    import requests
     from urllib.parse import urljoin
+
+    import requests
 
     address = urljoin(url, "/local/users")
     try:
         response = requests.get(address, timeout=30)
     except requests.RequestException:
-        raise ValueError(f"--user: cannot connect to {address} for the sample users' tokens: is gcite serve running "
-                         f"there?") from None
+        raise ValueError(
+            f"--user: cannot connect to {address} for the sample users' tokens: is gcite serve running there?"
+        ) from None
     try:
         users = response.json()
     except ValueError:
-        raise ValueError(f"--user: {address} is not gcite serve's list of sample users (HTTP {response.status_code}); "
-                         f"--user works with gcite serve only, use --token otherwise") from None
+        raise ValueError(
+            f"--user: {address} is not gcite serve's list of sample users (HTTP {response.status_code}); "
+            f"--user works with gcite serve only, use --token otherwise"
+        ) from None
     for entry in users:
         if user in (entry.get("id"), entry.get("name")):
             return entry["token"]

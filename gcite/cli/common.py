@@ -41,17 +41,22 @@ def engine_logs(verbose: bool) -> Iterator[None]:
 
 def add_llm_arguments(parser) -> None:
     """`--llm-base-url URL --llm-model NAME` (`demo`, `run`; `serve` words its help for the app it serves)."""
-    parser.add_argument("--llm-base-url", metavar="URL",
-                        help="an OpenAI-compatible endpoint (key in GCITE_LLM_API_KEY); needs --llm-model; "
-                             "default: the built-in extractive stand-in")
+    parser.add_argument(
+        "--llm-base-url",
+        metavar="URL",
+        help="an OpenAI-compatible endpoint (key in GCITE_LLM_API_KEY); needs --llm-model; "
+        "default: the built-in extractive stand-in",
+    )
     parser.add_argument("--llm-model", metavar="NAME", help="model name at --llm-base-url (needs --llm-base-url)")
 
 
 def add_knowledge_base_argument(parser) -> None:
     """`--knowledge-base FILE` (`demo`, `run`, `serve`): the local Knowledge Retrieval's documents."""
-    parser.add_argument("--knowledge-base", metavar="FILE",
-                        help="a knowledge base JSON file in the format of gcite/local/samples/knowledge_base.json "
-                             "(default: that file)")
+    parser.add_argument(
+        "--knowledge-base",
+        metavar="FILE",
+        help="a knowledge base JSON file in the format of gcite/local/samples/knowledge_base.json (default: that file)",
+    )
 
 
 def llm_options_problem(args) -> str | None:
@@ -92,8 +97,10 @@ def read_chatflow_file(path) -> str:
         problem = getattr(error, "problem", None) or type(error).__name__
         raise CliError(f"{path}: not a YAML file ({problem}{where})") from None
     if not isinstance(document, dict):
-        raise CliError(f"{path}: not a chatflow DSL (expected a mapping at the top, found "
-                       f"{type(document).__name__ if document is not None else 'an empty file'})")
+        raise CliError(
+            f"{path}: not a chatflow DSL (expected a mapping at the top, found "
+            f"{type(document).__name__ if document is not None else 'an empty file'})"
+        )
     if document.get("app") is not None and not isinstance(document["app"], dict):
         raise CliError(f"{path}: not a chatflow DSL (app is {type(document['app']).__name__}, not a mapping)")
     mode = (document.get("app") or {}).get("mode")
@@ -117,11 +124,15 @@ def knowledge_base_problem(path) -> str | None:
     except OSError as error:
         return f"--knowledge-base {path}: cannot read it ({error.strerror or type(error).__name__})"
     except ValueError as error:
-        return f"--knowledge-base {path}: not a JSON file ({getattr(error, 'msg', error)} at line " \
-               f"{getattr(error, 'lineno', '?')}, column {getattr(error, 'colno', '?')})"
+        return (
+            f"--knowledge-base {path}: not a JSON file ({getattr(error, 'msg', error)} at line "
+            f"{getattr(error, 'lineno', '?')}, column {getattr(error, 'colno', '?')})"
+        )
     if not isinstance(data, dict) or not isinstance(data.get("documents"), list):
-        return (f"--knowledge-base {path}: not a knowledge base (expected a JSON object with a \"documents\" list, "
-                f"as in gcite/local/samples/knowledge_base.json)")
+        return (
+            f'--knowledge-base {path}: not a knowledge base (expected a JSON object with a "documents" list, '
+            f"as in gcite/local/samples/knowledge_base.json)"
+        )
     return None
 
 

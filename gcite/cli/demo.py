@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gcite.authoring.chatflows import CODE_DSL, PLUGIN_DSL
-from gcite.local.llm import EXTRACTIVE_LABEL
 from gcite.cli.pretty import PrettyPrinter
+from gcite.local.llm import EXTRACTIVE_LABEL
 from gcite.local.runner import Conversation, run_chatflow
 from gcite.local.services import SAMPLE_SEARCH_KEY, local_services
 
@@ -17,8 +17,16 @@ LANG_NAMES = {"en": "English", "zh": "Chinese"}
 LOCALE_VARIABLES = ("LC_ALL", "LC_MESSAGES", "LANG")  # the first one set decides, as for any program's messages
 DEMO_ROLES = "物业经理"
 DSL_CHOICES = {"plugin": PLUGIN_DSL, "code": CODE_DSL}
-__all__ = ["DEMO_TURNS", "DEMO_ROLES", "DSL_CHOICES", "SAMPLE_SEARCH_KEY", "SAMPLE_TURNS", "demo_language",
-           "language_note", "run"]
+__all__ = [
+    "DEMO_TURNS",
+    "DEMO_ROLES",
+    "DSL_CHOICES",
+    "SAMPLE_SEARCH_KEY",
+    "SAMPLE_TURNS",
+    "demo_language",
+    "language_note",
+    "run",
+]
 
 
 class LanguageError(ValueError):
@@ -47,8 +55,10 @@ def demo_language(environ: Mapping[str, str], asked: str | None = None) -> tuple
 def language_note(lang: str, why: str) -> str:
     """The line that says which language the sample questions are in, why, and how to have the other."""
     other = "zh" if lang == "en" else "en"
-    return (f"Sample questions in {LANG_NAMES[lang]} ({why}); for {LANG_NAMES[other]}: make demo DEMO_LANG={other}, "
-            f"or gcite demo --lang {other}")
+    return (
+        f"Sample questions in {LANG_NAMES[lang]} ({why}); for {LANG_NAMES[other]}: make demo DEMO_LANG={other}, "
+        f"or gcite demo --lang {other}"
+    )
 
 
 def shown_roles(roles: str) -> str:
@@ -58,9 +68,16 @@ def shown_roles(roles: str) -> str:
     return roles if any(r.strip() for r in ROLE_DELIMITERS.split(roles)) else "(none)"
 
 
-def run(out: TextIO = sys.stdout, queries: tuple[str, ...] = DEMO_TURNS, roles: str = DEMO_ROLES,
-        dsl: Path = PLUGIN_DSL, llm_base_url: str | None = None, llm_model: str | None = None,
-        knowledge_base: dict[str, Any] | None = None, knowledge_base_path: str | None = None) -> bool:
+def run(
+    out: TextIO = sys.stdout,
+    queries: tuple[str, ...] = DEMO_TURNS,
+    roles: str = DEMO_ROLES,
+    dsl: Path = PLUGIN_DSL,
+    llm_base_url: str | None = None,
+    llm_model: str | None = None,
+    knowledge_base: dict[str, Any] | None = None,
+    knowledge_base_path: str | None = None,
+) -> bool:
     """One conversation: each query is a turn; the built-in stand-in model, or the OpenAI-compatible one at
     `llm_base_url`; the built-in knowledge base, or `knowledge_base` (read from `knowledge_base_path`). Returns False
     when a turn reported an error."""

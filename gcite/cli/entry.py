@@ -10,10 +10,15 @@ NEEDED = ("yaml", "requests", "jwt", "dify_plugin", "graphon")
 def main() -> int:
     missing = [name for name in NEEDED if find_spec(name) is None]
     if missing:
-        hint = ("pip install --no-deps -r requirements-engine.txt (graphon, the workflow engine, is installed apart)"
-                if missing == ["graphon"] else "pip install . in a clone, or make venv")
-        print(f"error: this Python ({sys.executable}) lacks G-Cite's packages ({', '.join(missing)}): {hint}",
-              file=sys.stderr)
+        hint = (
+            "pip install --no-deps -r requirements-engine.txt (graphon, the workflow engine, is installed apart)"
+            if missing == ["graphon"]
+            else "pip install . in a clone, or make venv"
+        )
+        print(
+            f"error: this Python ({sys.executable}) lacks G-Cite's packages ({', '.join(missing)}): {hint}",
+            file=sys.stderr,
+        )
         return 2
     from gcite.cli.main import main as cli_main
 

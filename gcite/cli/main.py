@@ -35,47 +35,78 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = commands.add_parser("demo", help="run the G-Cite chatflow on the built-in building-assistant data")
-    demo.add_argument("--query", action="append", metavar="TEXT",
-                      help="a question (repeat for more turns of one conversation; default: two sample questions)")
-    demo.add_argument("--roles", metavar="ROLES",
-                      help="the user's roles, comma-separated (default: 物业经理; '' for a user with no role)")
-    demo.add_argument("--dsl", default="plugin", metavar="plugin|code|PATH",
-                      help="the chatflow: plugin (dsl/gcite_chatflow.yml, default), code "
-                           "(dsl/gcite_chatflow_code.yml) or a DSL file")
-    demo.add_argument("--lang", choices=("en", "zh"),
-                      help="the language of the sample questions (default: $DEMO_LANG, else your locale: Chinese for "
-                           "zh_*, else English)")
+    demo.add_argument(
+        "--query",
+        action="append",
+        metavar="TEXT",
+        help="a question (repeat for more turns of one conversation; default: two sample questions)",
+    )
+    demo.add_argument(
+        "--roles",
+        metavar="ROLES",
+        help="the user's roles, comma-separated (default: 物业经理; '' for a user with no role)",
+    )
+    demo.add_argument(
+        "--dsl",
+        default="plugin",
+        metavar="plugin|code|PATH",
+        help="the chatflow: plugin (dsl/gcite_chatflow.yml, default), code (dsl/gcite_chatflow_code.yml) or a DSL file",
+    )
+    demo.add_argument(
+        "--lang",
+        choices=("en", "zh"),
+        help="the language of the sample questions (default: $DEMO_LANG, else your locale: Chinese for "
+        "zh_*, else English)",
+    )
     add_knowledge_base_argument(demo)
     add_llm_arguments(demo)
-    demo.add_argument("--verbose", action="store_true",
-                      help="also print the workflow engine's log records (graphon, dify_plugin) on stderr")
+    demo.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also print the workflow engine's log records (graphon, dify_plugin) on stderr",
+    )
 
     run = commands.add_parser("run", help="run a chatflow DSL on graphon and print the Service API stream")
     run.add_argument("dsl", help="path of the chatflow DSL file (YAML)")
     run.add_argument("--query", required=True, help="the user's question (sys.query)")
-    run.add_argument("--inputs", default="{}",
-                     help="Start node inputs as a JSON object, e.g. '{\"user_roles\": \"物业经理\"}'")
-    run.add_argument("--pretty", action="store_true",
-                     help="show the chunk list, the answer as it streams and the cited sources instead of the raw "
-                          "stream")
+    run.add_argument(
+        "--inputs", default="{}", help='Start node inputs as a JSON object, e.g. \'{"user_roles": "物业经理"}\''
+    )
+    run.add_argument(
+        "--pretty",
+        action="store_true",
+        help="show the chunk list, the answer as it streams and the cited sources instead of the raw stream",
+    )
     add_knowledge_base_argument(run)
     add_llm_arguments(run)
-    run.add_argument("--web-search-fails", action="store_true",
-                     help="the local search server refuses the key (the web search node fails and the answer falls "
-                          "back to the knowledge base)")
-    run.add_argument("--verbose", action="store_true",
-                     help="print on stderr what the local Knowledge Retrieval admitted (conditions, documents), and the "
-                          "workflow engine's log records (graphon, dify_plugin)")
+    run.add_argument(
+        "--web-search-fails",
+        action="store_true",
+        help="the local search server refuses the key (the web search node fails and the answer falls "
+        "back to the knowledge base)",
+    )
+    run.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print on stderr what the local Knowledge Retrieval admitted (conditions, documents), and the "
+        "workflow engine's log records (graphon, dify_plugin)",
+    )
 
     from gcite.cli.chat import add_chat_arguments
     from gcite.cli.serve import add_serve_arguments
 
     add_chat_arguments(commands.add_parser("chat", help="ask a question and show the cited answer as it streams"))
-    add_serve_arguments(commands.add_parser("serve", help="serve the chat page and endpoint on 127.0.0.1 "
-                                                             "through the real plugin process"))
+    add_serve_arguments(
+        commands.add_parser(
+            "serve", help="serve the chat page and endpoint on 127.0.0.1 through the real plugin process"
+        )
+    )
     commands.add_parser("sync-schema", help="write the models' item schemas into the tools' output_schema")
-    commands.add_parser("secret", help="print a new random token signing secret (32 random bytes, URL-safe text) "
-                                     "for the endpoint's token_secret setting; printed once, stored nowhere")
+    commands.add_parser(
+        "secret",
+        help="print a new random token signing secret (32 random bytes, URL-safe text) "
+        "for the endpoint's token_secret setting; printed once, stored nowhere",
+    )
 
     pack = commands.add_parser("package", help="validate the plugin and write dist/<name>-<version>.difypkg")
     pack.add_argument("--out", default="dist", help="output directory (default: dist)")
@@ -86,28 +117,54 @@ def build_parser() -> argparse.ArgumentParser:
 
     from gcite.authoring.chatflows import LANGS, MAX_ROLE_SLOTS, ROLE_SLOTS, SEARCHES
 
-    dsl = commands.add_parser("build-dsl", help="generate the chatflow DSL files from gcite/authoring/chatflows.py and nodes/*.py")
-    dsl.add_argument("--lang", choices=LANGS, action="append",
-                     help="the language of the prompt, labels and refusal phrase (repeatable; default: all)")
-    dsl.add_argument("--slots", type=int, default=ROLE_SLOTS, metavar="N",
-                     help=f"role slots of the pre-filter, 1-{MAX_ROLE_SLOTS}: the most roles one user may have "
-                          f"(default: {ROLE_SLOTS})")
-    dsl.add_argument("--persona", metavar="TEXT",
-                     help="the assistant's persona, the first line of the system prompt (default: a neutral one)")
-    dsl.add_argument("--search", choices=SEARCHES, default=SEARCHES[0],
-                     help="the plugin chatflow's web search: gcite (the plugin's web_search tool, default) or tavily "
-                          "(the official Tavily plugin)")
-    dsl.add_argument("--out", metavar="DIR",
-                     help="output directory (default: dsl/; required with non-default --slots, --persona or --search)")
+    dsl = commands.add_parser(
+        "build-dsl", help="generate the chatflow DSL files from gcite/authoring/chatflows.py and nodes/*.py"
+    )
+    dsl.add_argument(
+        "--lang",
+        choices=LANGS,
+        action="append",
+        help="the language of the prompt, labels and refusal phrase (repeatable; default: all)",
+    )
+    dsl.add_argument(
+        "--slots",
+        type=int,
+        default=ROLE_SLOTS,
+        metavar="N",
+        help=f"role slots of the pre-filter, 1-{MAX_ROLE_SLOTS}: the most roles one user may have "
+        f"(default: {ROLE_SLOTS})",
+    )
+    dsl.add_argument(
+        "--persona",
+        metavar="TEXT",
+        help="the assistant's persona, the first line of the system prompt (default: a neutral one)",
+    )
+    dsl.add_argument(
+        "--search",
+        choices=SEARCHES,
+        default=SEARCHES[0],
+        help="the plugin chatflow's web search: gcite (the plugin's web_search tool, default) or tavily "
+        "(the official Tavily plugin)",
+    )
+    dsl.add_argument(
+        "--out",
+        metavar="DIR",
+        help="output directory (default: dsl/; required with non-default --slots, --persona or --search)",
+    )
 
     pre = commands.add_parser("prefilter", help="print Knowledge Retrieval metadata_filtering_conditions for roles")
-    pre.add_argument("--acl-field", default="access_roles", help="document metadata field holding the roles "
-                                                                 "(default: access_roles)")
+    pre.add_argument(
+        "--acl-field", default="access_roles", help="document metadata field holding the roles (default: access_roles)"
+    )
     pre.add_argument("--roles", help="literal conditions for these roles (comma-separated)")
     pre.add_argument("--slots", type=int, help="templated conditions with this many role slots (default: 3)")
     pre.add_argument("--slot-node", help="id of the Code node running nodes/acl_prefilter.py (default: acl_roles)")
-    pre.add_argument("--missing-acl", choices=("visible", "hidden"), default="visible",
-                     help="whether a document without the field is visible to everyone (default) or hidden")
+    pre.add_argument(
+        "--missing-acl",
+        choices=("visible", "hidden"),
+        default="visible",
+        help="whether a document without the field is visible to everyone (default) or hidden",
+    )
 
     from gcite.cli import acl as acl_cli
 
@@ -138,8 +195,10 @@ def dispatch(args: argparse.Namespace) -> int:
         from gcite import INSTALLED
 
         if INSTALLED and args.command in WRITES_THE_TREE:
-            raise CliError(f"{args.command} builds from and writes into a clone of the plugin's repository: run it "
-                           f"there, with the command installed from it (make venv, or pip install -e .)")
+            raise CliError(
+                f"{args.command} builds from and writes into a clone of the plugin's repository: run it "
+                f"there, with the command installed from it (make venv, or pip install -e .)"
+            )
         if args.command == "demo":
             return demo_command(args)
         if args.command == "run":
@@ -149,8 +208,11 @@ def dispatch(args: argparse.Namespace) -> int:
         if args.command in ("package", "keygen", "verify"):
             from gcite.cli import sign as sign_cli
 
-            return {"package": sign_cli.package_command, "keygen": sign_cli.keygen_command,
-                    "verify": sign_cli.verify_command}[args.command](args)
+            return {
+                "package": sign_cli.package_command,
+                "keygen": sign_cli.keygen_command,
+                "verify": sign_cli.verify_command,
+            }[args.command](args)
         if args.command == "prefilter":
             return prefilter_command(args)
         if args.command == "chat":

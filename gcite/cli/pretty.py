@@ -59,8 +59,10 @@ class PrettyPrinter:
         if kind == "node_finished":
             if self.chunks is None and isinstance(outputs.get("chunk_metadata"), list):
                 self.chunks, self.chunk_node = outputs["chunk_metadata"], data.get("node_id", "")
-                self.write(f"-- node_finished({self.chunk_node}): {len(self.chunks)} numbered chunks, "
-                           f"before the first token --\n{table(self.chunks)}\n")
+                self.write(
+                    f"-- node_finished({self.chunk_node}): {len(self.chunks)} numbered chunks, "
+                    f"before the first token --\n{table(self.chunks)}\n"
+                )
             if isinstance(outputs.get("status"), str) and isinstance(outputs.get("citations"), list):
                 self.validator = outputs
             if data.get("status") == "failed" and data.get("error"):
@@ -91,8 +93,9 @@ class PrettyPrinter:
             elif name == "cite":
                 text += "".join(f"[{n}]" for n in data["numbers"])
                 by_id = {s["id"]: s for s in self.translator.sources or []}
-                self.sources += [{**by_id[i], "index": n} for n, i in zip(data["numbers"], data["ids"])
-                                 if n in data["new"]]
+                self.sources += [
+                    {**by_id[i], "index": n} for n, i in zip(data["numbers"], data["ids"]) if n in data["new"]
+                ]
             elif name == "replace":
                 self.sources, self.held, text = [], "", ""
                 self.write("\n-- the answer was replaced --\n")
@@ -104,7 +107,7 @@ class PrettyPrinter:
     def write_answer(self, text: str) -> None:
         text = self.held + text  # trailing line breaks wait for more text (the Answer node's separator never shows)
         body = text.rstrip("\n")
-        self.held = text[len(body):]
+        self.held = text[len(body) :]
         if body:
             self.write(body)
 
@@ -115,8 +118,10 @@ class PrettyPrinter:
         self.write("\n\n-- cited sources (only those the answer used, renumbered) --\n")
         for source in self.sources:
             url = source.get("url") or ""  # http(s) only (safe_url): internal storage URLs stay hidden
-            self.write(f"[{source['index']}] {source['document_title']} · {source['display_subtitle']} "
-                       f"({source['source_type']}, chunk {source['id']}){' ' + url if url else ''}\n")
+            self.write(
+                f"[{source['index']}] {source['document_title']} · {source['display_subtitle']} "
+                f"({source['source_type']}, chunk {source['id']}){' ' + url if url else ''}\n"
+            )
         if not self.sources:
             self.write("(none)\n")
         status = (self.validator or {}).get("status") or (self.done or {}).get("status", "")
@@ -126,6 +131,8 @@ class PrettyPrinter:
             if detail not in shown:
                 shown.add(detail)
                 self.write(f"error: {error}\n")
-        self.write(f"status: {status or 'no answer'}; chunk list before answer: {self.chunk_list_before_answer}"
-                   f"{'; workflow ' + self.workflow_status if self.workflow_status else ''}\n")
+        self.write(
+            f"status: {status or 'no answer'}; chunk list before answer: {self.chunk_list_before_answer}"
+            f"{'; workflow ' + self.workflow_status if self.workflow_status else ''}\n"
+        )
         return {"status": status, "sources": self.sources, "errors": self.errors}

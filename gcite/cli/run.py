@@ -29,8 +29,13 @@ def demo_command(args: argparse.Namespace) -> int:
             raise CliError(str(error)) from None
         print(demo.language_note(lang, why), flush=True)
         queries = demo.SAMPLE_TURNS[lang]
-    return 0 if demo.run(sys.stdout, queries, roles, path, args.llm_base_url, args.llm_model, knowledge_base,
-                         args.knowledge_base) else 1
+    return (
+        0
+        if demo.run(
+            sys.stdout, queries, roles, path, args.llm_base_url, args.llm_model, knowledge_base, args.knowledge_base
+        )
+        else 1
+    )
 
 
 def check_llm_options(args: argparse.Namespace) -> None:
@@ -57,26 +62,34 @@ def run_command(args: argparse.Namespace) -> int:
     dsl = read_chatflow_file(Path(args.dsl))
     knowledge_base = load_knowledge_base(Path(args.knowledge_base) if args.knowledge_base else None)
 
-    from gcite.local.dify_rules import DifyRefusal
     from gcite.cli.pretty import PrettyPrinter
-    from gcite.local.runner import run_chatflow, dify_sse
+    from gcite.local.dify_rules import DifyRefusal
+    from gcite.local.runner import dify_sse, run_chatflow
     from gcite.local.services import local_services
 
     def show_retrieval(record: dict) -> None:
-        print(f"[verbose] {record['node_id']}: admitted {len(record['admitted'])} of {record['documents']} documents "
-              f"{record['admitted']}; retrieved segments {record['result']}; metadata_filtering_conditions "
-              f"{json.dumps(record['metadata_filtering_conditions'], ensure_ascii=False)}", file=sys.stderr)
+        print(
+            f"[verbose] {record['node_id']}: admitted {len(record['admitted'])} of {record['documents']} documents "
+            f"{record['admitted']}; retrieved segments {record['result']}; metadata_filtering_conditions "
+            f"{json.dumps(record['metadata_filtering_conditions'], ensure_ascii=False)}",
+            file=sys.stderr,
+        )
 
     printer = PrettyPrinter(sys.stdout) if args.pretty else None
     failed = False
     overrides = {} if knowledge_base is None else {"knowledge_base": knowledge_base}
-    with local_services(llm_base_url=args.llm_base_url, llm_model=args.llm_model,
-                        web_search_fails=args.web_search_fails,
-                        retrieval_log=show_retrieval if args.verbose else None, **overrides) as services:
+    with local_services(
+        llm_base_url=args.llm_base_url,
+        llm_model=args.llm_model,
+        web_search_fails=args.web_search_fails,
+        retrieval_log=show_retrieval if args.verbose else None,
+        **overrides,
+    ) as services:
         try:
             for event in run_chatflow(dsl, query, inputs, services):
                 failed |= event["event"] == "error" or (  # Dify's failed run ends at workflow_finished
-                    event["event"] == "workflow_finished" and (event.get("data") or {}).get("status") == "failed")
+                    event["event"] == "workflow_finished" and (event.get("data") or {}).get("status") == "failed"
+                )
                 if printer:
                     printer.feed(event)
                 else:

@@ -17,28 +17,51 @@ PUBLIC_KEYS_SETTING = "THIRD_PARTY_SIGNATURE_VERIFICATION_PUBLIC_KEYS"
 def add_parsers(commands, pack: argparse.ArgumentParser) -> None:
     """The keygen and verify commands, and package's signing and Marketplace options."""
     keygen = commands.add_parser("keygen", help="make a key pair for signing packages (RSA 4096, the daemon's format)")
-    keygen.add_argument("--out", metavar="NAME",
-                        help=f"write NAME.private.pem and NAME.public.pem (default: {DEFAULT_KEY_NAME} in your "
-                             f"key folder, $XDG_CONFIG_HOME/gcite/keys or ~/.config/gcite/keys, made mode 0700); "
-                             f"never inside the plugin tree; an existing key is never overwritten")
+    keygen.add_argument(
+        "--out",
+        metavar="NAME",
+        help=f"write NAME.private.pem and NAME.public.pem (default: {DEFAULT_KEY_NAME} in your "
+        f"key folder, $XDG_CONFIG_HOME/gcite/keys or ~/.config/gcite/keys, made mode 0700); "
+        f"never inside the plugin tree; an existing key is never overwritten",
+    )
     verify = commands.add_parser("verify", help="check a package's signature as Dify's plugin daemon does")
     verify.add_argument("package", metavar="PKG", help="the .difypkg file")
-    verify.add_argument("--key", action="append", default=[], metavar="PUB.pem",
-                        help="a public key the daemon trusts besides Dify's official one (repeatable; the daemon's "
-                             f"{PUBLIC_KEYS_SETTING})")
-    pack.add_argument("--sign", metavar="KEY.private.pem",
-                      help="sign the package with this private key (from `python -m gcite keygen`): writes "
-                           "dist/<name>-<version>.signed.difypkg")
-    pack.add_argument("--dsl-out", metavar="DIR",
-                      help="write the chatflows of dsl/ naming this package's identifier into DIR (your DSLs to "
-                           "import; dsl/ itself is never changed by a signed or --dsl-out build)")
-    pack.add_argument("--category", choices=("community", "partner"),
-                      help="the authorised category recorded in the signature (needs --sign; default: community)")
-    pack.add_argument("--marketplace", action="store_true",
-                      help="a Marketplace submission: a missing --repo/--contact is an error, not a warning "
-                           "(submitted unsigned)")
-    pack.add_argument("--repo", metavar="URL", help="the project's public repository, written into the packaged "
-                                                    "manifest and READMEs (github.com, gitlab.com, …)")
+    verify.add_argument(
+        "--key",
+        action="append",
+        default=[],
+        metavar="PUB.pem",
+        help="a public key the daemon trusts besides Dify's official one (repeatable; the daemon's "
+        f"{PUBLIC_KEYS_SETTING})",
+    )
+    pack.add_argument(
+        "--sign",
+        metavar="KEY.private.pem",
+        help="sign the package with this private key (from `python -m gcite keygen`): writes "
+        "dist/<name>-<version>.signed.difypkg",
+    )
+    pack.add_argument(
+        "--dsl-out",
+        metavar="DIR",
+        help="write the chatflows of dsl/ naming this package's identifier into DIR (your DSLs to "
+        "import; dsl/ itself is never changed by a signed or --dsl-out build)",
+    )
+    pack.add_argument(
+        "--category",
+        choices=("community", "partner"),
+        help="the authorised category recorded in the signature (needs --sign; default: community)",
+    )
+    pack.add_argument(
+        "--marketplace",
+        action="store_true",
+        help="a Marketplace submission: a missing --repo/--contact is an error, not a warning (submitted unsigned)",
+    )
+    pack.add_argument(
+        "--repo",
+        metavar="URL",
+        help="the project's public repository, written into the packaged "
+        "manifest and READMEs (github.com, gitlab.com, …)",
+    )
     pack.add_argument("--contact", metavar="EMAIL", help="the maintainers' e-mail, written into the packaged manifest")
 
 
@@ -89,24 +112,31 @@ def keygen_command(args: argparse.Namespace) -> int:
     if args.out is None:
         folder = key_home()
         if inside_plugin_tree(folder):
-            raise CliError(f"the key folder {folder} is inside the plugin tree (XDG_CONFIG_HOME?): give --out "
-                           f"outside it")
+            raise CliError(
+                f"the key folder {folder} is inside the plugin tree (XDG_CONFIG_HOME?): give --out outside it"
+            )
         private_folder(folder)
         stem = folder / DEFAULT_KEY_NAME
     else:
         stem = Path(args.out).expanduser()
         if inside_plugin_tree(stem.parent):
-            raise CliError(f"--out {args.out}: inside the plugin tree; a signing key never goes into the repository "
-                           f"(leave --out out: keys go to {key_home()})")
+            raise CliError(
+                f"--out {args.out}: inside the plugin tree; a signing key never goes into the repository "
+                f"(leave --out out: keys go to {key_home()})"
+            )
     try:
         pair = generate_key_pair(stem)
     except SigningError as error:
         raise CliError(f"--out: {error}") from None
-    print(f"private key: {pair.private} (mode 0600). Keep it with you, out of this repository and off the Dify "
-          f"server; sign with: gcite package --sign {pair.private}")
-    print(f"public key:  {pair.public}. Give it to Dify's plugin daemon: put it where the daemon can read it and "
-          f"list that path in {PUBLIC_KEYS_SETTING}, with THIRD_PARTY_SIGNATURE_VERIFICATION_ENABLED=true "
-          f"(docs/install.md)")
+    print(
+        f"private key: {pair.private} (mode 0600). Keep it with you, out of this repository and off the Dify "
+        f"server; sign with: gcite package --sign {pair.private}"
+    )
+    print(
+        f"public key:  {pair.public}. Give it to Dify's plugin daemon: put it where the daemon can read it and "
+        f"list that path in {PUBLIC_KEYS_SETTING}, with THIRD_PARTY_SIGNATURE_VERIFICATION_ENABLED=true "
+        f"(docs/install.md)"
+    )
     return 0
 
 
@@ -139,8 +169,9 @@ def package_command(args: argparse.Namespace) -> int:
     if args.category and not args.sign:
         raise CliError("--category is recorded in the signature: it needs --sign KEY.private.pem")
     if args.marketplace and args.sign:
-        raise CliError("--marketplace packages are submitted unsigned (the Marketplace signs them with Dify's key): "
-                       "drop --sign")
+        raise CliError(
+            "--marketplace packages are submitted unsigned (the Marketplace signs them with Dify's key): drop --sign"
+        )
     problems = publisher_problems(args.repo, args.contact)
     if problems:
         raise CliError(problems[0])
@@ -152,8 +183,10 @@ def package_command(args: argparse.Namespace) -> int:
         if args.marketplace:
             raise CliError("--dsl-out: a --marketplace package gets its identifier when it is published; drop one")
         if dsl_out.resolve() == (ROOT / "dsl").resolve():
-            raise CliError(f"--dsl-out {args.dsl_out}: that is dsl/ itself, which names the unsigned build; "
-                           f"choose a folder of your own")
+            raise CliError(
+                f"--dsl-out {args.dsl_out}: that is dsl/ itself, which names the unsigned build; "
+                f"choose a folder of your own"
+            )
         try:
             dsl_out.mkdir(parents=True, exist_ok=True)
         except OSError as error:
@@ -166,8 +199,15 @@ def package_command(args: argparse.Namespace) -> int:
     except SigningError as error:
         raise CliError(f"--sign {error}") from None
     try:
-        built = release(ROOT, out, repo=args.repo, contact=args.contact, marketplace=args.marketplace,
-                        private_key=key, category=args.category or "community")
+        built = release(
+            ROOT,
+            out,
+            repo=args.repo,
+            contact=args.contact,
+            marketplace=args.marketplace,
+            private_key=key,
+            category=args.category or "community",
+        )
     except OSError as error:
         raise CliError(f"cannot build the package ({os_error_text(error)})") from None
     except PackageError as error:
@@ -182,15 +222,22 @@ def package_command(args: argparse.Namespace) -> int:
         print(f"no package written ({count} Marketplace rule(s) broken)", file=sys.stderr)
         return 2
     for path in untracked(ROOT, [source_of(f) for f in built.files]):
-        print(f"warning: {path} is packaged but not tracked by git: the identifier will differ on a clean clone "
-              f"(add it to .difyignore, or commit it)", file=sys.stderr)
+        print(
+            f"warning: {path} is packaged but not tracked by git: the identifier will differ on a clean clone "
+            f"(add it to .difyignore, or commit it)",
+            file=sys.stderr,
+        )
     print(f"package:    {shown(built.path)}")
     print(f"identifier: {built.identifier}")
-    print(f"size:       {built.size:,} bytes ({built.size / 1024:.1f} KB; {built.uncompressed:,} bytes uncompressed, "
-          f"{len(built.files)} files)")
+    print(
+        f"size:       {built.size:,} bytes ({built.size / 1024:.1f} KB; {built.uncompressed:,} bytes uncompressed, "
+        f"{len(built.files)} files)"
+    )
     if built.signed:
-        print(f"signed:     with {args.sign} (category {args.category or 'community'}); check it with: "
-              f"python -m gcite verify {shown(built.path)} --key PUBLIC.pem")
+        print(
+            f"signed:     with {args.sign} (category {args.category or 'community'}); check it with: "
+            f"python -m gcite verify {shown(built.path)} --key PUBLIC.pem"
+        )
     if args.dsl_out:
         for path in write_dsl_copies(ROOT / "dsl", dsl_out, built.identifier):
             print(f"chatflow:   {path} (names {built.identifier.split('@')[0]}@…, this package)")
@@ -199,9 +246,15 @@ def package_command(args: argparse.Namespace) -> int:
     elif built.signed or args.dsl_out:
         # dsl/ is tracked and names the unsigned build of this tree (a test checks it): rewriting it for a signed
         # build would leave the clone dirty and that test failing. The operator's chatflows are made elsewhere.
-        print("dsl/ unchanged: it names the unsigned build" + (
-            "" if args.dsl_out else f". For chatflows naming this package: gcite package --sign {args.sign} "
-                                    f"--dsl-out DIR, or gcite retrofit YOUR_APP.yml --package {shown(built.path)}"))
+        print(
+            "dsl/ unchanged: it names the unsigned build"
+            + (
+                ""
+                if args.dsl_out
+                else f". For chatflows naming this package: gcite package --sign {args.sign} "
+                f"--dsl-out DIR, or gcite retrofit YOUR_APP.yml --package {shown(built.path)}"
+            )
+        )
     elif not args.no_dsl_update:
         for path in update_dsl_dependencies(ROOT / "dsl", built.identifier):
             print(f"updated dependency in {path.relative_to(ROOT)}")

@@ -78,13 +78,26 @@ def condition_test(operator: str, value: Any) -> Callable[[Any], bool] | None:
             return lambda stored: (f := field_float(stored)) is not None and ((f == value) != negate)
         return None  # Dify adds no filter for other value types
     if operator in ("in", "not in"):
-        items = [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else \
-            [str(v) for v in value if v is not None] if isinstance(value, (list, tuple)) else [str(value)]
+        items = (
+            [v.strip() for v in value.split(",") if v.strip()]
+            if isinstance(value, str)
+            else [str(v) for v in value if v is not None]
+            if isinstance(value, (list, tuple))
+            else [str(value)]
+        )
         if not items:
             return lambda stored: operator == "not in"
         return lambda stored: (t := field_text(stored)) is not None and ((t in items) == (operator == "in"))
-    compare = {"before": float.__lt__, "<": float.__lt__, "after": float.__gt__, ">": float.__gt__,
-               "≤": float.__le__, "<=": float.__le__, "≥": float.__ge__, ">=": float.__ge__}.get(operator)
+    compare = {
+        "before": float.__lt__,
+        "<": float.__lt__,
+        "after": float.__gt__,
+        ">": float.__gt__,
+        "≤": float.__le__,
+        "<=": float.__le__,
+        "≥": float.__ge__,
+        ">=": float.__ge__,
+    }.get(operator)
     if compare is None:
         return None  # an operator Dify does not know adds no filter
     return lambda stored: (f := field_float(stored)) is not None and compare(f, float(value))
@@ -92,8 +105,9 @@ def condition_test(operator: str, value: Any) -> Callable[[Any], bool] | None:
 
 def admits(filtering: dict[str, Any], doc_metadata: dict[str, Any]) -> bool:
     """True when a document with `doc_metadata` passes the manual metadata filter."""
-    tests = [(c["name"], condition_test(c["comparison_operator"], c.get("value")))
-             for c in filtering.get("conditions", [])]
+    tests = [
+        (c["name"], condition_test(c["comparison_operator"], c.get("value"))) for c in filtering.get("conditions", [])
+    ]
     results = [test(doc_metadata.get(name, MISSING)) for name, test in tests if test is not None]
     if not results:
         return True

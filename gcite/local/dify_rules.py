@@ -14,9 +14,9 @@ import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
-from gcite import unicode_problem
-from gcite.local.engine import (DslCodeSettings, VariableEntity, VariableEntityType)
 
+from gcite import unicode_problem
+from gcite.local.engine import DslCodeSettings, VariableEntity, VariableEntityType
 
 
 class DifyRefusal(ValueError):
@@ -55,12 +55,15 @@ def check_variable_ids(workflow: Mapping[str, Any]) -> None:
             if "id" not in variable or variable["id"] is None:
                 continue
             if not is_postgres_uuid(variable["id"]):
-                raise DifyRefusal(f"workflow.{section}[{n}] ({variable.get('name')!r}): invalid input syntax for type "
-                                  f"uuid: \"{variable['id']}\" (Dify stores variable ids in a UUID column; every chat "
-                                  f"run would fail on its first message)")
+                raise DifyRefusal(
+                    f"workflow.{section}[{n}] ({variable.get('name')!r}): invalid input syntax for type "
+                    f'uuid: "{variable["id"]}" (Dify stores variable ids in a UUID column; every chat '
+                    f"run would fail on its first message)"
+                )
 
 
 # --- query and Start-form inputs ------------------------------------------------------------------------------
+
 
 def check_text(value: str, where: str) -> str:
     """A clear error for text that is not valid Unicode (`gcite.unicode_problem`)."""
@@ -89,8 +92,9 @@ def start_variables(graph: Mapping[str, Any], root: str) -> list[VariableEntity]
         try:
             variables.append(VariableEntity.model_validate(value))
         except ValueError as error:
-            raise DifyRefusal(f"the Start node's variables are not valid: variables[{n}]: "
-                              f"{validation_text(error)}") from error
+            raise DifyRefusal(
+                f"the Start node's variables are not valid: variables[{n}]: {validation_text(error)}"
+            ) from error
     return variables
 
 
@@ -140,8 +144,11 @@ def validate_input(variable: VariableEntity, value: Any) -> Any:
         if not variable.required and isinstance(value, str) and not value:
             return None
         raise DifyRefusal(f"{variable.variable}: the local runner has no file storage, so it takes no file inputs")
-    if kind in (VariableEntityType.TEXT_INPUT, VariableEntityType.SELECT, VariableEntityType.PARAGRAPH) \
-            and not isinstance(value, str):
+    if kind in (
+        VariableEntityType.TEXT_INPUT,
+        VariableEntityType.SELECT,
+        VariableEntityType.PARAGRAPH,
+    ) and not isinstance(value, str):
         raise FormInputRejected(f"(type '{kind}') {variable.variable} in input form must be a string")
     if kind == VariableEntityType.NUMBER:
         if isinstance(value, (int, float)):
@@ -157,15 +164,25 @@ def validate_input(variable: VariableEntity, value: Any) -> Any:
     if kind == VariableEntityType.SELECT:
         if value not in variable.options:
             raise FormInputRejected(
-                f"{variable.variable} in input form must be one of the following: {variable.options}")
+                f"{variable.variable} in input form must be one of the following: {variable.options}"
+            )
     elif kind in (VariableEntityType.TEXT_INPUT, VariableEntityType.PARAGRAPH):
         if variable.max_length and len(value) > variable.max_length:
             raise FormInputRejected(
-                f"{variable.variable} in input form must be less than {variable.max_length} characters")
+                f"{variable.variable} in input form must be less than {variable.max_length} characters"
+            )
     elif kind == VariableEntityType.CHECKBOX:
         if isinstance(value, str):
-            value = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False,
-                     "off": False}.get(value.strip().lower(), value)
+            value = {
+                "true": True,
+                "1": True,
+                "yes": True,
+                "on": True,
+                "false": False,
+                "0": False,
+                "no": False,
+                "off": False,
+            }.get(value.strip().lower(), value)
         elif isinstance(value, (int, float)) and value in (0, 1):
             value = bool(value)
     elif kind == VariableEntityType.JSON_OBJECT:
@@ -183,12 +200,18 @@ def validate_start_inputs(variables: list[VariableEntity], inputs: Mapping[str, 
         check_nested_text(value, f"inputs.{variable.variable}")
         prepared[variable.variable] = value.replace("\x00", "") if isinstance(value, str) else value
     kinds = {v.variable: v.type for v in variables}
-    wrong = [k for k, v in prepared.items()
-             if isinstance(v, dict) and kinds[k] not in (VariableEntityType.FILE, VariableEntityType.JSON_OBJECT)]
+    wrong = [
+        k
+        for k, v in prepared.items()
+        if isinstance(v, dict) and kinds[k] not in (VariableEntityType.FILE, VariableEntityType.JSON_OBJECT)
+    ]
     if wrong:
         raise FormInputRejected(f"Invalid input type for {wrong}")
-    wrong = [k for k, v in prepared.items() if isinstance(v, list) and any(isinstance(i, dict) for i in v)
-             and kinds[k] != VariableEntityType.FILE_LIST]
+    wrong = [
+        k
+        for k, v in prepared.items()
+        if isinstance(v, list) and any(isinstance(i, dict) for i in v) and kinds[k] != VariableEntityType.FILE_LIST
+    ]
     if wrong:
         raise FormInputRejected(f"Invalid input type for {wrong}")
     return prepared
@@ -231,6 +254,7 @@ def code_settings(environ: Mapping[str, str] | None = None) -> DslCodeSettings:
 
 
 # --- encodings of the stream ----------------------------------------------------------------------------------
+
 
 def decimal_encoded(value: Any) -> Any:
     """Dify's `jsonable_encoder` for numbers: a Decimal becomes an int when it has no fraction digits, else a float."""

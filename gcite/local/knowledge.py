@@ -34,8 +34,9 @@ def result_items(knowledge_base: dict[str, Any], query: str, top_k: int = 4) -> 
     return [_result_item(knowledge_base, rank, *s) for rank, s in enumerate(scored[:top_k], start=1)]
 
 
-def _result_item(kb: dict[str, Any], rank: int, score: float, document: dict[str, Any], position: int,
-                 segment: dict[str, Any]) -> dict[str, Any]:
+def _result_item(
+    kb: dict[str, Any], rank: int, score: float, document: dict[str, Any], position: int, segment: dict[str, Any]
+) -> dict[str, Any]:
     """One item as Dify's Knowledge Retrieval node outputs it for an economy dataset (the keys of Dify's
     `result`, checked in real Dify by tests/dify): no child chunks, files or summary; no index node here."""
     return {

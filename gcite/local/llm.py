@@ -19,12 +19,23 @@ from typing import Any
 
 import requests
 
-from gcite.local.engine import (AIModelEntity, AssistantPromptMessage, FetchFrom, I18nObject, LLMResultChunk,
-                               LLMResultChunkDelta, LLMUsage, ModelPropertyKey, ModelType, PromptMessage,
-                               SystemPromptMessage, UserPromptMessage)
+from citations.phrases import INSUFFICIENT_DEFAULT
+from gcite.local.engine import (
+    AIModelEntity,
+    AssistantPromptMessage,
+    FetchFrom,
+    I18nObject,
+    LLMResultChunk,
+    LLMResultChunkDelta,
+    LLMUsage,
+    ModelPropertyKey,
+    ModelType,
+    PromptMessage,
+    SystemPromptMessage,
+    UserPromptMessage,
+)
 from gcite.local.knowledge import relevance
 from gcite.sse import sse_lines
-from citations.phrases import INSUFFICIENT_DEFAULT
 
 EXTRACTIVE_LABEL = "gcite-extractive (built-in extractive stand-in, not an LLM)"
 REFUSAL_ZH, REFUSAL_EN = INSUFFICIENT_DEFAULT.split("|")  # the refusals the validator recognises by default
@@ -49,7 +60,7 @@ def numbered_chunks(system_prompt: str) -> list[tuple[str, str]]:
     chunks = []
     for n, header in enumerate(headers):
         end = headers[n + 1].start() if n + 1 < len(headers) else len(system_prompt)
-        chunks.append((header.group(1), system_prompt[header.end():end].strip()))
+        chunks.append((header.group(1), system_prompt[header.end() : end].strip()))
     return chunks
 
 
@@ -104,9 +115,13 @@ class _ModelBase:
         return None
 
     def get_model_schema(self) -> AIModelEntity:
-        return AIModelEntity(model=self._model_name, label=I18nObject(en_US=self._model_name), model_type=ModelType.LLM,
-                             fetch_from=FetchFrom.PREDEFINED_MODEL,
-                             model_properties={ModelPropertyKey.MODE: "chat", ModelPropertyKey.CONTEXT_SIZE: 128000})
+        return AIModelEntity(
+            model=self._model_name,
+            label=I18nObject(en_US=self._model_name),
+            model_type=ModelType.LLM,
+            fetch_from=FetchFrom.PREDEFINED_MODEL,
+            model_properties={ModelPropertyKey.MODE: "chat", ModelPropertyKey.CONTEXT_SIZE: 128000},
+        )
 
     def get_llm_num_tokens(self, prompt_messages: Sequence[PromptMessage]) -> int:
         return sum(len(message_text(m)) for m in prompt_messages) // 2
@@ -120,24 +135,38 @@ class _ModelBase:
     def _chunks(self, prompt_messages: Sequence[PromptMessage], pieces: Iterator[str]) -> Generator[LLMResultChunk]:
         index = 0
         for piece in pieces:
-            yield LLMResultChunk(model=self._model_name, prompt_messages=prompt_messages,
-                                 delta=LLMResultChunkDelta(index=index, message=AssistantPromptMessage(content=piece)))
+            yield LLMResultChunk(
+                model=self._model_name,
+                prompt_messages=prompt_messages,
+                delta=LLMResultChunkDelta(index=index, message=AssistantPromptMessage(content=piece)),
+            )
             index += 1
         usage = LLMUsage.empty_usage()
-        yield LLMResultChunk(model=self._model_name, prompt_messages=prompt_messages,
-                             delta=LLMResultChunkDelta(index=index, message=AssistantPromptMessage(content=""),
-                                                       usage=usage, finish_reason="stop"))
+        yield LLMResultChunk(
+            model=self._model_name,
+            prompt_messages=prompt_messages,
+            delta=LLMResultChunkDelta(
+                index=index, message=AssistantPromptMessage(content=""), usage=usage, finish_reason="stop"
+            ),
+        )
 
 
 class ExtractiveModel(_ModelBase):
     def __init__(self) -> None:
         super().__init__("gcite", EXTRACTIVE_LABEL)
 
-    def invoke_llm(self, *, prompt_messages: Sequence[PromptMessage], model_parameters: Mapping[str, Any],
-                   tools: Any = None, stop: Any = None, stream: bool = True) -> Generator[LLMResultChunk]:
+    def invoke_llm(
+        self,
+        *,
+        prompt_messages: Sequence[PromptMessage],
+        model_parameters: Mapping[str, Any],
+        tools: Any = None,
+        stop: Any = None,
+        stream: bool = True,
+    ) -> Generator[LLMResultChunk]:
         self.prompts.append(list(prompt_messages))
         answer = extractive_answer(prompt_messages)
-        return self._chunks(prompt_messages, (answer[i:i + DELTA_SIZE] for i in range(0, len(answer), DELTA_SIZE)))
+        return self._chunks(prompt_messages, (answer[i : i + DELTA_SIZE] for i in range(0, len(answer), DELTA_SIZE)))
 
 
 class OpenAICompatibleModel(_ModelBase):
@@ -149,11 +178,22 @@ class OpenAICompatibleModel(_ModelBase):
         self._key = api_key if api_key is not None else os.environ.get("GCITE_LLM_API_KEY", "")
         self._timeout = timeout
 
-    def invoke_llm(self, *, prompt_messages: Sequence[PromptMessage], model_parameters: Mapping[str, Any],
-                   tools: Any = None, stop: Any = None, stream: bool = True) -> Generator[LLMResultChunk]:
+    def invoke_llm(
+        self,
+        *,
+        prompt_messages: Sequence[PromptMessage],
+        model_parameters: Mapping[str, Any],
+        tools: Any = None,
+        stop: Any = None,
+        stream: bool = True,
+    ) -> Generator[LLMResultChunk]:
         self.prompts.append(list(prompt_messages))
-        body = {"model": self.model_name, "stream": True, **{k: v for k, v in model_parameters.items() if v is not None},
-                "messages": [{"role": m.role.value, "content": message_text(m)} for m in prompt_messages]}
+        body = {
+            "model": self.model_name,
+            "stream": True,
+            **{k: v for k, v in model_parameters.items() if v is not None},
+            "messages": [{"role": m.role.value, "content": message_text(m)} for m in prompt_messages],
+        }
         headers = {"Content-Type": "application/json"}
         if self._key:
             headers["Authorization"] = f"Bearer {self._key}"
@@ -187,8 +227,9 @@ class OpenAICompatibleModel(_ModelBase):
                     try:
                         piece.encode("utf-8")
                     except UnicodeEncodeError:
-                        raise RuntimeError("LLM endpoint sent text that is not valid Unicode (a lone surrogate)") \
-                            from None
+                        raise RuntimeError(
+                            "LLM endpoint sent text that is not valid Unicode (a lone surrogate)"
+                        ) from None
                     yield piece
 
 
@@ -206,8 +247,11 @@ def invocation_prompt(messages: Any) -> list[PromptMessage]:
             raise ValueError("prompt_messages: expected {role, content} objects")
         content = message.get("content")
         if isinstance(content, list):
-            content = "".join(str(part.get("data") or "") for part in content
-                              if isinstance(part, Mapping) and part.get("type") == "text")
+            content = "".join(
+                str(part.get("data") or "")
+                for part in content
+                if isinstance(part, Mapping) and part.get("type") == "text"
+            )
         prompt.append(PROMPT_ROLES.get(str(message.get("role")), UserPromptMessage)(content=str(content or "")))
     return prompt
 
@@ -217,9 +261,12 @@ def invocation_chunks(model: Any, request: Mapping[str, Any]) -> Iterator[dict[s
     stop, …}) answered by `model`, whatever model the request names: each chunk as the JSON dict Dify's inner API
     sends (`prompt_messages` emptied, as `PluginModelBackwardsInvocation.invoke_llm` does)."""
     parameters = request.get("completion_params")
-    chunks = model.invoke_llm(prompt_messages=invocation_prompt(request.get("prompt_messages")),
-                              model_parameters=dict(parameters) if isinstance(parameters, Mapping) else {},
-                              stop=request.get("stop") or None, stream=True)
+    chunks = model.invoke_llm(
+        prompt_messages=invocation_prompt(request.get("prompt_messages")),
+        model_parameters=dict(parameters) if isinstance(parameters, Mapping) else {},
+        stop=request.get("stop") or None,
+        stream=True,
+    )
     for chunk in chunks:
         data = chunk.model_dump(mode="json")
         data["prompt_messages"] = []

@@ -23,13 +23,33 @@ from urllib.parse import urlsplit
 
 import requests
 
-from gcite.local.engine import (_DefaultJinja2TemplateRenderer, _PassthroughPromptMessageSerializer, _TextOnlyFileSaver,
-                                AssistantPromptMessage, BaseNodeData, BuiltinNodeTypes, HttpResponse,
-                                LLMResult, LLMResultChunk, LLMResultChunkDelta, LLMUsage, Node, NodeRunResult,
-                                ParameterExtractorNode, ParameterExtractorNodeData, PromptMessage,
-                                QuestionClassifierNode, QuestionClassifierNodeData, QuestionClassifierNodeDependencies,
-                                Segment, ToolNodeData, VariableAggregatorNode, VariableAggregatorNodeData, VariablePool,
-                                WorkflowNodeExecutionStatus)
+from gcite.local.engine import (
+    AssistantPromptMessage,
+    BaseNodeData,
+    BuiltinNodeTypes,
+    HttpResponse,
+    LLMResult,
+    LLMResultChunk,
+    LLMResultChunkDelta,
+    LLMUsage,
+    Node,
+    NodeRunResult,
+    ParameterExtractorNode,
+    ParameterExtractorNodeData,
+    PromptMessage,
+    QuestionClassifierNode,
+    QuestionClassifierNodeData,
+    QuestionClassifierNodeDependencies,
+    Segment,
+    ToolNodeData,
+    VariableAggregatorNode,
+    VariableAggregatorNodeData,
+    VariablePool,
+    WorkflowNodeExecutionStatus,
+    _DefaultJinja2TemplateRenderer,
+    _PassthroughPromptMessageSerializer,
+    _TextOnlyFileSaver,
+)
 from gcite.local.knowledge import relevance
 from gcite.local.llm import DELTA_SIZE, ExtractiveModel
 
@@ -38,6 +58,7 @@ NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
 # --- the stand-in's answers -------------------------------------------------------------------------------------
+
 
 def _question(pool: VariablePool, selector: Sequence[str]) -> str:
     segment = pool.get(list(selector))
@@ -104,12 +125,20 @@ class StandInAnswers:
     def parameters(self, value: Mapping[str, Any]) -> None:
         self._model.parameters = value
 
-    def invoke_llm(self, *, prompt_messages: Sequence[PromptMessage], model_parameters: Mapping[str, Any],
-                   tools: Any = None, stop: Any = None, stream: bool = True) -> Any:
+    def invoke_llm(
+        self,
+        *,
+        prompt_messages: Sequence[PromptMessage],
+        model_parameters: Mapping[str, Any],
+        tools: Any = None,
+        stop: Any = None,
+        stream: bool = True,
+    ) -> Any:
         self.prompts.append(list(prompt_messages))
         if self._answer is None:
-            chunks = self._model.invoke_llm(prompt_messages=prompt_messages, model_parameters=model_parameters,
-                                            tools=tools, stop=stop, stream=True)
+            chunks = self._model.invoke_llm(
+                prompt_messages=prompt_messages, model_parameters=model_parameters, tools=tools, stop=stop, stream=True
+            )
             if stream:
                 return chunks
             text = "".join(str(c.delta.message.content or "") for c in chunks)
@@ -118,20 +147,31 @@ class StandInAnswers:
         return self._chunks(prompt_messages, text) if stream else self._result(prompt_messages, text)
 
     def _result(self, prompt_messages: Sequence[PromptMessage], text: str) -> LLMResult:
-        return LLMResult(model=self.model_name, prompt_messages=list(prompt_messages),
-                         message=AssistantPromptMessage(content=text), usage=LLMUsage.empty_usage())
+        return LLMResult(
+            model=self.model_name,
+            prompt_messages=list(prompt_messages),
+            message=AssistantPromptMessage(content=text),
+            usage=LLMUsage.empty_usage(),
+        )
 
     def _chunks(self, prompt_messages: Sequence[PromptMessage], text: str) -> Generator[LLMResultChunk]:
-        pieces = [text[i:i + DELTA_SIZE] for i in range(0, len(text), DELTA_SIZE)] or [""]
+        pieces = [text[i : i + DELTA_SIZE] for i in range(0, len(text), DELTA_SIZE)] or [""]
         for index, piece in enumerate(pieces):
             last = index == len(pieces) - 1
-            yield LLMResultChunk(model=self.model_name, prompt_messages=list(prompt_messages),
-                                 delta=LLMResultChunkDelta(index=index, message=AssistantPromptMessage(content=piece),
-                                                           usage=LLMUsage.empty_usage() if last else None,
-                                                           finish_reason="stop" if last else None))
+            yield LLMResultChunk(
+                model=self.model_name,
+                prompt_messages=list(prompt_messages),
+                delta=LLMResultChunkDelta(
+                    index=index,
+                    message=AssistantPromptMessage(content=piece),
+                    usage=LLMUsage.empty_usage() if last else None,
+                    finish_reason="stop" if last else None,
+                ),
+            )
 
 
 # --- HTTP -------------------------------------------------------------------------------------------------------
+
 
 class LocalOnlyHttpClient:
     """graphon's `HttpClientProtocol`: requests to 127.0.0.1 go out for real; everything else goes to `fallback`
@@ -156,12 +196,22 @@ class LocalOnlyHttpClient:
             allowed["data"] = allowed.pop("content")
         timeout = kwargs.get("timeout")
         try:
-            response = requests.request(method, url, timeout=timeout if isinstance(timeout, (int, float)) else
-                                        self.timeout, allow_redirects=bool(kwargs.get("follow_redirects")), **allowed)
+            response = requests.request(
+                method,
+                url,
+                timeout=timeout if isinstance(timeout, (int, float)) else self.timeout,
+                allow_redirects=bool(kwargs.get("follow_redirects")),
+                **allowed,
+            )
         except requests.RequestException as error:
             raise self.request_error(f"request to {url} failed: {error}") from None
-        return HttpResponse(status_code=response.status_code, headers=dict(response.headers),
-                            content=response.content, url=url, reason_phrase=response.reason or "")
+        return HttpResponse(
+            status_code=response.status_code,
+            headers=dict(response.headers),
+            content=response.content,
+            url=url,
+            reason_phrase=response.reason or "",
+        )
 
     def _method(self, method: str, url: str, max_retries: int = 0, **kwargs: Any) -> HttpResponse:
         return self._send(method, url, kwargs)
@@ -176,6 +226,7 @@ class LocalOnlyHttpClient:
 
 # --- another plugin's tool --------------------------------------------------------------------------------------
 
+
 class UninstalledPluginToolNode(Node[ToolNodeData]):
     """A tool node of a plugin the runner does not have: it fails as Dify's fails when the plugin is not installed
     (`ToolManager`: "plugin provider … not found"); the engine then applies the node's error strategy."""
@@ -187,12 +238,16 @@ class UninstalledPluginToolNode(Node[ToolNodeData]):
         return "1"
 
     def _run(self) -> NodeRunResult:
-        return NodeRunResult(status=WorkflowNodeExecutionStatus.FAILED, inputs={},
-                             error=f"plugin provider {self.node_data.provider_id} not found",
-                             error_type="ToolProviderNotFoundError")
+        return NodeRunResult(
+            status=WorkflowNodeExecutionStatus.FAILED,
+            inputs={},
+            error=f"plugin provider {self.node_data.provider_id} not found",
+            error_type="ToolProviderNotFoundError",
+        )
 
 
 # --- document extractor -----------------------------------------------------------------------------------------
+
 
 class DocumentExtractorNodeData(BaseNodeData):
     """graphon's `DocumentExtractorNodeData` (its package imports the parsers with it)."""
@@ -216,19 +271,32 @@ class LocalDocumentExtractorNode(Node[DocumentExtractorNodeData]):
         selector = list(self.node_data.variable_selector)
         variable = self.graph_runtime_state.variable_pool.get(selector)
         if variable is None:
-            return NodeRunResult(status=WorkflowNodeExecutionStatus.FAILED,
-                                 error=f"File variable not found for selector: {selector}")
+            return NodeRunResult(
+                status=WorkflowNodeExecutionStatus.FAILED, error=f"File variable not found for selector: {selector}"
+            )
         if variable.value:
-            return NodeRunResult(status=WorkflowNodeExecutionStatus.FAILED,
-                                 error="the local runner takes no files, so it extracts no document")
-        return NodeRunResult(status=WorkflowNodeExecutionStatus.SUCCEEDED, inputs={"variable_selector": selector},
-                             outputs={"text": [] if isinstance(variable.value, list) else ""})
+            return NodeRunResult(
+                status=WorkflowNodeExecutionStatus.FAILED,
+                error="the local runner takes no files, so it extracts no document",
+            )
+        return NodeRunResult(
+            status=WorkflowNodeExecutionStatus.SUCCEEDED,
+            inputs={"variable_selector": selector},
+            outputs={"text": [] if isinstance(variable.value, list) else ""},
+        )
 
 
 # --- the factory's extra node types -----------------------------------------------------------------------------
 
-def create_node(factory: Any, node_type: str, payload: Mapping[str, Any], common: Mapping[str, Any],
-                model: Any, local_plugins: Sequence[str] = ()) -> Node | None:
+
+def create_node(
+    factory: Any,
+    node_type: str,
+    payload: Mapping[str, Any],
+    common: Mapping[str, Any],
+    model: Any,
+    local_plugins: Sequence[str] = (),
+) -> Node | None:
     """A node the runner's own factory does not build, or None to let it build the node. `factory` is the runner's
     node factory, `model` the runner's LLM, `local_plugins` the plugin id prefixes the runner can run."""
     pool = common["graph_runtime_state"].variable_pool
@@ -247,10 +315,16 @@ def create_node(factory: Any, node_type: str, payload: Mapping[str, Any], common
             chosen = classify(_question(pool, data.query_variable_selector), classes)
             return json.dumps({"category_id": chosen["id"], "category_name": chosen["name"]}, ensure_ascii=False)
 
-        return QuestionClassifierNode(data=data, dependencies=QuestionClassifierNodeDependencies(
-            model_instance=StandInAnswers(model, category if standin else None),
-            template_renderer=_DefaultJinja2TemplateRenderer(), llm_file_saver=_TextOnlyFileSaver(),
-            prompt_message_serializer=_PassthroughPromptMessageSerializer()), **common)
+        return QuestionClassifierNode(
+            data=data,
+            dependencies=QuestionClassifierNodeDependencies(
+                model_instance=StandInAnswers(model, category if standin else None),
+                template_renderer=_DefaultJinja2TemplateRenderer(),
+                llm_file_saver=_TextOnlyFileSaver(),
+                prompt_message_serializer=_PassthroughPromptMessageSerializer(),
+            ),
+            **common,
+        )
     if node_type == BuiltinNodeTypes.PARAMETER_EXTRACTOR:
         data = ParameterExtractorNodeData.model_validate(_vendor(payload))
         parameters = [{"name": p.name, "type": str(p.type.value), "options": p.options} for p in data.parameters]
@@ -258,11 +332,17 @@ def create_node(factory: Any, node_type: str, payload: Mapping[str, Any], common
         def values() -> str:
             return json.dumps(extract(_question(pool, data.query), parameters), ensure_ascii=False)
 
-        return ParameterExtractorNode(data=data, model_instance=StandInAnswers(model, values if standin else None),
-                                      prompt_message_serializer=_PassthroughPromptMessageSerializer(), **common)
+        return ParameterExtractorNode(
+            data=data,
+            model_instance=StandInAnswers(model, values if standin else None),
+            prompt_message_serializer=_PassthroughPromptMessageSerializer(),
+            **common,
+        )
     if node_type == BuiltinNodeTypes.LEGACY_VARIABLE_AGGREGATOR:
-        return VariableAggregatorNode(data=VariableAggregatorNodeData.model_validate(
-            {**payload, "type": BuiltinNodeTypes.VARIABLE_AGGREGATOR}), **common)
+        return VariableAggregatorNode(
+            data=VariableAggregatorNodeData.model_validate({**payload, "type": BuiltinNodeTypes.VARIABLE_AGGREGATOR}),
+            **common,
+        )
     if node_type == BuiltinNodeTypes.DOCUMENT_EXTRACTOR:
         return LocalDocumentExtractorNode(data=DocumentExtractorNodeData.model_validate(payload), **common)
     return None

@@ -47,14 +47,24 @@ from urllib.parse import parse_qsl, urlencode
 AppHandler = Callable[[dict[str, Any]], Iterable[Mapping[str, Any]]]
 Handler = AppHandler  # any backwards invocation: its request -> the dicts it answers with
 # the daemon's refusals (internal/core/io_tunnel/backwards_invocation/task.go) and error prefixes (…LLMTask)
-PERMISSIONS = {"app": (("app", "enabled"), "permission denied, you need to enable app access in plugin manifest"),
-               "llm": (("model", "llm"), "permission denied, you need to enable llm access in plugin manifest")}
-FAILED = {"app": ("invoke app failed", "invoke app failed"),
-          "llm": ("invoke llm model failed", "read llm model failed")}  # (before the first chunk, after)
+PERMISSIONS = {
+    "app": (("app", "enabled"), "permission denied, you need to enable app access in plugin manifest"),
+    "llm": (("model", "llm"), "permission denied, you need to enable llm access in plugin manifest"),
+}
+FAILED = {
+    "app": ("invoke app failed", "invoke app failed"),
+    "llm": ("invoke llm model failed", "read llm model failed"),
+}  # (before the first chunk, after)
 
 # headers the daemon deletes before forwarding (internal/service/endpoint.go::copyRequest)
-DAEMON_DROPPED_HEADERS = ("X-Forwarded-For", "X-Real-Ip", "X-Forwarded", "X-Original-Forwarded-For",
-                          "X-Original-Url", "X-Original-Host")
+DAEMON_DROPPED_HEADERS = (
+    "X-Forwarded-For",
+    "X-Real-Ip",
+    "X-Forwarded",
+    "X-Original-Forwarded-For",
+    "X-Original-Url",
+    "X-Original-Host",
+)
 GO_USER_AGENT = "Go-http-client/1.1"
 
 
@@ -170,11 +180,22 @@ class ToolCall(Session):
 
 
 class PluginProcess:
-    def __init__(self, plugin_dir: Path, python: str, env: dict[str, str] | None = None, start_timeout: float = 60,
-                 llm_handler: Handler | None = None):
+    def __init__(
+        self,
+        plugin_dir: Path,
+        python: str,
+        env: dict[str, str] | None = None,
+        start_timeout: float = 60,
+        llm_handler: Handler | None = None,
+    ):
         self._process = subprocess.Popen(
-            [python, "-m", "main"], cwd=plugin_dir, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env={**os.environ, "INSTALL_METHOD": "local", **(env or {})})
+            [python, "-m", "main"],
+            cwd=plugin_dir,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "INSTALL_METHOD": "local", **(env or {})},
+        )
         self._sessions: dict[str, Session] = {}
         self._handlers: dict[str, dict[str, Handler]] = {}  # session -> invocation type -> handler
         self.llm_handler = llm_handler
@@ -192,7 +213,9 @@ class PluginProcess:
             first = self._manifest.get(timeout=start_timeout)
         except queue.Empty:
             self.close()
-            raise TimeoutError(f"no output from the plugin in {start_timeout:.0f} s; stderr: {self.stderr[-2000:]}") from None
+            raise TimeoutError(
+                f"no output from the plugin in {start_timeout:.0f} s; stderr: {self.stderr[-2000:]}"
+            ) from None
         if isinstance(first, BaseException):
             raise first
         self.manifest = first
@@ -224,19 +247,42 @@ class PluginProcess:
 
     # requests
 
-    def send(self, data: dict[str, Any], session_id: str | None = None, *, endpoint_id: str | None = None,
-             app_handler: AppHandler | None = None, llm_handler: Handler | None = None,
-             call_class: type[Session] = Session) -> str:
-        return self.start(data, session_id, endpoint_id=endpoint_id, app_handler=app_handler,
-                          llm_handler=llm_handler, call_class=call_class).session_id
+    def send(
+        self,
+        data: dict[str, Any],
+        session_id: str | None = None,
+        *,
+        endpoint_id: str | None = None,
+        app_handler: AppHandler | None = None,
+        llm_handler: Handler | None = None,
+        call_class: type[Session] = Session,
+    ) -> str:
+        return self.start(
+            data,
+            session_id,
+            endpoint_id=endpoint_id,
+            app_handler=app_handler,
+            llm_handler=llm_handler,
+            call_class=call_class,
+        ).session_id
 
-    def start(self, data: dict[str, Any], session_id: str | None = None, *, endpoint_id: str | None = None,
-              app_handler: AppHandler | None = None, llm_handler: Handler | None = None,
-              call_class: type[Session] = Session) -> Session:
+    def start(
+        self,
+        data: dict[str, Any],
+        session_id: str | None = None,
+        *,
+        endpoint_id: str | None = None,
+        app_handler: AppHandler | None = None,
+        llm_handler: Handler | None = None,
+        call_class: type[Session] = Session,
+    ) -> Session:
         """Send one request; returns its session (a `call_class`). `llm_handler` overrides the process's."""
         session_id = session_id or f"s-{uuid.uuid4().hex[:12]}"
-        handlers = {kind: handler for kind, handler in (("app", app_handler), ("llm", llm_handler or self.llm_handler))
-                    if handler is not None}
+        handlers = {
+            kind: handler
+            for kind, handler in (("app", app_handler), ("llm", llm_handler or self.llm_handler))
+            if handler is not None
+        }
         with self._lock:
             if self._exited:
                 raise EOFError(f"the plugin exited ({self._process.poll()}); stderr: {self.stderr[-2000:]}")
@@ -245,12 +291,28 @@ class PluginProcess:
         self._write(self._envelope(session_id, "request", data, endpoint_id))
         return session
 
-    def invoke_tool(self, provider: str, tool: str, parameters: dict[str, Any], session_id: str | None = None,
-                    credentials: Mapping[str, Any] | None = None) -> str:
+    def invoke_tool(
+        self,
+        provider: str,
+        tool: str,
+        parameters: dict[str, Any],
+        session_id: str | None = None,
+        credentials: Mapping[str, Any] | None = None,
+    ) -> str:
         """`credentials`: the provider's credentials as the daemon sends them (none by default)."""
-        return self.send({"type": "tool", "action": "invoke_tool", "user_id": "user-1", "provider": provider,
-                          "tool": tool, "credentials": dict(credentials or {}), "credential_type": "api-key",
-                          "tool_parameters": parameters}, session_id)
+        return self.send(
+            {
+                "type": "tool",
+                "action": "invoke_tool",
+                "user_id": "user-1",
+                "provider": provider,
+                "tool": tool,
+                "credentials": dict(credentials or {}),
+                "credential_type": "api-key",
+                "tool_parameters": parameters,
+            },
+            session_id,
+        )
 
     def wait(self, session_ids: list[str], timeout: float = 60) -> list[Session]:
         """Wait until every session has ended (or failed); returns them in the order asked."""
@@ -262,42 +324,88 @@ class PluginProcess:
                     raise EOFError(f"the plugin exited ({self._process.poll()}); stderr: {self.stderr[-2000:]}")
                 if remaining <= 0:
                     missing = [s for s in session_ids if not self._sessions[s].ended_at]
-                    raise TimeoutError(f"{len(missing)} session(s) did not end: {missing[:5]}; "
-                                       f"stderr: {self.stderr[-2000:]}")
+                    raise TimeoutError(
+                        f"{len(missing)} session(s) did not end: {missing[:5]}; stderr: {self.stderr[-2000:]}"
+                    )
                 self._changed.wait(min(remaining, 1.0))
             return [self._sessions[s] for s in session_ids]
 
-    def call_tool(self, provider: str, tool: str, parameters: dict[str, Any], timeout: float = 60,
-                  credentials: Mapping[str, Any] | None = None) -> Session:
+    def call_tool(
+        self,
+        provider: str,
+        tool: str,
+        parameters: dict[str, Any],
+        timeout: float = 60,
+        credentials: Mapping[str, Any] | None = None,
+    ) -> Session:
         return self.wait([self.invoke_tool(provider, tool, parameters, credentials=credentials)], timeout)[0]
 
-    def start_tool(self, provider: str, tool: str, parameters: dict[str, Any], *,
-                   credentials: Mapping[str, Any] | None = None, llm_handler: Handler | None = None,
-                   user_id: str = "user-1") -> "ToolCall":
+    def start_tool(
+        self,
+        provider: str,
+        tool: str,
+        parameters: dict[str, Any],
+        *,
+        credentials: Mapping[str, Any] | None = None,
+        llm_handler: Handler | None = None,
+        user_id: str = "user-1",
+    ) -> "ToolCall":
         """One tool invocation whose messages stream (`ToolCall.stream()`)."""
-        call = self.start({"type": "tool", "action": "invoke_tool", "user_id": user_id, "provider": provider,
-                           "tool": tool, "credentials": dict(credentials or {}), "credential_type": "api-key",
-                           "tool_parameters": parameters}, llm_handler=llm_handler, call_class=ToolCall)
+        call = self.start(
+            {
+                "type": "tool",
+                "action": "invoke_tool",
+                "user_id": user_id,
+                "provider": provider,
+                "tool": tool,
+                "credentials": dict(credentials or {}),
+                "credential_type": "api-key",
+                "tool_parameters": parameters,
+            },
+            llm_handler=llm_handler,
+            call_class=ToolCall,
+        )
         assert isinstance(call, ToolCall)
         return call
 
     # endpoints
 
-    def invoke_endpoint(self, raw_http_request: bytes, settings: Mapping[str, Any], *,
-                        app_handler: AppHandler | None = None, endpoint_id: str = "endpoint-local",
-                        session_id: str | None = None) -> EndpointCall:
+    def invoke_endpoint(
+        self,
+        raw_http_request: bytes,
+        settings: Mapping[str, Any],
+        *,
+        app_handler: AppHandler | None = None,
+        endpoint_id: str = "endpoint-local",
+        session_id: str | None = None,
+    ) -> EndpointCall:
         """Send one HTTP request to the plugin's endpoints as the daemon does; returns the call in flight."""
-        data = {"user_id": "", "type": "endpoint", "action": "invoke_endpoint",
-                "raw_http_request": binascii.hexlify(raw_http_request).decode("ascii"), "settings": dict(settings)}
-        session_id = self.send(data, session_id, endpoint_id=endpoint_id, app_handler=app_handler,
-                               call_class=EndpointCall)
+        data = {
+            "user_id": "",
+            "type": "endpoint",
+            "action": "invoke_endpoint",
+            "raw_http_request": binascii.hexlify(raw_http_request).decode("ascii"),
+            "settings": dict(settings),
+        }
+        session_id = self.send(
+            data, session_id, endpoint_id=endpoint_id, app_handler=app_handler, call_class=EndpointCall
+        )
         call = self._sessions[session_id]
         assert isinstance(call, EndpointCall)
         return call
 
-    def request(self, method: str, target: str, *, headers: Mapping[str, str] | Iterable[tuple[str, str]] = (),
-                body: bytes | str = b"", settings: Mapping[str, Any], app_handler: AppHandler | None = None,
-                host: str = "127.0.0.1", hook_id: str = "localhooklocalhk") -> EndpointCall:
+    def request(
+        self,
+        method: str,
+        target: str,
+        *,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+        body: bytes | str = b"",
+        settings: Mapping[str, Any],
+        app_handler: AppHandler | None = None,
+        host: str = "127.0.0.1",
+        hook_id: str = "localhooklocalhk",
+    ) -> EndpointCall:
         """`daemon_http_request` + `invoke_endpoint`."""
         raw = daemon_http_request(method, target, headers, body, host=host, hook_id=hook_id)
         return self.invoke_endpoint(raw, settings, app_handler=app_handler)
@@ -306,8 +414,16 @@ class PluginProcess:
 
     @staticmethod
     def _envelope(session_id: str, event: str, data: Any, endpoint_id: str | None = None) -> dict[str, Any]:
-        return {"session_id": session_id, "event": event, "conversation_id": None, "message_id": None,
-                "app_id": None, "endpoint_id": endpoint_id, "context": {}, "data": data}
+        return {
+            "session_id": session_id,
+            "event": event,
+            "conversation_id": None,
+            "message_id": None,
+            "app_id": None,
+            "endpoint_id": endpoint_id,
+            "context": {},
+            "data": data,
+        }
 
     def _write(self, payload: dict[str, Any]) -> None:
         line = (json.dumps(payload, ensure_ascii=False) + "\n").encode("utf-8")
@@ -392,8 +508,9 @@ class PluginProcess:
         handler = self._handlers.get(session.session_id, {}).get(kind)
         if isinstance(session, EndpointCall) and kind == "app":
             session.app_requests.append(dict(request))
-        threading.Thread(target=self._answer_backwards, daemon=True,
-                         args=(session, kind, request_id, request, handler)).start()
+        threading.Thread(
+            target=self._answer_backwards, daemon=True, args=(session, kind, request_id, request, handler)
+        ).start()
 
     def allows(self, kind: str) -> bool:
         """Does the plugin's manifest allow this type of backwards invocation (as the daemon checks)?"""
@@ -403,11 +520,17 @@ class PluginProcess:
         permission = ((self.manifest.get("resource") or {}).get("permission") or {}).get(group) or {}
         return bool(permission.get(flag))
 
-    def _answer_backwards(self, session: Session, kind: str, request_id: str, request: dict[str, Any],
-                          handler: Handler | None) -> None:
+    def _answer_backwards(
+        self, session: Session, kind: str, request_id: str, request: dict[str, Any], handler: Handler | None
+    ) -> None:
         def respond(event: str, message: str, data: Any) -> None:
-            self._write(self._envelope(session.session_id, "backwards_response", {
-                "backwards_request_id": request_id, "event": event, "message": message, "data": data}))
+            self._write(
+                self._envelope(
+                    session.session_id,
+                    "backwards_response",
+                    {"backwards_request_id": request_id, "event": event, "message": message, "data": data},
+                )
+            )
 
         before, after = FAILED.get(kind, (f"invoke {kind} failed", f"invoke {kind} failed"))
         answered = False
@@ -438,6 +561,7 @@ class PluginProcess:
 
 # --- the raw request, as the daemon forwards it ------------------------------------------------------------------
 
+
 def canonical_header(name: str) -> str:
     """Go's textproto.CanonicalMIMEHeaderKey: `content-type` → `Content-Type`; names with other bytes unchanged."""
     if not name or any(not (ch.isascii() and (ch.isalnum() or ch in "!#$%&'*+-.^_`|~")) for ch in name):
@@ -464,9 +588,16 @@ def go_request_write(method: str, target: str, host: str, headers: Iterable[tupl
     return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8") + body
 
 
-def daemon_http_request(method: str, target: str, headers: Mapping[str, str] | Iterable[tuple[str, str]] = (),
-                        body: bytes | str = b"", *, host: str = "127.0.0.1", hook_id: str = "localhooklocalhk",
-                        scheme: str = "http") -> bytes:
+def daemon_http_request(
+    method: str,
+    target: str,
+    headers: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+    body: bytes | str = b"",
+    *,
+    host: str = "127.0.0.1",
+    hook_id: str = "localhooklocalhk",
+    scheme: str = "http",
+) -> bytes:
     """What the daemon hands the plugin for `<scheme>://<host>/e/<hook_id><target>` (`target` = path + query)."""
     pairs = list(headers.items()) if isinstance(headers, Mapping) else list(headers)
     body_bytes = body.encode("utf-8") if isinstance(body, str) else bytes(body)

@@ -32,25 +32,77 @@ from typing import Any
 
 import yaml
 
-from gcite.local.engine import (ArrayObjectSegment, BaseNodeData, build_http_request_config, BuiltinNodeTypes,
-                               _code_limits, CodeLanguage, CodeNode, CodeNodeData, convert_template, DslCredentials,
-                               DslKind, Graph, GraphEngine, GraphEngineConfig, GraphEngineLayer,
-                               GraphEventFilterContext, GraphInitParams, GraphRunFailedEvent,
-                               GraphRunPartialSucceededEvent, GraphRunStartedEvent, GraphRunSucceededEvent,
-                               GraphRuntimeState, HttpRequestNode, HttpRequestNodeData, HttpRequestNodeDependencies,
-                               InMemoryChannel, LLMNode, LLMNodeData, LLMUsage, Node, NodeRunExceptionEvent,
-                               NodeRunFailedEvent, NodeRunResult, NodeRunStartedEvent, NodeRunStreamChunkEvent,
-                               NodeRunSucceededEvent, _normalize_graph_config,
-                               _Python3TemplateTransformer, ResponseStreamFilter, SandboxCodeExecutionError,
-                               _select_root_node_id, SlimDslNodeFactory, SlimToolNodeRuntime, _TextOnlyFileSaver,
-                               _TextOnlyHttpResponseFileManager, ToolNode, ToolNodeData, ToolNodeError,
-                               _UnsupportedHttpFileReferenceFactory, _UnsupportedHttpRequestFileManager,
-                               _UnsupportedToolFileManager, VariablePool, WorkflowNodeExecutionMetadataKey,
-                               WorkflowNodeExecutionStatus, SegmentType, TypeMismatchError, build_segment_with_type)
 from gcite import ROOT, load_yaml
 from gcite.local.dify_metadata import admits
-from gcite.local.dify_rules import (FormInputRejected, check_nested_text, check_variable_ids, code_settings,
-                                    pydantic_json, start_variables, validate_query, validate_start_inputs)
+from gcite.local.dify_rules import (
+    FormInputRejected,
+    check_nested_text,
+    check_variable_ids,
+    code_settings,
+    pydantic_json,
+    start_variables,
+    validate_query,
+    validate_start_inputs,
+)
+from gcite.local.engine import (
+    ArrayObjectSegment,
+    BaseNodeData,
+    BuiltinNodeTypes,
+    CodeLanguage,
+    CodeNode,
+    CodeNodeData,
+    DslCredentials,
+    DslKind,
+    Graph,
+    GraphEngine,
+    GraphEngineConfig,
+    GraphEngineLayer,
+    GraphEventFilterContext,
+    GraphInitParams,
+    GraphRunFailedEvent,
+    GraphRunPartialSucceededEvent,
+    GraphRunStartedEvent,
+    GraphRunSucceededEvent,
+    GraphRuntimeState,
+    HttpRequestNode,
+    HttpRequestNodeData,
+    HttpRequestNodeDependencies,
+    InMemoryChannel,
+    LLMNode,
+    LLMNodeData,
+    LLMUsage,
+    Node,
+    NodeRunExceptionEvent,
+    NodeRunFailedEvent,
+    NodeRunResult,
+    NodeRunStartedEvent,
+    NodeRunStreamChunkEvent,
+    NodeRunSucceededEvent,
+    ResponseStreamFilter,
+    SandboxCodeExecutionError,
+    SegmentType,
+    SlimDslNodeFactory,
+    SlimToolNodeRuntime,
+    ToolNode,
+    ToolNodeData,
+    ToolNodeError,
+    TypeMismatchError,
+    VariablePool,
+    WorkflowNodeExecutionMetadataKey,
+    WorkflowNodeExecutionStatus,
+    _code_limits,
+    _normalize_graph_config,
+    _Python3TemplateTransformer,
+    _select_root_node_id,
+    _TextOnlyFileSaver,
+    _TextOnlyHttpResponseFileManager,
+    _UnsupportedHttpFileReferenceFactory,
+    _UnsupportedHttpRequestFileManager,
+    _UnsupportedToolFileManager,
+    build_http_request_config,
+    build_segment_with_type,
+    convert_template,
+)
 from gcite.local.knowledge import load_json, result_items
 from gcite.local.llm import ExtractiveModel, invocation_chunks
 from gcite.local.nodes_extra import LocalOnlyHttpClient
@@ -74,6 +126,7 @@ TAVILY_PARAMETERS = [
 
 # --- what Dify would provide --------------------------------------------------------------------------------
 
+
 class LocalCodeExecutor:
     """graphon's sandbox program (byte for byte what dify-sandbox receives), run by a local Python.
 
@@ -87,8 +140,15 @@ class LocalCodeExecutor:
             raise SandboxCodeExecutionError(f"the local runner executes python3 Code nodes only, not {language}")
         program = _Python3TemplateTransformer.build_program(code=code, inputs=inputs)
         try:
-            done = subprocess.run([sys.executable, "-I", "-X", "utf8", "-"], input=program.code, capture_output=True,
-                                  text=True, encoding="utf-8", errors="replace", timeout=self.timeout)
+            done = subprocess.run(
+                [sys.executable, "-I", "-X", "utf8", "-"],
+                input=program.code,
+                capture_output=True,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                timeout=self.timeout,
+            )
         except subprocess.TimeoutExpired:
             raise SandboxCodeExecutionError(f"the code ran longer than {self.timeout:g} s") from None
         # dify-sandbox answers the program's whole stderr as `error`, and Dify's Code node fails with it whenever it
@@ -120,8 +180,11 @@ class SavedPromptSerializer:
     def serialize(self, *, model_mode: Any, prompt_messages: Any) -> list[dict[str, Any]]:
         if str(getattr(model_mode, "value", model_mode)) != "chat":
             return [{"role": "user", "text": self._text(prompt_messages[0])}] if prompt_messages else []
-        return [{"role": role, "text": self._text(m), "files": []} for m in prompt_messages
-                if (role := str(getattr(m.role, "value", m.role))) in self.ROLES]
+        return [
+            {"role": role, "text": self._text(m), "files": []}
+            for m in prompt_messages
+            if (role := str(getattr(m.role, "value", m.role))) in self.ROLES
+        ]
 
 
 class KnowledgeRetrievalData(BaseNodeData):
@@ -159,19 +222,31 @@ class LocalKnowledgeRetrievalNode(Node[KnowledgeRetrievalData]):
         top_k = int((self.node_data.multiple_retrieval_config or {}).get("top_k") or 4)
         result = result_items({**self.knowledge_base, "documents": admitted}, query.value, top_k)
         if self.log is not None:
-            self.log({"node_id": self.id, "query": query.value, "metadata_filtering_conditions": filtering,
-                      "documents": len(documents), "admitted": [d["document_id"] for d in admitted],
-                      "result": [item["metadata"]["segment_id"] for item in result]})
+            self.log(
+                {
+                    "node_id": self.id,
+                    "query": query.value,
+                    "metadata_filtering_conditions": filtering,
+                    "documents": len(documents),
+                    "admitted": [d["document_id"] for d in admitted],
+                    "result": [item["metadata"]["segment_id"] for item in result],
+                }
+            )
         # Dify's node: process_data carries the retrieval's model usage (none without a metadata or rerank model),
         # execution_metadata its tokens, price and currency.
         usage = LLMUsage.empty_usage()
-        return NodeRunResult(status=WorkflowNodeExecutionStatus.SUCCEEDED, inputs={"query": query.value},
-                             process_data={"usage": usage.model_dump()},  # prices: Decimal → "0.0", as Dify
-                             outputs={"result": ArrayObjectSegment(value=result)},
-                             metadata={WorkflowNodeExecutionMetadataKey.TOTAL_TOKENS: usage.total_tokens,
-                                       WorkflowNodeExecutionMetadataKey.TOTAL_PRICE: usage.total_price,
-                                       WorkflowNodeExecutionMetadataKey.CURRENCY: usage.currency},
-                             llm_usage=usage)
+        return NodeRunResult(
+            status=WorkflowNodeExecutionStatus.SUCCEEDED,
+            inputs={"query": query.value},
+            process_data={"usage": usage.model_dump()},  # prices: Decimal → "0.0", as Dify
+            outputs={"result": ArrayObjectSegment(value=result)},
+            metadata={
+                WorkflowNodeExecutionMetadataKey.TOTAL_TOKENS: usage.total_tokens,
+                WorkflowNodeExecutionMetadataKey.TOTAL_PRICE: usage.total_price,
+                WorkflowNodeExecutionMetadataKey.CURRENCY: usage.currency,
+            },
+            llm_usage=usage,
+        )
 
     def _resolved_conditions(self, pool: VariablePool) -> dict[str, Any] | None:
         """The manual conditions with `{{#node.var#}}` resolved as Dify resolves them (None: no filtering)."""
@@ -185,8 +260,10 @@ class LocalKnowledgeRetrievalNode(Node[KnowledgeRetrievalData]):
                 group = convert_template(pool, value)
                 value = group.value[0].to_object() if len(group.value) == 1 else group.text
             conditions.append({**condition, "value": value})
-        return {"logical_operator": data.metadata_filtering_conditions.get("logical_operator", "and"),
-                "conditions": conditions}
+        return {
+            "logical_operator": data.metadata_filtering_conditions.get("logical_operator", "and"),
+            "conditions": conditions,
+        }
 
 
 @dataclass
@@ -234,17 +311,25 @@ class Services:
             yield {"parameters": self._declared_parameters(plugin_id, tool)}
             return
         parameters = dict(data.get("tool_parameters") or {})
-        self.tool_calls.append({"plugin_id": plugin_id, "tool": tool, "parameters": parameters,
-                                "credentials": dict(data.get("credentials") or {})})
+        self.tool_calls.append(
+            {
+                "plugin_id": plugin_id,
+                "tool": tool,
+                "parameters": parameters,
+                "credentials": dict(data.get("credentials") or {}),
+            }
+        )
         if plugin_id.startswith(TAVILY_PLUGIN):
             # the official plugin reports every failure as a text message: the node succeeds
-            yield from tavily_messages(parameters, fail=self.tavily_fail,
-                                       api_key=(data.get("credentials") or {}).get("tavily_api_key"))
+            yield from tavily_messages(
+                parameters, fail=self.tavily_fail, api_key=(data.get("credentials") or {}).get("tavily_api_key")
+            )
             return
         if not plugin_id.startswith(GCITE_PLUGIN):
             raise ToolNodeError(f"the local runner cannot run plugin {plugin_id}")
-        call = self.plugin().start_tool(str(data.get("provider")), tool, parameters,
-                                        credentials=self.credentials_for(plugin_id))
+        call = self.plugin().start_tool(
+            str(data.get("provider")), tool, parameters, credentials=self.credentials_for(plugin_id)
+        )
         yield from call.stream(timeout=TOOL_MESSAGE_TIMEOUT)
         if call.error is not None:
             raise ToolNodeError(call.error.get("message") or "the plugin failed")
@@ -254,11 +339,14 @@ class Services:
         if plugin_id.startswith(TAVILY_PLUGIN):
             return TAVILY_PARAMETERS
         declaration = yaml.safe_load((ROOT / "tools" / f"{tool}.yaml").read_text(encoding="utf-8"))
-        return [{k: p.get(k) for k in ("name", "type", "form", "required", "default")}
-                for p in declaration.get("parameters", [])]
+        return [
+            {k: p.get(k) for k in ("name", "type", "form", "required", "default")}
+            for p in declaration.get("parameters", [])
+        ]
 
 
 # --- graphon wiring -----------------------------------------------------------------------------------------
+
 
 class LocalNodeFactory(SlimDslNodeFactory):
     """graphon's DSL node factory with Dify's services replaced by local ones."""
@@ -275,8 +363,11 @@ class LocalNodeFactory(SlimDslNodeFactory):
     def create_node(self, node_config: Any) -> Node:
         request = self._node_request(node_config)
         payload, node_type = request.data_payload, request.node_type
-        common = {"node_id": request.node_id, "graph_init_params": self.graph_init_params,
-                  "graph_runtime_state": self.graph_runtime_state}
+        common = {
+            "node_id": request.node_id,
+            "graph_init_params": self.graph_init_params,
+            "graph_runtime_state": self.graph_runtime_state,
+        }
         extra = create_extra_node(self, node_type, payload, common, self.services.llm, (GCITE_PLUGIN, TAVILY_PLUGIN))
         if extra is not None:  # the other node types real chatflows contain (gcite/local/nodes_extra.py)
             return extra
@@ -286,29 +377,46 @@ class LocalNodeFactory(SlimDslNodeFactory):
             node.log = self.services.retrieval_log
             return node
         if node_type == BuiltinNodeTypes.CODE:
-            return CodeNode(data=CodeNodeData.model_validate(payload), code_executor=LocalCodeExecutor(),
-                            code_limits=_code_limits(self.code_settings), **common)
+            return CodeNode(
+                data=CodeNodeData.model_validate(payload),
+                code_executor=LocalCodeExecutor(),
+                code_limits=_code_limits(self.code_settings),
+                **common,
+            )
         if node_type == BuiltinNodeTypes.LLM:
-            return LLMNode(data=LLMNodeData.model_validate(payload), model_instance=self.services.llm,
-                           llm_file_saver=_TextOnlyFileSaver(),
-                           prompt_message_serializer=SavedPromptSerializer(),
-                           default_query_selector=("sys", "query"), **common)
+            return LLMNode(
+                data=LLMNodeData.model_validate(payload),
+                model_instance=self.services.llm,
+                llm_file_saver=_TextOnlyFileSaver(),
+                prompt_message_serializer=SavedPromptSerializer(),
+                default_query_selector=("sys", "query"),
+                **common,
+            )
         if node_type == BuiltinNodeTypes.TOOL:
             data = ToolNodeData.model_validate(payload)
             plugin_id = data.plugin_unique_identifier or ""
-            runtime = SlimToolNodeRuntime(config=self.slim_client_config, plugin_id=plugin_id,
-                                          provider=data.provider_id.split("/")[-1], provider_id=data.provider_id,
-                                          tool_name=data.tool_name, credentials=self.services.credentials_for(plugin_id),
-                                          action_invoker=self.services.invoke)
+            runtime = SlimToolNodeRuntime(
+                config=self.slim_client_config,
+                plugin_id=plugin_id,
+                provider=data.provider_id.split("/")[-1],
+                provider_id=data.provider_id,
+                tool_name=data.tool_name,
+                credentials=self.services.credentials_for(plugin_id),
+                action_invoker=self.services.invoke,
+            )
             return ToolNode(data=data, tool_file_manager=_UnsupportedToolFileManager(), runtime=runtime, **common)
         if node_type == BuiltinNodeTypes.HTTP_REQUEST:
-            return HttpRequestNode(data=HttpRequestNodeData.model_validate(payload),
-                                   http_request_config=build_http_request_config(),
-                                   dependencies=HttpRequestNodeDependencies(
-                                       tool_file_manager_factory=_TextOnlyHttpResponseFileManager,
-                                       file_manager=_UnsupportedHttpRequestFileManager(),
-                                       file_reference_factory=_UnsupportedHttpFileReferenceFactory(),
-                                       http_client=LocalOnlyHttpClient(self.services.search_http)), **common)
+            return HttpRequestNode(
+                data=HttpRequestNodeData.model_validate(payload),
+                http_request_config=build_http_request_config(),
+                dependencies=HttpRequestNodeDependencies(
+                    tool_file_manager_factory=_TextOnlyHttpResponseFileManager,
+                    file_manager=_UnsupportedHttpRequestFileManager(),
+                    file_reference_factory=_UnsupportedHttpFileReferenceFactory(),
+                    http_client=LocalOnlyHttpClient(self.services.search_http),
+                ),
+                **common,
+            )
         return super().create_node(node_config)
 
 
@@ -384,8 +492,15 @@ class ServiceApiConverter:
     pipeline fill them for `InvokeFrom.SERVICE_API` (no truncation). (The endpoint's `Translator` goes on from
     there: Dify's stream → G-Cite events.)"""
 
-    def __init__(self, graph_config: Mapping[str, Any], conversation: Conversation, inputs: Mapping[str, Any],
-                 workflow_id: str, run_id: str, state: GraphRuntimeState) -> None:
+    def __init__(
+        self,
+        graph_config: Mapping[str, Any],
+        conversation: Conversation,
+        inputs: Mapping[str, Any],
+        workflow_id: str,
+        run_id: str,
+        state: GraphRuntimeState,
+    ) -> None:
         nodes = {n["id"]: n["data"] for n in graph_config["nodes"]}
         self.titles = {node_id: data.get("title", node_id) for node_id, data in nodes.items()}
         self.icons = {node_id: _tool_icon(data) for node_id, data in nodes.items() if data.get("type") == "tool"}
@@ -400,53 +515,108 @@ class ServiceApiConverter:
         self.last_token: float | None = None
 
     def envelope(self, event: str, **body: Any) -> dict[str, Any]:
-        return {"event": event, "conversation_id": self.conversation.conversation_id, "message_id": self.message_id,
-                "created_at": self.created_at, "task_id": self.task_id, **body}
+        return {
+            "event": event,
+            "conversation_id": self.conversation.conversation_id,
+            "message_id": self.message_id,
+            "created_at": self.created_at,
+            "task_id": self.task_id,
+            **body,
+        }
 
     def workflow(self, event: str, data: dict[str, Any]) -> dict[str, Any]:
         return self.envelope(event, workflow_run_id=self.run_id, data=data)
 
     def convert(self, event: Any) -> list[dict[str, Any]]:
         if isinstance(event, GraphRunStartedEvent):
-            return [self.workflow("workflow_started", {
-                "id": self.run_id, "workflow_id": self.workflow_id, "inputs": pydantic_json(self.inputs),
-                "created_at": _stamp(self.started), "reason": str(getattr(event, "reason", "initial"))})]
+            return [
+                self.workflow(
+                    "workflow_started",
+                    {
+                        "id": self.run_id,
+                        "workflow_id": self.workflow_id,
+                        "inputs": pydantic_json(self.inputs),
+                        "created_at": _stamp(self.started),
+                        "reason": str(getattr(event, "reason", "initial")),
+                    },
+                )
+            ]
         if isinstance(event, NodeRunStartedEvent):
             self.index = 1  # Dify's QueueNodeStartedEvent.node_run_index keeps its default: 1 on every node
             self.node_started[event.id] = (self.index, time.time())
             extras: dict[str, Any] = {}
             if event.node_id in self.icons:
                 extras["icon"] = self.icons[event.node_id]
-            return [self.workflow("node_started", {
-                "id": event.id, "node_id": event.node_id, "node_type": str(event.node_type),
-                "title": event.node_title or self.titles.get(event.node_id, ""), "index": self.index,
-                "predecessor_node_id": None, "inputs": None, "inputs_truncated": False,
-                "created_at": _stamp(event.start_at), "extras": extras, "iteration_id": event.in_iteration_id,
-                "loop_id": event.in_loop_id, "agent_strategy": None})]
+            return [
+                self.workflow(
+                    "node_started",
+                    {
+                        "id": event.id,
+                        "node_id": event.node_id,
+                        "node_type": str(event.node_type),
+                        "title": event.node_title or self.titles.get(event.node_id, ""),
+                        "index": self.index,
+                        "predecessor_node_id": None,
+                        "inputs": None,
+                        "inputs_truncated": False,
+                        "created_at": _stamp(event.start_at),
+                        "extras": extras,
+                        "iteration_id": event.in_iteration_id,
+                        "loop_id": event.in_loop_id,
+                        "agent_strategy": None,
+                    },
+                )
+            ]
         if isinstance(event, (NodeRunSucceededEvent, NodeRunFailedEvent, NodeRunExceptionEvent)):
             result = event.node_run_result
-            status = {NodeRunSucceededEvent: "succeeded", NodeRunFailedEvent: "failed",
-                      NodeRunExceptionEvent: "exception"}[type(event)]
+            status = {
+                NodeRunSucceededEvent: "succeeded",
+                NodeRunFailedEvent: "failed",
+                NodeRunExceptionEvent: "exception",
+            }[type(event)]
             index, started = self.node_started.pop(event.id, (0, time.time()))
             now = time.time()
             metadata = {k: v for k, v in result.metadata.items()}
             # Dify's api shows the Start node's outputs as the app's inputs (no sys.* or conversation.*)
             outputs = result.inputs if str(event.node_type) == BuiltinNodeTypes.START else result.outputs
-            return [self.workflow("node_finished", {
-                "id": event.id, "node_id": event.node_id, "node_type": str(event.node_type),
-                "title": self.titles.get(event.node_id, ""), "index": index, "predecessor_node_id": None,
-                "inputs": pydantic_json(result.inputs), "inputs_truncated": False,
-                "process_data": pydantic_json(result.process_data), "process_data_truncated": False,
-                "outputs": pydantic_json(outputs), "outputs_truncated": False, "status": status,
-                "error": (getattr(event, "error", None) or result.error or None) if status != "succeeded" else None,
-                "elapsed_time": now - started, "execution_metadata": pydantic_json(metadata) if metadata else None,
-                "created_at": _stamp(started), "finished_at": _stamp(now), "files": [],
-                "iteration_id": event.in_iteration_id, "loop_id": event.in_loop_id})]
+            return [
+                self.workflow(
+                    "node_finished",
+                    {
+                        "id": event.id,
+                        "node_id": event.node_id,
+                        "node_type": str(event.node_type),
+                        "title": self.titles.get(event.node_id, ""),
+                        "index": index,
+                        "predecessor_node_id": None,
+                        "inputs": pydantic_json(result.inputs),
+                        "inputs_truncated": False,
+                        "process_data": pydantic_json(result.process_data),
+                        "process_data_truncated": False,
+                        "outputs": pydantic_json(outputs),
+                        "outputs_truncated": False,
+                        "status": status,
+                        "error": (getattr(event, "error", None) or result.error or None)
+                        if status != "succeeded"
+                        else None,
+                        "elapsed_time": now - started,
+                        "execution_metadata": pydantic_json(metadata) if metadata else None,
+                        "created_at": _stamp(started),
+                        "finished_at": _stamp(now),
+                        "files": [],
+                        "iteration_id": event.in_iteration_id,
+                        "loop_id": event.in_loop_id,
+                    },
+                )
+            ]
         if isinstance(event, NodeRunStreamChunkEvent):  # an empty chunk too: Dify sends `message` with answer ""
             self.first_token = self.first_token or time.time()
             self.last_token = time.time()
-            return [self.envelope("message", id=self.message_id, answer=event.chunk,
-                                  from_variable_selector=list(event.selector))]
+            return [
+                self.envelope(
+                    "message", id=self.message_id, answer=event.chunk, from_variable_selector=list(event.selector)
+                )
+            ]
         if isinstance(event, GraphRunSucceededEvent):
             return [self._message_end(), self._finished("succeeded", None, 0)]
         if isinstance(event, GraphRunPartialSucceededEvent):
@@ -461,19 +631,34 @@ class ServiceApiConverter:
         if self.first_token is not None:
             usage.time_to_first_token = round(self.first_token - self.started, 3)
             usage.time_to_generate = round((self.last_token or self.first_token) - self.first_token, 3)
-        metadata = {"annotation_reply": None, "retriever_resources": [], "usage": pydantic_json(usage.model_dump()),
-                    "reasoning": {}}
+        metadata = {
+            "annotation_reply": None,
+            "retriever_resources": [],
+            "usage": pydantic_json(usage.model_dump()),
+            "reasoning": {},
+        }
         return self.envelope("message_end", id=self.message_id, metadata=metadata, files=[])
 
     def _finished(self, status: str, error: str | None, exceptions: int) -> dict[str, Any]:
         now = time.time()
-        return self.workflow("workflow_finished", {
-            "id": self.run_id, "workflow_id": self.workflow_id, "status": status,
-            "outputs": pydantic_json(self.state.outputs or {}), "error": error, "elapsed_time": now - self.started,
-            "total_tokens": self.state.total_tokens, "total_steps": self.state.node_run_steps,
-            "created_by": {"id": self.conversation.end_user_id, "user": self.conversation.user},
-            "created_at": _stamp(self.started), "finished_at": _stamp(now), "exceptions_count": exceptions,
-            "files": []})
+        return self.workflow(
+            "workflow_finished",
+            {
+                "id": self.run_id,
+                "workflow_id": self.workflow_id,
+                "status": status,
+                "outputs": pydantic_json(self.state.outputs or {}),
+                "error": error,
+                "elapsed_time": now - self.started,
+                "total_tokens": self.state.total_tokens,
+                "total_steps": self.state.node_run_steps,
+                "created_by": {"id": self.conversation.end_user_id, "user": self.conversation.user},
+                "created_at": _stamp(self.started),
+                "finished_at": _stamp(now),
+                "exceptions_count": exceptions,
+                "files": [],
+            },
+        )
 
 
 def parse_chatflow(dsl_text: str) -> tuple[dict[str, Any], dict[str, Any], str]:
@@ -495,26 +680,56 @@ def declared(value_type: Any, value: Any) -> Any:
         return value
 
 
-def rejected_inputs_stream(message: str, inputs: Mapping[str, Any], workflow_id: str,
-                           run_id: str) -> Iterator[dict[str, Any]]:
+def rejected_inputs_stream(
+    message: str, inputs: Mapping[str, Any], workflow_id: str, run_id: str
+) -> Iterator[dict[str, Any]]:
     """Dify's answer (HTTP 200) when `_prepare_user_inputs` rejects a Start-form value: a ping, `workflow_started`
     with the inputs as sent, `workflow_finished` failed with Dify's message; no conversation or message yet (no
     conversation_id, message_id or created_at on the events; the task id is the run id)."""
     now = int(time.time())
     head = {"task_id": run_id, "workflow_run_id": run_id}
     yield dict(PING)
-    yield {"event": "workflow_started", **head, "data": {
-        "id": run_id, "workflow_id": workflow_id, "inputs": pydantic_json(dict(inputs)), "created_at": now,
-        "reason": "initial"}}
-    yield {"event": "workflow_finished", **head, "data": {
-        "id": run_id, "workflow_id": workflow_id, "status": "failed", "outputs": None, "error": message,
-        "elapsed_time": 0.0, "total_tokens": 0, "total_steps": 0, "created_by": {}, "created_at": now,
-        "finished_at": now, "exceptions_count": 1, "files": []}}
+    yield {
+        "event": "workflow_started",
+        **head,
+        "data": {
+            "id": run_id,
+            "workflow_id": workflow_id,
+            "inputs": pydantic_json(dict(inputs)),
+            "created_at": now,
+            "reason": "initial",
+        },
+    }
+    yield {
+        "event": "workflow_finished",
+        **head,
+        "data": {
+            "id": run_id,
+            "workflow_id": workflow_id,
+            "status": "failed",
+            "outputs": None,
+            "error": message,
+            "elapsed_time": 0.0,
+            "total_tokens": 0,
+            "total_steps": 0,
+            "created_by": {},
+            "created_at": now,
+            "finished_at": now,
+            "exceptions_count": 1,
+            "files": [],
+        },
+    }
 
 
-def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = None,
-                 services: Services | None = None, conversation: Conversation | None = None, *,
-                 ping_interval: float = PING_INTERVAL) -> Iterator[dict[str, Any]]:
+def run_chatflow(
+    dsl_text: str,
+    query: str,
+    inputs: Mapping[str, Any] | None = None,
+    services: Services | None = None,
+    conversation: Conversation | None = None,
+    *,
+    ping_interval: float = PING_INTERVAL,
+) -> Iterator[dict[str, Any]]:
     """Execute one turn of a chatflow; yields the Service API events (dicts) as they happen, a ping (`PING`, which
     `dify_sse` renders as `event: ping`) first and then every `ping_interval` seconds of the run.
 
@@ -539,9 +754,16 @@ def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = N
     conversation.dialogue_count += 1
 
     pool = VariablePool()
-    system = {"query": query, "files": [], "conversation_id": conversation.conversation_id,
-              "user_id": conversation.user, "dialogue_count": conversation.dialogue_count, "app_id": app_id,
-              "workflow_id": workflow_id, "workflow_run_id": run_id}
+    system = {
+        "query": query,
+        "files": [],
+        "conversation_id": conversation.conversation_id,
+        "user_id": conversation.user,
+        "dialogue_count": conversation.dialogue_count,
+        "app_id": app_id,
+        "workflow_id": workflow_id,
+        "workflow_run_id": run_id,
+    }
     for key, value in system.items():
         pool.add(("sys", key), value)
     for variable in document["workflow"].get("conversation_variables") or []:
@@ -554,13 +776,23 @@ def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = N
 
     init = GraphInitParams(workflow_id=workflow_id, graph_config=graph_config, run_context={}, call_depth=0)
     state = GraphRuntimeState(variable_pool=pool, start_at=time.time())
-    factory = LocalNodeFactory(graph_config=graph_config, graph_init_params=init, graph_runtime_state=state,
-                               credentials=DslCredentials(), dependencies=[])
+    factory = LocalNodeFactory(
+        graph_config=graph_config,
+        graph_init_params=init,
+        graph_runtime_state=state,
+        credentials=DslCredentials(),
+        dependencies=[],
+    )
     factory.services = services
     factory.code_settings = limits
     graph = Graph.init(graph_config=graph_config, node_factory=factory, root_node_id=root)
-    engine = GraphEngine(workflow_id=workflow_id, graph=graph, graph_runtime_state=state,
-                         command_channel=InMemoryChannel(), config=GraphEngineConfig())
+    engine = GraphEngine(
+        workflow_id=workflow_id,
+        graph=graph,
+        graph_runtime_state=state,
+        command_channel=InMemoryChannel(),
+        config=GraphEngineConfig(),
+    )
 
     app_inputs = {**prepared, **{f"sys.{k}": v for k, v in system.items() if k != "conversation_id"}}
     converter = ServiceApiConverter(graph_config, conversation, app_inputs, workflow_id, run_id, state)
@@ -603,8 +835,10 @@ def run_chatflow(dsl_text: str, query: str, inputs: Mapping[str, Any] | None = N
 
 # --- `python -m gcite run` ------------------------------------------------------------------------------------
 
+
 def parse_inputs(text: str) -> dict[str, Any]:
     """`--inputs`: a JSON object (standard JSON: no NaN or Infinity), with a clear error for anything else."""
+
     def no_constant(name: str) -> Any:
         raise ValueError(f"{name} is not a JSON value")
 
@@ -617,4 +851,3 @@ def parse_inputs(text: str) -> dict[str, Any]:
     if not isinstance(inputs, dict):
         raise ValueError("--inputs must be a JSON object")
     return inputs
-

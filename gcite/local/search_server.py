@@ -25,12 +25,27 @@ from gcite.local.knowledge import load_json
 
 API_KEY = "gcite-local-search-key"
 MIN_RELEVANCE = 0.2  # share of the query's character bigrams a page must contain to be a hit
-FRESHNESS_DAYS = {"oneDay": 1, "oneWeek": 7, "oneMonth": 31, "oneYear": 366, "noLimit": None,
-                  "day": 1, "week": 7, "month": 31, "year": 366, "d": 1, "w": 7, "m": 31, "y": 366}
+FRESHNESS_DAYS = {
+    "oneDay": 1,
+    "oneWeek": 7,
+    "oneMonth": 31,
+    "oneYear": 366,
+    "noLimit": None,
+    "day": 1,
+    "week": 7,
+    "month": 31,
+    "year": 366,
+    "d": 1,
+    "w": 7,
+    "m": 31,
+    "y": 366,
+}
 
 
-STOPWORDS = frozenset("a an and are at be by do does for from how i in is it of on or the to we what when where "
-                      "which who why with you your".split())
+STOPWORDS = frozenset(
+    "a an and are at be by do does for from how i in is it of on or the to we what when where "
+    "which who why with you your".split()
+)
 
 
 def terms(text: str) -> set[str]:
@@ -59,8 +74,9 @@ def relevance(query: str, text: str) -> float:
     return round(len(wanted & terms(text)) / len(wanted), 4) if wanted else 0.0
 
 
-def ranked(corpus: list[dict[str, Any]], query: str, count: int, max_age_days: int | None,
-           today: datetime.date) -> list[tuple[float, dict[str, Any]]]:
+def ranked(
+    corpus: list[dict[str, Any]], query: str, count: int, max_age_days: int | None, today: datetime.date
+) -> list[tuple[float, dict[str, Any]]]:
     """(score, page) for the pages that match the query, best first (ties in corpus order)."""
     hits = []
     for page in corpus:
@@ -72,39 +88,83 @@ def ranked(corpus: list[dict[str, Any]], query: str, count: int, max_age_days: i
         if score >= MIN_RELEVANCE:
             hits.append((score, page))
     hits.sort(key=lambda hit: -hit[0])
-    return hits[:max(0, count)]
+    return hits[: max(0, count)]
 
 
 def bocha_body(query: str, hits: list[tuple[float, dict[str, Any]]]) -> dict[str, Any]:
     value = []
     for n, (_, page) in enumerate(hits):
         published = page["date"] if "T" in page["date"] else page["date"] + "T00:00:00+08:00"
-        value.append({
-            "id": f"https://api.bochaai.com/v1/#WebPages.{n}", "name": page["title"], "url": page["url"],
-            "displayUrl": page["url"], "snippet": page["content"][:80], "summary": page["content"],
-            "siteName": page["site_name"], "siteIcon": "https://th.bochaai.com/favicon?domain_url=" + page["url"],
-            "datePublished": published, "dateLastCrawled": published[:19] + "Z", "cachedPageUrl": None,
-            "language": None, "isFamilyFriendly": None, "isNavigational": None})
-    return {"code": 200, "log_id": uuid.uuid4().hex[:16], "msg": None, "data": {
-        "_type": "SearchResponse", "queryContext": {"originalQuery": query},
-        "webPages": {"webSearchUrl": "", "totalEstimatedMatches": len(value), "value": value,
-                     "someResultsRemoved": False},
-        "images": None, "videos": None}}
+        value.append(
+            {
+                "id": f"https://api.bochaai.com/v1/#WebPages.{n}",
+                "name": page["title"],
+                "url": page["url"],
+                "displayUrl": page["url"],
+                "snippet": page["content"][:80],
+                "summary": page["content"],
+                "siteName": page["site_name"],
+                "siteIcon": "https://th.bochaai.com/favicon?domain_url=" + page["url"],
+                "datePublished": published,
+                "dateLastCrawled": published[:19] + "Z",
+                "cachedPageUrl": None,
+                "language": None,
+                "isFamilyFriendly": None,
+                "isNavigational": None,
+            }
+        )
+    return {
+        "code": 200,
+        "log_id": uuid.uuid4().hex[:16],
+        "msg": None,
+        "data": {
+            "_type": "SearchResponse",
+            "queryContext": {"originalQuery": query},
+            "webPages": {
+                "webSearchUrl": "",
+                "totalEstimatedMatches": len(value),
+                "value": value,
+                "someResultsRemoved": False,
+            },
+            "images": None,
+            "videos": None,
+        },
+    }
 
 
 def tavily_body(query: str, hits: list[tuple[float, dict[str, Any]]]) -> dict[str, Any]:
-    return {"query": query, "follow_up_questions": None, "answer": None, "images": [],
-            "results": [{"url": page["url"], "title": page["title"], "content": page["content"],
-                         "score": score, "raw_content": None} for score, page in hits],
-            "response_time": 0.01, "request_id": str(uuid.uuid4())}
+    return {
+        "query": query,
+        "follow_up_questions": None,
+        "answer": None,
+        "images": [],
+        "results": [
+            {
+                "url": page["url"],
+                "title": page["title"],
+                "content": page["content"],
+                "score": score,
+                "raw_content": None,
+            }
+            for score, page in hits
+        ],
+        "response_time": 0.01,
+        "request_id": str(uuid.uuid4()),
+    }
 
 
 class SearchServer:
     """`api_key=None` accepts any key (the in-process stand-in for a DSL's own Bocha key); `answer()` also works
     without `start()`, which is how `gcite.local.web_search.SampleSearchHttpClient` answers the HTTP Request node."""
 
-    def __init__(self, fail: bool = False, api_key: str | None = API_KEY, today: datetime.date | None = None,
-                 corpus: list[dict[str, Any]] | None = None, delay: float = 0.0):
+    def __init__(
+        self,
+        fail: bool = False,
+        api_key: str | None = API_KEY,
+        today: datetime.date | None = None,
+        corpus: list[dict[str, Any]] | None = None,
+        delay: float = 0.0,
+    ):
         self.fail, self.api_key, self.delay = fail, api_key, delay
         self.today = today or datetime.date.today()
         self.corpus = corpus if corpus is not None else load_json("web_corpus.json")
@@ -115,15 +175,19 @@ class SearchServer:
 
     # lifecycle
 
-    def start(self) -> "SearchServer":
+    def start(self) -> SearchServer:
         if self._httpd is None:
             self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
             # every answer closes its connection and stop() joins the handler threads, so no thread of this
             # server outlives stop(): importing dify_plugin (gevent's monkey-patching) while one is alive breaks
             # the import ("cannot release un-acquired lock")
             self._httpd.daemon_threads = False
-            self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                            name="gcite-search-server", daemon=True)
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name="gcite-search-server",
+                daemon=True,
+            )
             self._thread.start()
         return self
 
@@ -135,7 +199,7 @@ class SearchServer:
                 self._thread.join(timeout=5)
             self._httpd = self._thread = None
 
-    def __enter__(self) -> "SearchServer":
+    def __enter__(self) -> SearchServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -171,8 +235,12 @@ class SearchServer:
             self.requests.append({"method": method, "path": path, "body": request})
         if self.delay:
             time.sleep(self.delay)  # a slow provider, to show timeouts
-        route = {("POST", "/v1/web-search"): self._bocha_search, ("GET", "/v1/fund/remaining"): self._bocha_fund,
-                 ("POST", "/search"): self._tavily_search, ("GET", "/usage"): self._tavily_usage}.get((method, path))
+        route = {
+            ("POST", "/v1/web-search"): self._bocha_search,
+            ("GET", "/v1/fund/remaining"): self._bocha_fund,
+            ("POST", "/search"): self._tavily_search,
+            ("GET", "/usage"): self._tavily_usage,
+        }.get((method, path))
         if route is None:
             return 404, {"error": f"no route {method} {path}"}
         return route(headers, request)
@@ -211,8 +279,10 @@ class SearchServer:
         return 200, bocha_body(request["query"], hits)
 
     def _bocha_fund(self, headers: dict[str, str], request: Any) -> tuple[int, dict[str, Any]]:
-        return self._bocha_refusal(headers) or (200, {"success": True, "code": "200", "msg": None,
-                                                      "data": {"remaining": 100.0}})
+        return self._bocha_refusal(headers) or (
+            200,
+            {"success": True, "code": "200", "msg": None, "data": {"remaining": 100.0}},
+        )
 
     def _tavily_search(self, headers: dict[str, str], request: Any) -> tuple[int, dict[str, Any]]:
         refused = self._tavily_refusal(headers)
@@ -229,9 +299,13 @@ class SearchServer:
     def _tavily_usage(self, headers: dict[str, str], request: Any) -> tuple[int, dict[str, Any]]:
         with self._lock:
             used = sum(1 for r in self.requests if r["path"] == "/search")
-        return self._tavily_refusal(headers) or (200, {
-            "key": {"usage": used, "limit": None},
-            "account": {"current_plan": "Researcher", "plan_usage": used, "plan_limit": 1000}})
+        return self._tavily_refusal(headers) or (
+            200,
+            {
+                "key": {"usage": used, "limit": None},
+                "account": {"current_plan": "Researcher", "plan_usage": used, "plan_limit": 1000},
+            },
+        )
 
 
 def _handler(server: SearchServer) -> type[BaseHTTPRequestHandler]:

@@ -32,19 +32,46 @@ from pathlib import Path
 from typing import Any
 
 SAMPLE_USERS = (  # `examples`: questions the page offers each user, ones the sample data answers for their roles
-    {"id": "wang", "name": "王经理 Manager Wang", "roles": ["物业经理"],
-     "examples": {"zh": ["冷水机组供水温度设定是多少？", "巡更时发现异常怎么上报？", "电梯困人怎么办？"],
-                  "en": ["What is the chiller's supply water temperature set to?",
-                         "How do I report an anomaly on patrol?", "What do I do when someone is trapped in a lift?"]}},
-    {"id": "li", "name": "李工 Engineer Li", "roles": ["运维工程师"],
-     "examples": {"zh": ["冷水机组供水温度设定是多少？", "会议室怎么预约？"],
-                  "en": ["What is the chiller's supply water temperature set to?", "How do I book a meeting room?"]}},
-    {"id": "chen", "name": "陈前台 Receptionist Chen", "roles": ["前台"],
-     "examples": {"zh": ["访客怎么登记？", "会议室怎么预约？"],
-                  "en": ["How do I register a visitor?", "How do I book a meeting room?"]}},
-    {"id": "guest", "name": "访客 Guest", "roles": [],
-     "examples": {"zh": ["会议室怎么预约？", "巡更时发现异常怎么上报？"],
-                  "en": ["How do I book a meeting room?", "How do I report an anomaly on patrol?"]}},
+    {
+        "id": "wang",
+        "name": "王经理 Manager Wang",
+        "roles": ["物业经理"],
+        "examples": {
+            "zh": ["冷水机组供水温度设定是多少？", "巡更时发现异常怎么上报？", "电梯困人怎么办？"],
+            "en": [
+                "What is the chiller's supply water temperature set to?",
+                "How do I report an anomaly on patrol?",
+                "What do I do when someone is trapped in a lift?",
+            ],
+        },
+    },
+    {
+        "id": "li",
+        "name": "李工 Engineer Li",
+        "roles": ["运维工程师"],
+        "examples": {
+            "zh": ["冷水机组供水温度设定是多少？", "会议室怎么预约？"],
+            "en": ["What is the chiller's supply water temperature set to?", "How do I book a meeting room?"],
+        },
+    },
+    {
+        "id": "chen",
+        "name": "陈前台 Receptionist Chen",
+        "roles": ["前台"],
+        "examples": {
+            "zh": ["访客怎么登记？", "会议室怎么预约？"],
+            "en": ["How do I register a visitor?", "How do I book a meeting room?"],
+        },
+    },
+    {
+        "id": "guest",
+        "name": "访客 Guest",
+        "roles": [],
+        "examples": {
+            "zh": ["会议室怎么预约？", "巡更时发现异常怎么上报？"],
+            "en": ["How do I book a meeting room?", "How do I report an anomaly on patrol?"],
+        },
+    },
 )
 TOKEN_HOURS = 12
 DEFAULT_PORT = 8765
@@ -55,6 +82,7 @@ READ_TIMEOUT = 30.0  # seconds one socket operation may wait
 
 
 # --- the model, at a human pace -----------------------------------------------------------------------------
+
 
 class PacedModel:
     """Wraps a runner LLM: its stream is slowed to `pace` seconds per delta; a question containing `fail_on`
@@ -89,6 +117,7 @@ class PacedModel:
 
 # --- tokens -------------------------------------------------------------------------------------------------
 
+
 def mint_token(secret: str, sub: str, roles: list[str], hours: float = TOKEN_HOURS) -> str:
     """What an operator's login service does: an HS256 JWT with `sub`, `roles` and `exp`."""
     import jwt
@@ -105,12 +134,21 @@ def hook_of(secret: str) -> str:
 
 # --- the server ---------------------------------------------------------------------------------------------
 
+
 class LocalDify:
     """The plugin process, the app the endpoint invokes, the endpoint's settings and the HTTP server."""
 
-    def __init__(self, port: int = DEFAULT_PORT, llm: Any = None, pace: float = DEFAULT_PACE,
-                 dsl: str | None = None, knowledge_base: str | None = None, fail_on: str | None = None,
-                 allow_origins: Sequence[str] = (), secret: str | None = None) -> None:
+    def __init__(
+        self,
+        port: int = DEFAULT_PORT,
+        llm: Any = None,
+        pace: float = DEFAULT_PACE,
+        dsl: str | None = None,
+        knowledge_base: str | None = None,
+        fail_on: str | None = None,
+        allow_origins: Sequence[str] = (),
+        secret: str | None = None,
+    ) -> None:
         """`allow_origins`: other origins (normalised, as `gcite.cli.serve.origin_of` makes them) whose pages may call
         the endpoint; `secret`: a fixed token signing secret (at least 32 bytes), else one made now."""
         from gcite import ROOT
@@ -150,8 +188,11 @@ class LocalDify:
     @property
     def settings(self) -> dict[str, Any]:
         """The endpoint group's settings, as the operator would fill them in Dify."""
-        return {"app": {"app_id": LOCAL_APP_ID}, "token_secret": self.secret,
-                "allowed_origins": " ".join([f"http://127.0.0.1:{self.port}", *self.allow_origins])}
+        return {
+            "app": {"app_id": LOCAL_APP_ID},
+            "token_secret": self.secret,
+            "allowed_origins": " ".join([f"http://127.0.0.1:{self.port}", *self.allow_origins]),
+        }
 
     def start(self) -> "LocalDify":
         self._endpoint = self._start_endpoint()
@@ -179,12 +220,21 @@ class LocalDify:
         self.app = AppHost(self.dsl_text, sample_services(**overrides), app_id=LOCAL_APP_ID)
         return PluginProcess(self.root, sys.executable)
 
-    def forward(self, method: str, target: str, headers: Mapping[str, str], body: bytes,
-                host: str | None = None) -> tuple[int, dict[str, str], Iterator[bytes]]:
+    def forward(
+        self, method: str, target: str, headers: Mapping[str, str], body: bytes, host: str | None = None
+    ) -> tuple[int, dict[str, str], Iterator[bytes]]:
         """One request to the plugin, as the daemon sends it (for `host`, the name it was sent to); its status,
         headers and body pieces as they come."""
-        call = self._endpoint.request(method, target, headers=headers, body=body, settings=self.settings,
-                                      app_handler=self.app, host=host or f"127.0.0.1:{self.port}", hook_id=self.hook)
+        call = self._endpoint.request(
+            method,
+            target,
+            headers=headers,
+            body=body,
+            settings=self.settings,
+            app_handler=self.app,
+            host=host or f"127.0.0.1:{self.port}",
+            hook_id=self.hook,
+        )
         status = call.wait_head(timeout=60)
         if status is None:
             raise RuntimeError(f"the plugin failed the request: {call.error}")
@@ -226,8 +276,11 @@ class _Handler(BaseHTTPRequestHandler):
         prefix = f"/e/{self.local.hook}"
         if not self.local.own_host(self.headers.get("Host")):
             # a page on another name that resolves here (DNS rebinding) must not read the sample tokens
-            self._plain(421, f"gcite serve answers only http://127.0.0.1:{self.local.port} and "
-                             f"http://localhost:{self.local.port}\n", {"Content-Type": "text/plain; charset=utf-8"})
+            self._plain(
+                421,
+                f"gcite serve answers only http://127.0.0.1:{self.local.port} and http://localhost:{self.local.port}\n",
+                {"Content-Type": "text/plain; charset=utf-8"},
+            )
             return
         if path == "/" and self.command == "GET":
             self._plain(302, "", {"Location": f"{prefix}/gcite/#local"})
@@ -241,7 +294,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path.startswith(prefix + "/"):
             body = self._body()
             if body is not None:
-                self._forward(self.path[len(prefix):], body)
+                self._forward(self.path[len(prefix) :], body)
         else:
             self._plain(404, "404 page not found\n", {"Content-Type": "text/plain; charset=utf-8"})
 
@@ -258,8 +311,11 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         length = int(values[0]) if values else 0
         if length > MAX_BODY_BYTES:
-            self._plain(413, f"the body is over {MAX_BODY_BYTES // 2**20} MiB, the most Dify's plugin daemon "
-                             "reads\n", {"Content-Type": text})
+            self._plain(
+                413,
+                f"the body is over {MAX_BODY_BYTES // 2**20} MiB, the most Dify's plugin daemon reads\n",
+                {"Content-Type": text},
+            )
             return None
         try:
             body = self.rfile.read(length) if length else b""
@@ -273,8 +329,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _forward(self, path: str, body: bytes) -> None:
         try:
-            status, headers, chunks = self.local.forward(self.command, path, dict(self.headers.items()), body,
-                                                         host=self.headers["Host"].strip().lower())
+            status, headers, chunks = self.local.forward(
+                self.command, path, dict(self.headers.items()), body, host=self.headers["Host"].strip().lower()
+            )
         except Exception as error:  # noqa: BLE001 - what the daemon answers when the plugin fails
             print(f"gcite serve: the plugin failed: {type(error).__name__}: {error}", file=sys.stderr)
             self._plain(500, "Internal Server Error\n", {"Content-Type": "text/plain; charset=utf-8"})
@@ -301,5 +358,3 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
-
-

@@ -45,8 +45,14 @@ class LocalServices(Services):
                 self.search_server.stop()
 
 
-def start_local_services(llm: Any = None, *, llm_base_url: str | None = None, llm_model: str | None = None,
-                         web_search_fails: bool = False, **overrides: Any) -> LocalServices:
+def start_local_services(
+    llm: Any = None,
+    *,
+    llm_base_url: str | None = None,
+    llm_model: str | None = None,
+    web_search_fails: bool = False,
+    **overrides: Any,
+) -> LocalServices:
     """Local services with their search server started; the caller must `close()` them (`local_services` does).
 
     `web_search_fails`: the search server refuses the key (HTTP 401, so G-Cite's web_search node fails and takes its
@@ -56,25 +62,43 @@ def start_local_services(llm: Any = None, *, llm_base_url: str | None = None, ll
     """
     server = SearchServer(fail=web_search_fails).start()
     try:
-        credentials = {TAVILY_PLUGIN: {"tavily_api_key": SAMPLE_SEARCH_KEY}, GCITE_PLUGIN: server.credentials(),
-                       **overrides.pop("tool_credentials", {})}
-        return LocalServices(llm=llm or make_llm(llm_base_url, llm_model),
-                             search_http=SampleSearchHttpClient(fail=web_search_fails),
-                             tavily_fail=web_search_fails, tool_credentials=credentials, search_server=server,
-                             **overrides)
+        credentials = {
+            TAVILY_PLUGIN: {"tavily_api_key": SAMPLE_SEARCH_KEY},
+            GCITE_PLUGIN: server.credentials(),
+            **overrides.pop("tool_credentials", {}),
+        }
+        return LocalServices(
+            llm=llm or make_llm(llm_base_url, llm_model),
+            search_http=SampleSearchHttpClient(fail=web_search_fails),
+            tavily_fail=web_search_fails,
+            tool_credentials=credentials,
+            search_server=server,
+            **overrides,
+        )
     except BaseException:
         server.stop()
         raise
 
 
 @contextmanager
-def local_services(llm: Any = None, *, llm_base_url: str | None = None, llm_model: str | None = None,
-                   web_search_fails: bool = False,
-                   retrieval_log: Callable[[dict[str, Any]], None] | None = None,
-                   **overrides: Any) -> Iterator[LocalServices]:
+def local_services(
+    llm: Any = None,
+    *,
+    llm_base_url: str | None = None,
+    llm_model: str | None = None,
+    web_search_fails: bool = False,
+    retrieval_log: Callable[[dict[str, Any]], None] | None = None,
+    **overrides: Any,
+) -> Iterator[LocalServices]:
     """Services for one conversation (see `start_local_services`); everything started here is stopped on exit."""
-    services = start_local_services(llm, llm_base_url=llm_base_url, llm_model=llm_model,
-                                    web_search_fails=web_search_fails, retrieval_log=retrieval_log, **overrides)
+    services = start_local_services(
+        llm,
+        llm_base_url=llm_base_url,
+        llm_model=llm_model,
+        web_search_fails=web_search_fails,
+        retrieval_log=retrieval_log,
+        **overrides,
+    )
     try:
         yield services
     finally:

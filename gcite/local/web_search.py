@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-
-from gcite.local.engine import (HttpResponse)
+from gcite.local.engine import HttpResponse
 from gcite.local.knowledge import load_json
 from gcite.local.search_server import SearchServer, ranked, tavily_body
 
@@ -73,13 +72,20 @@ class SampleSearchHttpClient:
         self.requests.append({"method": method, "url": url, "headers": headers, "body": body})
         parts = urlsplit(url)
         if (parts.hostname, parts.path) != (BOCHA_HOST, BOCHA_PATH):
-            raise SearchUnavailable(f"the local runner has no network; it only answers {BOCHA_HOST}{BOCHA_PATH}, not {url}")
+            raise SearchUnavailable(
+                f"the local runner has no network; it only answers {BOCHA_HOST}{BOCHA_PATH}, not {url}"
+            )
         server = SearchServer(fail=self.fail, api_key=None, corpus=list(_corpus()))
-        status, payload = server.answer(method, BOCHA_PATH, {k.lower(): str(v) for k, v in headers.items()},
-                                        (body or "").encode("utf-8"))
-        return HttpResponse(status_code=status, content=json.dumps(payload, ensure_ascii=False).encode("utf-8"),
-                            url=url, headers={"Content-Type": "application/json"},
-                            reason_phrase=REASONS.get(status, "Error"))
+        status, payload = server.answer(
+            method, BOCHA_PATH, {k.lower(): str(v) for k, v in headers.items()}, (body or "").encode("utf-8")
+        )
+        return HttpResponse(
+            status_code=status,
+            content=json.dumps(payload, ensure_ascii=False).encode("utf-8"),
+            url=url,
+            headers={"Content-Type": "application/json"},
+            reason_phrase=REASONS.get(status, "Error"),
+        )
 
 
 TAVILY_SEARCH_URL = "https://api.tavily.com/search"
@@ -91,7 +97,9 @@ def _text(text: str) -> dict[str, Any]:
     return {"type": "text", "message": {"text": text}, "meta": None}
 
 
-def tavily_messages(parameters: dict[str, Any], fail: bool = False, api_key: Any = "configured") -> list[dict[str, Any]]:
+def tavily_messages(
+    parameters: dict[str, Any], fail: bool = False, api_key: Any = "configured"
+) -> list[dict[str, Any]]:
     """What the official Tavily plugin's `tavily_search` tool yields (langgenius/dify-official-plugins,
     tools/tavily/tools/tavily_search.py). Every failure is a text message, never a tool error, so the tool node
     succeeds with only `text` and graphon's default `json` output `[{"data": []}]`. A search with results yields
@@ -106,8 +114,10 @@ def tavily_messages(parameters: dict[str, Any], fail: bool = False, api_key: Any
     response = tavily_response(str(query), int(parameters.get("max_results") or 5))
     if not response.get("results"):
         return [_text(f"No results found for '{query}' in Tavily.")]
-    return [{"type": "json", "message": {"json_object": response}, "meta": None},
-            _text(tavily_results_text(response, parameters))]
+    return [
+        {"type": "json", "message": {"json_object": response}, "meta": None},
+        _text(tavily_results_text(response, parameters)),
+    ]
 
 
 def _enabled(value: Any) -> bool:
@@ -136,8 +146,11 @@ def tavily_results_text(response: dict[str, Any], parameters: dict[str, Any]) ->
         lines.append("**Images:**\n")
         for image in response["images"]:
             url = image.get("url") if isinstance(image, dict) else image
-            description = image.get("description", "Tavily search result image") if isinstance(image, dict) \
+            description = (
+                image.get("description", "Tavily search result image")
+                if isinstance(image, dict)
                 else "Tavily search result image"
+            )
             if url:
                 lines.append(f"![{description}]({url})\n")
         lines.append("\n")

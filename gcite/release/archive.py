@@ -27,8 +27,20 @@ BLOCK = 64 * 1024
 
 # what zipfile and zlib raise on a broken archive or entry (RuntimeError: encrypted; NotImplementedError: an
 # unknown compression method; EOFError: truncated; struct.error and ValueError: headers that do not parse)
-BROKEN = (zipfile.BadZipFile, zipfile.LargeZipFile, RuntimeError, NotImplementedError, EOFError, zlib.error,
-          struct.error, ValueError, OverflowError, KeyError, IndexError, UnicodeDecodeError)
+BROKEN = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    RuntimeError,
+    NotImplementedError,
+    EOFError,
+    zlib.error,
+    struct.error,
+    ValueError,
+    OverflowError,
+    KeyError,
+    IndexError,
+    UnicodeDecodeError,
+)
 
 
 class ArchiveError(Exception):
@@ -69,8 +81,9 @@ def open_archive(data: bytes, limits: Limits = LIMITS) -> zipfile.ZipFile:
     except BROKEN as error:
         raise ArchiveError(f"not a readable zip archive ({_why(error)})") from None
     if len(archive.infolist()) > limits.entries:
-        raise ArchiveError(f"the package lists {len(archive.infolist()):,} entries; at most {limits.entries:,} "
-                           f"are read")
+        raise ArchiveError(
+            f"the package lists {len(archive.infolist()):,} entries; at most {limits.entries:,} are read"
+        )
     return archive
 
 
@@ -92,11 +105,14 @@ class Reader:
                     size += len(block)
                     self.total += len(block)
                     if size > self.limits.entry:
-                        raise ArchiveError(f"entry {name!r}: larger than {self.limits.entry:,} bytes "
-                                           f"decompressed; not read further")
+                        raise ArchiveError(
+                            f"entry {name!r}: larger than {self.limits.entry:,} bytes decompressed; not read further"
+                        )
                     if self.total > self.limits.total:
-                        raise ArchiveError(f"entry {name!r}: the entries together pass {self.limits.total:,} "
-                                           f"bytes decompressed; not read further")
+                        raise ArchiveError(
+                            f"entry {name!r}: the entries together pass {self.limits.total:,} "
+                            f"bytes decompressed; not read further"
+                        )
                     chunks.append(block)
         except ArchiveError:
             raise

@@ -34,23 +34,81 @@ REPO_URL = re.compile(rf"^https?://(?:www\.)?(?:{_HOSTS})/[^\s)>\"]+$", re.IGNOR
 REPO_LINK = re.compile(rf"https?://(?:www\.)?(?:{_HOSTS})/[^\s)>\"]+", re.IGNORECASE)
 # toolkit/checks/manifest.py
 EMAIL = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+$")
-REQUIRED_FIELDS = ("author", "name", "version", "type", "icon", "plugins", "privacy", "label.en_US",
-                   "description.en_US", "meta.version", "meta.arch", "meta.runner.language", "meta.runner.version",
-                   "meta.runner.entrypoint", "meta.minimum_dify_version")
+REQUIRED_FIELDS = (
+    "author",
+    "name",
+    "version",
+    "type",
+    "icon",
+    "plugins",
+    "privacy",
+    "label.en_US",
+    "description.en_US",
+    "meta.version",
+    "meta.arch",
+    "meta.runner.language",
+    "meta.runner.version",
+    "meta.runner.entrypoint",
+    "meta.minimum_dify_version",
+)
 PRIVACY_TEMPLATE = "please fill in the privacy policy"
 # the README check: CJK ideographs (and, in the workflow's older script, CJK punctuation and full-width forms)
 CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
 # toolkit/checks/contents.py
-BLOCKED_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "env", "__pycache__", ".pytest_cache", ".ruff_cache",
-                ".mypy_cache", ".tox", ".nox", ".idea", ".vscode", "node_modules", "pycache"}
+BLOCKED_DIRS = {
+    ".git",
+    ".hg",
+    ".svn",
+    ".venv",
+    "venv",
+    "env",
+    "__pycache__",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".mypy_cache",
+    ".tox",
+    ".nox",
+    ".idea",
+    ".vscode",
+    "node_modules",
+    "pycache",
+}
 REVIEW_DIRS = {"build", "dist"}
 BLOCKED_FILES = {".DS_Store", ".gitconfig", "Thumbs.db", "desktop.ini", "id_rsa"}
 ALLOWED_ENV_FILES = {".env.example", ".env.sample", ".env.template"}
 BLOCKED_SUFFIXES = {".key", ".pem", ".p12", ".pfx", ".pyc", ".pyo", ".log", ".tmp", ".swp", ".swo", ".bak"}
 ARCHIVE_SUFFIXES = {".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar"}
-BINARY_SUFFIXES = {".7z", ".avif", ".bmp", ".bz2", ".dylib", ".eot", ".exe", ".gif", ".gz", ".ico", ".jpeg", ".jpg",
-                   ".mov", ".mp3", ".mp4", ".otf", ".pdf", ".png", ".rar", ".so", ".tar", ".tgz", ".ttf", ".webm",
-                   ".webp", ".woff", ".woff2", ".xz", ".zip"}
+BINARY_SUFFIXES = {
+    ".7z",
+    ".avif",
+    ".bmp",
+    ".bz2",
+    ".dylib",
+    ".eot",
+    ".exe",
+    ".gif",
+    ".gz",
+    ".ico",
+    ".jpeg",
+    ".jpg",
+    ".mov",
+    ".mp3",
+    ".mp4",
+    ".otf",
+    ".pdf",
+    ".png",
+    ".rar",
+    ".so",
+    ".tar",
+    ".tgz",
+    ".ttf",
+    ".webm",
+    ".webp",
+    ".woff",
+    ".woff2",
+    ".xz",
+    ".zip",
+}
 # toolkit/checks/secrets.py (self-identifying shapes are errors outright) plus any PEM block
 SECRET_SHAPES = (
     ("a PEM private key block", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
@@ -62,15 +120,30 @@ SECRET_SHAPES = (
     ("a JWT-shaped token (eyJ….….…)", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b")),
 )
 # credential files by name (lower-cased) and by shape: whatever else the scan finds in them, they are errors
-CREDENTIAL_NAMES = {".netrc": "a .netrc (host logins and passwords)", "_netrc": "a .netrc (host logins and passwords)",
-                    ".git-credentials": "git's stored credentials", ".pgpass": "a PostgreSQL password file",
-                    ".pypirc": "a PyPI upload configuration", ".npmrc": "an npm configuration (may hold a token)",
-                    ".dockercfg": "a docker registry credentials file", ".htpasswd": "an htpasswd file",
-                    "id_rsa": "an SSH private key", "id_dsa": "an SSH private key", "id_ecdsa": "an SSH private key",
-                    "id_ed25519": "an SSH private key", "credentials": "a cloud credentials file"}
-CREDENTIAL_SUFFIXES = {".pem": "a PEM key or certificate file", ".key": "a key file", ".p12": "a PKCS#12 key store",
-                       ".pfx": "a PKCS#12 key store", ".ppk": "a PuTTY private key", ".jks": "a Java key store",
-                       ".keystore": "a key store"}
+CREDENTIAL_NAMES = {
+    ".netrc": "a .netrc (host logins and passwords)",
+    "_netrc": "a .netrc (host logins and passwords)",
+    ".git-credentials": "git's stored credentials",
+    ".pgpass": "a PostgreSQL password file",
+    ".pypirc": "a PyPI upload configuration",
+    ".npmrc": "an npm configuration (may hold a token)",
+    ".dockercfg": "a docker registry credentials file",
+    ".htpasswd": "an htpasswd file",
+    "id_rsa": "an SSH private key",
+    "id_dsa": "an SSH private key",
+    "id_ecdsa": "an SSH private key",
+    "id_ed25519": "an SSH private key",
+    "credentials": "a cloud credentials file",
+}
+CREDENTIAL_SUFFIXES = {
+    ".pem": "a PEM key or certificate file",
+    ".key": "a key file",
+    ".p12": "a PKCS#12 key store",
+    ".pfx": "a PKCS#12 key store",
+    ".ppk": "a PuTTY private key",
+    ".jks": "a Java key store",
+    ".keystore": "a key store",
+}
 # (PEM private key blocks are found line by line below, with their line number)
 PRIVATE_KEY_SHAPE = re.compile(rb"-----BEGIN PGP PRIVATE KEY BLOCK-----|PuTTY-User-Key-File-\d")
 NETRC_SHAPE = re.compile(rb"(?m)^\s*(?:machine\s+\S+|default)\b[^\n]*?(?:\n\s*)?\b(?:login|password)\s+\S+")
@@ -80,20 +153,72 @@ ASSIGNMENT = re.compile(r"""(?ix)
         |private[_-]?key|secret|token)[A-Z0-9_.-]*)
     \s*[:=]\s*
     (?P<value>"[^"]*"|'[^']*'|[^"',\s#}]+)""")
-SECRET_KEYWORDS = ("api_key", "apikey", "access_key", "access_token", "auth_token", "client_secret", "password",
-                   "private_key", "secret", "token")
-PLACEHOLDERS = {"", "changeme", "dummy", "example", "fake", "none", "null", "placeholder", "test", "todo", "xxx",
-                "xxxx", "your-api-key", "your_api_key", "your-key", "your-secret", "your-token"}
+SECRET_KEYWORDS = (
+    "api_key",
+    "apikey",
+    "access_key",
+    "access_token",
+    "auth_token",
+    "client_secret",
+    "password",
+    "private_key",
+    "secret",
+    "token",
+)
+PLACEHOLDERS = {
+    "",
+    "changeme",
+    "dummy",
+    "example",
+    "fake",
+    "none",
+    "null",
+    "placeholder",
+    "test",
+    "todo",
+    "xxx",
+    "xxxx",
+    "your-api-key",
+    "your_api_key",
+    "your-key",
+    "your-secret",
+    "your-token",
+}
 NOT_SECRETS = {"true", "false", "yes", "no", "on", "off"}
-CODE_SUFFIXES = {".c", ".cc", ".cpp", ".cs", ".go", ".h", ".hpp", ".java", ".js", ".jsx", ".kt", ".m", ".mjs", ".mm",
-                 ".php", ".py", ".pyi", ".rb", ".rs", ".scala", ".swift", ".ts", ".tsx"}
+CODE_SUFFIXES = {
+    ".c",
+    ".cc",
+    ".cpp",
+    ".cs",
+    ".go",
+    ".h",
+    ".hpp",
+    ".java",
+    ".js",
+    ".jsx",
+    ".kt",
+    ".m",
+    ".mjs",
+    ".mm",
+    ".php",
+    ".py",
+    ".pyi",
+    ".rb",
+    ".rs",
+    ".scala",
+    ".swift",
+    ".ts",
+    ".tsx",
+}
 HEX_VALUE = re.compile(r"^[0-9a-fA-F]+$")
 TOKEN_VALUE = re.compile(r"^[A-Za-z0-9+/=_.-]+$")
 # the pre-check workflow's icon step: the plugin template's icon and its marker
 TEMPLATE_ICON_MARKER = "DIFY_MARKETPLACE_TEMPLATE_ICON_DO_NOT_USE"
-TEMPLATE_ICON = ('<svg width="100" height="100" xmlns="http://www.w3.org/2000/svg">\n'
-                 '  <path d="M20 20 V80 M20 20 H60 Q80 20 80 40 T60 60 H20" \n        fill="none" \n'
-                 '        stroke="black" \n        stroke-width="5"/>\n</svg>')
+TEMPLATE_ICON = (
+    '<svg width="100" height="100" xmlns="http://www.w3.org/2000/svg">\n'
+    '  <path d="M20 20 V80 M20 20 H60 Q80 20 80 40 T60 60 H20" \n        fill="none" \n'
+    '        stroke="black" \n        stroke-width="5"/>\n</svg>'
+)
 # toolkit/checks/dependencies.py
 OPERATOR = re.compile(r"(===|==|~=|!=|<=|>=|<|>|\^)")
 UPPER_BOUND = re.compile(r"(===|==|<=|<|~=)")
@@ -125,6 +250,7 @@ class Finding:
 @dataclass(frozen=True)
 class PrivacyFacts:
     """What the plugin really sends where; the privacy policy must say each."""
+
     search_providers: tuple[str, ...]  # labels of the services the Web search tool calls
     invokes_app: bool  # the endpoint invokes a Dify app (resource.permission.app)
 
@@ -133,18 +259,21 @@ def plugin_privacy_facts(manifest: dict[str, Any]) -> PrivacyFacts:
     """G-Cite's facts, from the code that has them: the search providers' table and the manifest's permissions."""
     from websearch.providers import PROVIDERS
 
-    app = (((manifest.get("resource") or {}).get("permission") or {}).get("app") or {})
+    app = ((manifest.get("resource") or {}).get("permission") or {}).get("app") or {}
     return PrivacyFacts(tuple(provider.label for provider in PROVIDERS.values()), bool(app.get("enabled")))
 
 
 # --- the publisher's details -----------------------------------------------------------------------------
 
+
 def publisher_problems(repo: str | None, contact: str | None) -> list[str]:
     """The given --repo/--contact as the Marketplace checks them (one message each); empty when both are fine."""
     problems = []
     if repo is not None and not REPO_URL.match(repo):
-        problems.append(f"--repo {repo!r}: expected a repository URL on {', '.join(SOURCE_HOSTS)} "
-                        f"(e.g. https://github.com/OWNER/NAME)")
+        problems.append(
+            f"--repo {repo!r}: expected a repository URL on {', '.join(SOURCE_HOSTS)} "
+            f"(e.g. https://github.com/OWNER/NAME)"
+        )
     if contact is not None and not EMAIL.match(contact):
         problems.append(f"--contact {contact!r}: expected an e-mail address")
     return problems
@@ -159,8 +288,11 @@ def _set_top_level(text: str, key: str, value: str) -> str:
 
 
 SOURCE_SECTION = {
-    "README.md": ("## Source code and support", "Source code, issues and the full documentation: {repo}",
-                  "Contact: {contact}"),
+    "README.md": (
+        "## Source code and support",
+        "Source code, issues and the full documentation: {repo}",
+        "Contact: {contact}",
+    ),
     LOCALISED_README: ("## 源代码与支持", "源代码、问题反馈与完整文档：{repo}", "联系方式：{contact}"),
 }
 
@@ -185,6 +317,7 @@ def publish(entries: dict[str, bytes], repo: str | None, contact: str | None) ->
 
 # --- the checks ------------------------------------------------------------------------------------------
 
+
 def _field(manifest: dict[str, Any], dotted: str) -> Any:
     value: Any = manifest
     for part in dotted.split("."):
@@ -193,27 +326,40 @@ def _field(manifest: dict[str, Any], dotted: str) -> Any:
 
 
 def check_manifest(manifest: dict[str, Any], marketplace: bool) -> list[Finding]:
-    found = [Finding("manifest", f"manifest.yaml: {name} is required") for name in REQUIRED_FIELDS
-             if _field(manifest, name) in (None, "", [], {})]
+    found = [
+        Finding("manifest", f"manifest.yaml: {name} is required")
+        for name in REQUIRED_FIELDS
+        if _field(manifest, name) in (None, "", [], {})
+    ]
     if manifest.get("type") not in (None, "plugin"):
         found.append(Finding("manifest", "manifest.yaml: type must be 'plugin'"))
     repo, contact = manifest.get("repo"), manifest.get("contact")
     if not repo:
-        found.append(Finding("manifest", "manifest.yaml: repo is missing (give --repo URL: the project's public "
-                                         "repository)", error=marketplace))
+        found.append(
+            Finding(
+                "manifest",
+                "manifest.yaml: repo is missing (give --repo URL: the project's public repository)",
+                error=marketplace,
+            )
+        )
     elif not isinstance(repo, str) or not REPO_URL.match(repo):
-        found.append(Finding("manifest", f"manifest.yaml: repo {repo!r} must be a repository URL on "
-                                         f"{', '.join(SOURCE_HOSTS)}"))
+        found.append(
+            Finding("manifest", f"manifest.yaml: repo {repo!r} must be a repository URL on {', '.join(SOURCE_HOSTS)}")
+        )
     if not contact:
-        found.append(Finding("manifest", "manifest.yaml: contact is missing (give --contact EMAIL)",
-                             error=marketplace))
+        found.append(Finding("manifest", "manifest.yaml: contact is missing (give --contact EMAIL)", error=marketplace))
     elif not isinstance(contact, str) or not EMAIL.match(contact):
         found.append(Finding("manifest", f"manifest.yaml: contact {contact!r} must be an e-mail address"))
     author = str(manifest.get("author") or "").lower()
     for reserved in ("langgenius", "dify"):
         if reserved in author:
-            found.append(Finding("author", f"manifest.yaml: author {manifest.get('author')!r} must not contain "
-                                           f"{reserved!r} (reserved for first-party plugins)"))
+            found.append(
+                Finding(
+                    "author",
+                    f"manifest.yaml: author {manifest.get('author')!r} must not contain "
+                    f"{reserved!r} (reserved for first-party plugins)",
+                )
+            )
     privacy = manifest.get("privacy")
     if privacy and privacy != "PRIVACY.md":
         found.append(Finding("privacy", f"manifest.yaml: privacy is {privacy!r}; point it at the root PRIVACY.md"))
@@ -234,21 +380,35 @@ def check_dependencies(entries: dict[str, bytes]) -> list[Finding]:
             found.append(Finding("dependencies", f"{where}: git and direct-URL installs are not allowed"))
             continue
         if line.startswith("-"):
-            found.append(Finding("dependencies", f"{where}: keep every requirement on its own line in "
-                                                 f"requirements.txt (no options or includes)"))
+            found.append(
+                Finding(
+                    "dependencies",
+                    f"{where}: keep every requirement on its own line in requirements.txt (no options or includes)",
+                )
+            )
             continue
         name = (NAME.match(line).group(1) if NAME.match(line) else "").lower().replace("_", "-")
         if name == "dify-plugin":
             seen_sdk = True
             lower = re.search(r">=\s*([0-9][0-9A-Za-z.+-]*)", line)
             if "~=" in line:
-                found.append(Finding("dependencies", f"{where}: write dify-plugin>=X,<Y (the Marketplace reads only "
-                                                     f">= or ==, so ~= counts as no version)"))
+                found.append(
+                    Finding(
+                        "dependencies",
+                        f"{where}: write dify-plugin>=X,<Y (the Marketplace reads only "
+                        f">= or ==, so ~= counts as no version)",
+                    )
+                )
                 continue
             if lower is None:
-                found.append(Finding("dependencies", f"{where}: write dify-plugin>=X,<Y with X at least 0.9.0 "
-                                                     f"(a lower bound the Marketplace reads, an upper bound for "
-                                                     f"the next minor release)"))
+                found.append(
+                    Finding(
+                        "dependencies",
+                        f"{where}: write dify-plugin>=X,<Y with X at least 0.9.0 "
+                        f"(a lower bound the Marketplace reads, an upper bound for "
+                        f"the next minor release)",
+                    )
+                )
                 continue
             if _version(lower.group(1)) < MIN_DIFY_PLUGIN:
                 found.append(Finding("dependencies", f"{where}: dify-plugin must be >= 0.9.0"))
@@ -278,8 +438,13 @@ def check_readme(entries: dict[str, bytes], manifest: dict[str, Any], marketplac
         return [Finding("readme", "README.md is missing or empty")]
     cjk = CJK.findall(readme)
     if cjk:
-        found.append(Finding("readme", f"README.md must be English only: {len(cjk)} CJK characters (first: "
-                                       f"{''.join(dict.fromkeys(cjk))[:8]!r}); Chinese goes to {LOCALISED_README}"))
+        found.append(
+            Finding(
+                "readme",
+                f"README.md must be English only: {len(cjk)} CJK characters (first: "
+                f"{''.join(dict.fromkeys(cjk))[:8]!r}); Chinese goes to {LOCALISED_README}",
+            )
+        )
     repo = manifest.get("repo")
     if isinstance(repo, str) and repo:
         if repo not in readme:
@@ -296,8 +461,12 @@ def check_readme(entries: dict[str, bytes], manifest: dict[str, Any], marketplac
 
 def check_privacy(entries: dict[str, bytes], facts: PrivacyFacts | None) -> list[Finding]:
     if "PRIVACY.md" not in entries:
-        return [Finding("privacy", "PRIVACY.md is missing at the package root (the Marketplace requires it even "
-                                   "when privacy is a URL)")]
+        return [
+            Finding(
+                "privacy",
+                "PRIVACY.md is missing at the package root (the Marketplace requires it even when privacy is a URL)",
+            )
+        ]
     text = entries["PRIVACY.md"].decode("utf-8", "replace")
     lowered = text.lower()
     if not text.strip():
@@ -308,11 +477,19 @@ def check_privacy(entries: dict[str, bytes], facts: PrivacyFacts | None) -> list
     if facts is not None:
         for label in facts.search_providers:
             if label.lower() not in lowered:
-                found.append(Finding("privacy", f"PRIVACY.md does not say that web search sends the query to "
-                                                f"{label} (websearch/providers.py calls it)"))
+                found.append(
+                    Finding(
+                        "privacy",
+                        f"PRIVACY.md does not say that web search sends the query to "
+                        f"{label} (websearch/providers.py calls it)",
+                    )
+                )
         if facts.invokes_app and not re.search(r"\bapp\b", lowered):
-            found.append(Finding("privacy", "PRIVACY.md does not say that the endpoint sends the question to the "
-                                            "Dify app it invokes"))
+            found.append(
+                Finding(
+                    "privacy", "PRIVACY.md does not say that the endpoint sends the question to the Dify app it invokes"
+                )
+            )
     if not re.search(r"\bstores? nothing\b|\bdoes not store\b|\bnot stored\b", lowered):
         found.append(Finding("privacy", "PRIVACY.md does not say what the plugin stores"))
     return found
@@ -325,16 +502,20 @@ def check_contents(entries: dict[str, bytes], package_size: int | None) -> list[
         blocked = [part for part in path.parts[:-1] if part in BLOCKED_DIRS]
         if blocked:
             found.append(Finding("contents", f"{name}: inside a {blocked[0]}/ folder (forbidden)"))
-        elif path.name in BLOCKED_FILES or (path.name.startswith(".env") and path.name not in ALLOWED_ENV_FILES
-                                            and (path.name == ".env" or path.name.startswith(".env."))):
+        elif path.name in BLOCKED_FILES or (
+            path.name.startswith(".env")
+            and path.name not in ALLOWED_ENV_FILES
+            and (path.name == ".env" or path.name.startswith(".env."))
+        ):
             found.append(Finding("contents", f"{name}: a forbidden file"))
         elif path.suffix.lower() in BLOCKED_SUFFIXES:
             found.append(Finding("contents", f"{name}: a forbidden file type ({path.suffix})"))
         elif path.suffix.lower() in ARCHIVE_SUFFIXES:
             found.append(Finding("contents", f"{name}: an archive (reviewers ask why)", error=False))
         elif any(part in REVIEW_DIRS for part in path.parts[:-1]):
-            found.append(Finding("contents", f"{name}: inside a build/ or dist/ folder (reviewers ask why)",
-                                 error=False))
+            found.append(
+                Finding("contents", f"{name}: inside a build/ or dist/ folder (reviewers ask why)", error=False)
+            )
     total = sum(map(len, entries.values()))
     if total >= MAX_BYTES:
         found.append(Finding("size", f"the contents are {total:,} bytes unpacked; the limit is under {MAX_BYTES:,}"))
@@ -352,9 +533,13 @@ def _mask(value: str) -> str:
 
 def _placeholder(value: str) -> bool:
     value = value.lower()
-    return (value in PLACEHOLDERS or (value.startswith("<") and value.endswith(">")) or value.startswith("${")
-            or ("your" in value and any(w in value for w in ("key", "secret", "token", "password")))
-            or set(value) <= {"x", "*", "-", "_"})
+    return (
+        value in PLACEHOLDERS
+        or (value.startswith("<") and value.endswith(">"))
+        or value.startswith("${")
+        or ("your" in value and any(w in value for w in ("key", "secret", "token", "password")))
+        or set(value) <= {"x", "*", "-", "_"}
+    )
 
 
 def _entropy(value: str) -> float:
@@ -420,15 +605,22 @@ def check_secrets(entries: dict[str, bytes]) -> list[Finding]:
                     continue
                 quoted = len(value) >= 2 and value[0] in "\"'" and value[-1] == value[0]
                 cleaned = value.strip().strip("\"'")
-                if (not cleaned or _placeholder(cleaned) or re.fullmatch(r"-?\d+(?:\.\d+)?", cleaned)
-                        or cleaned.lower() in NOT_SECRETS or (suffix in CODE_SUFFIXES and not quoted)):
+                if (
+                    not cleaned
+                    or _placeholder(cleaned)
+                    or re.fullmatch(r"-?\d+(?:\.\d+)?", cleaned)
+                    or cleaned.lower() in NOT_SECRETS
+                    or (suffix in CODE_SUFFIXES and not quoted)
+                ):
                     continue  # in code, an unquoted right-hand side is an expression reading a credential
                 if _secret_shaped(cleaned):
-                    found.append(Finding("secrets", f"{name}:{number}: a secret-looking value given to {key!r}: "
-                                                    f"{_mask(cleaned)}"))
+                    found.append(
+                        Finding(
+                            "secrets", f"{name}:{number}: a secret-looking value given to {key!r}: {_mask(cleaned)}"
+                        )
+                    )
                 else:
-                    found.append(Finding("secrets", f"{name}:{number}: review the value given to {key!r}",
-                                         error=False))
+                    found.append(Finding("secrets", f"{name}:{number}: review the value given to {key!r}", error=False))
     return found
 
 
@@ -456,8 +648,9 @@ def check_icon(entries: dict[str, bytes], manifest: dict[str, Any]) -> list[Find
     return found
 
 
-def check(entries: dict[str, bytes], marketplace: bool, facts: PrivacyFacts | None = None,
-          package_size: int | None = None) -> list[Finding]:
+def check(
+    entries: dict[str, bytes], marketplace: bool, facts: PrivacyFacts | None = None, package_size: int | None = None
+) -> list[Finding]:
     """Every Marketplace rule over a package's entries ({name: content}); errors first, in RULES order."""
     try:
         manifest = yaml.safe_load(entries.get("manifest.yaml", b"")) or {}
@@ -465,14 +658,21 @@ def check(entries: dict[str, bytes], marketplace: bool, facts: PrivacyFacts | No
         manifest = None
     if not isinstance(manifest, dict):
         return [Finding("manifest", "manifest.yaml is missing or not a YAML mapping")]
-    found = (check_manifest(manifest, marketplace) + check_icon(entries, manifest)
-             + check_dependencies(entries) + check_readme(entries, manifest, marketplace)
-             + check_privacy(entries, facts) + check_contents(entries, package_size) + check_secrets(entries))
+    found = (
+        check_manifest(manifest, marketplace)
+        + check_icon(entries, manifest)
+        + check_dependencies(entries)
+        + check_readme(entries, manifest, marketplace)
+        + check_privacy(entries, facts)
+        + check_contents(entries, package_size)
+        + check_secrets(entries)
+    )
     order = list(RULES)
     return sorted(found, key=lambda f: (not f.error, order.index(f.rule)))
 
 
 # --- a package with the checks, the publisher's details and, optionally, a signature ---------------------
+
 
 @dataclass(frozen=True)
 class Release:
@@ -485,8 +685,16 @@ class Release:
     signed: bool
 
 
-def release(root: Path, out_dir: Path, *, repo: str | None = None, contact: str | None = None,
-            marketplace: bool = False, private_key=None, category: str = "community") -> Release:
+def release(
+    root: Path,
+    out_dir: Path,
+    *,
+    repo: str | None = None,
+    contact: str | None = None,
+    marketplace: bool = False,
+    private_key=None,
+    category: str = "community",
+) -> Release:
     """Build the plugin (the packager's own checks raise PackageError), add the publisher's details, run every
     Marketplace rule and write the package only when none is an error; signed when `private_key` is given."""
     import tempfile
@@ -515,5 +723,12 @@ def release(root: Path, out_dir: Path, *, repo: str | None = None, contact: str 
     suffix = ".signed.difypkg" if private_key is not None else ".difypkg"
     path = out_dir / f"{manifest['name']}-{manifest['version']}{suffix}"
     path.write_bytes(data)
-    return Release(path, identifier_of_package(path), len(data), sum(map(len, entries.values())), files, findings,
-                   private_key is not None)
+    return Release(
+        path,
+        identifier_of_package(path),
+        len(data),
+        sum(map(len, entries.values())),
+        files,
+        findings,
+        private_key is not None,
+    )

@@ -53,13 +53,17 @@ class Package:
 
 # --- which files --------------------------------------------------------------------------------------------
 
+
 def ignore_patterns(root: Path) -> list[pathspec.patterns.GitWildMatchPattern]:
     for name in (".difyignore", ".gitignore"):
         path = root / name
         if path.is_file():
             lines = path.read_text(encoding="utf-8").split("\n")
-            return [pathspec.patterns.GitWildMatchPattern(line.strip()) for line in lines
-                    if line.strip() and not line.strip().startswith("#")]
+            return [
+                pathspec.patterns.GitWildMatchPattern(line.strip())
+                for line in lines
+                if line.strip() and not line.strip().startswith("#")
+            ]
     return []
 
 
@@ -74,15 +78,21 @@ def collect_files(root: Path) -> list[str]:
     files = []
     for directory, dirnames, filenames in os.walk(root):
         base = Path(directory).relative_to(root)
-        dirnames[:] = [d for d in dirnames
-                       if not excluded((base / d).as_posix(), True, patterns) and not (Path(directory, d).is_symlink())]
+        dirnames[:] = [
+            d
+            for d in dirnames
+            if not excluded((base / d).as_posix(), True, patterns) and not (Path(directory, d).is_symlink())
+        ]
         for name in filenames:
             relative = (base / name).as_posix()
             if not excluded(relative, False, patterns):
                 files.append(relative)
-    outside = [f"{relative}: a symlink to {os.readlink(root / relative)}, outside the plugin tree: packaging it would "
-               f"ship that file of this machine (replace the link with the file, or list it in .difyignore)"
-               for relative in files if (root / relative).is_symlink() and not _inside(root, root / relative)]
+    outside = [
+        f"{relative}: a symlink to {os.readlink(root / relative)}, outside the plugin tree: packaging it would "
+        f"ship that file of this machine (replace the link with the file, or list it in .difyignore)"
+        for relative in files
+        if (root / relative).is_symlink() and not _inside(root, root / relative)
+    ]
     if outside:
         raise PackageError(outside)
     return sorted(files)
@@ -127,13 +137,18 @@ def package_entries(root: Path) -> dict[str, Path]:
     plugin_readme = (root / PLUGIN_README_DIR / "README.md").is_file()
     for source in collect_files(root):
         if source == "README.md" and plugin_readme:
-            raise PackageError([f"README.md: the package's README comes from {PLUGIN_README_DIR}/README.md; "
-                                f"exclude the repository's /README.md in .difyignore"])
+            raise PackageError(
+                [
+                    f"README.md: the package's README comes from {PLUGIN_README_DIR}/README.md; "
+                    f"exclude the repository's /README.md in .difyignore"
+                ]
+            )
         entries[packaged_name(source)] = root / source
     return dict(sorted(entries.items(), key=lambda item: item[0].encode("utf-8")))
 
 
 # --- identity -------------------------------------------------------------------------------------------
+
 
 def checksum(entries: dict[str, bytes]) -> str:
     digest = hashlib.sha256()
@@ -157,16 +172,20 @@ def identifier_of_package(path: Path) -> str:
     if "manifest.yaml" not in entries:
         raise ArchiveError(f"{path}: no manifest.yaml entry (not a plugin package)")
     try:
-        manifest = load_yaml(entries["manifest.yaml"][:MANIFEST_BYTES + 1].decode("utf-8"))
+        manifest = load_yaml(entries["manifest.yaml"][: MANIFEST_BYTES + 1].decode("utf-8"))
     except (UnicodeDecodeError, yaml.YAMLError, RecursionError):
         manifest = None
-    if len(entries["manifest.yaml"]) > MANIFEST_BYTES or not isinstance(manifest, dict) or not all(
-            isinstance(manifest.get(key), (str, int, float)) for key in ("author", "name", "version")):
+    if (
+        len(entries["manifest.yaml"]) > MANIFEST_BYTES
+        or not isinstance(manifest, dict)
+        or not all(isinstance(manifest.get(key), (str, int, float)) for key in ("author", "name", "version"))
+    ):
         raise ArchiveError(f"{path}: manifest.yaml is not a plugin manifest (author, name and version)")
     return unique_identifier(manifest, entries)
 
 
 # --- validation -----------------------------------------------------------------------------------------
+
 
 def load_yaml(root: Path, relative: str, problems: list[str]) -> dict[str, Any] | None:
     path = root / relative
@@ -200,16 +219,23 @@ def check_manifest(manifest: dict[str, Any], problems: list[str]) -> None:
             problems.append(f"manifest.yaml: {message}")
 
     need(manifest.get("type") == "plugin", "type must be 'plugin'")
-    need(bool(AUTHOR.fullmatch(str(manifest.get("author", "")))),
-         f"author {manifest.get('author')!r} must match ^[a-z0-9_-]{{1,64}}$ (the daemon rejects anything else)")
-    need(bool(NAME.fullmatch(str(manifest.get("name", "")))), f"name {manifest.get('name')!r} must match ^[a-z0-9_-]{{1,128}}$")
-    need(bool(VERSION.fullmatch(str(manifest.get("version", "")))), f"version {manifest.get('version')!r} must be X.Y.Z")
+    need(
+        bool(AUTHOR.fullmatch(str(manifest.get("author", "")))),
+        f"author {manifest.get('author')!r} must match ^[a-z0-9_-]{{1,64}}$ (the daemon rejects anything else)",
+    )
+    need(
+        bool(NAME.fullmatch(str(manifest.get("name", "")))),
+        f"name {manifest.get('name')!r} must match ^[a-z0-9_-]{{1,128}}$",
+    )
+    need(
+        bool(VERSION.fullmatch(str(manifest.get("version", "")))), f"version {manifest.get('version')!r} must be X.Y.Z"
+    )
     meta = manifest.get("meta") or {}
     need(bool(META_VERSION.fullmatch(str(meta.get("version", "")))), "meta.version must be X.Y.Z")
     need(bool(meta.get("arch")) and set(meta.get("arch") or []) <= ARCHES, "meta.arch must list amd64 and/or arm64")
     runner = meta.get("runner") or {}
     need(runner.get("language") == "python", "meta.runner.language must be python")
-    need(str(runner.get("version")) == "3.12", "meta.runner.version must be \"3.12\" (Dify runs plugins on 3.12)")
+    need(str(runner.get("version")) == "3.12", 'meta.runner.version must be "3.12" (Dify runs plugins on 3.12)')
     for key in ("label", "description"):
         need(isinstance(manifest.get(key), dict) and bool(manifest[key].get("en_US")), f"{key}.en_US is required")
     need(bool((manifest.get("plugins") or {}).get("tools")), "plugins.tools must list at least one provider YAML")
@@ -237,7 +263,7 @@ def validate(root: Path, files: list[str]) -> tuple[dict[str, Any] | None, list[
             problems.append(f"{what} {relative} is not in the package (missing, or excluded by .difyignore)")
 
     icons = [manifest.get("icon"), manifest.get("icon_dark")]
-    runner = ((manifest.get("meta") or {}).get("runner") or {})
+    runner = (manifest.get("meta") or {}).get("runner") or {}
     must_ship(f"{runner.get('entrypoint', 'main')}.py", "the entrypoint")
     must_ship("requirements.txt", "the dependency file")
     must_ship("README.md", "the README Dify shows for the plugin")
@@ -272,6 +298,7 @@ def validate(root: Path, files: list[str]) -> tuple[dict[str, Any] | None, list[
 
 # --- building -------------------------------------------------------------------------------------------
 
+
 def build(root: Path, out_dir: Path) -> Package:
     sources = package_entries(root)
     files = list(sources)
@@ -289,11 +316,17 @@ def build(root: Path, out_dir: Path) -> Package:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{manifest['name']}-{manifest['version']}.difypkg"
     path.write_bytes(buffer.getvalue())
-    return Package(path=path, identifier=unique_identifier(manifest, entries), size=path.stat().st_size,
-                   uncompressed=sum(map(len, entries.values())), files=files)
+    return Package(
+        path=path,
+        identifier=unique_identifier(manifest, entries),
+        size=path.stat().st_size,
+        uncompressed=sum(map(len, entries.values())),
+        files=files,
+    )
 
 
 # --- keeping DSL dependencies in step -------------------------------------------------------------------
+
 
 def identifier_pattern(author: str, name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w/-]){re.escape(author)}/{re.escape(name)}:[0-9][\w.+-]*@[a-f0-9]{{32,64}}")
@@ -315,6 +348,7 @@ def update_dsl_dependencies(dsl_dir: Path, identifier: str) -> list[Path]:
 
 def plugin_references(text: str, author: str, name: str) -> list[str]:
     return identifier_pattern(author, name).findall(text)
+
 
 # --- the endpoint group and its declarations, checked as the daemon and the SDK check them ---------------------
 # The plugin's endpoint declarations, checked as the daemon (and the SDK that runs them) check them.
@@ -338,8 +372,17 @@ def plugin_references(text: str, author: str, name: str) -> list[str]:
 METHODS = ("HEAD", "GET", "POST", "PUT", "DELETE", "OPTIONS")
 SETTING_TYPES = ("secret-input", "text-input", "select", "boolean", "app-selector", "model-selector", "array[tools]")
 APP_SCOPES = ("all", "chat", "workflow", "completion")
-MODEL_SCOPES = ("llm", "text-embedding", "rerank", "tts", "speech2text", "moderation", "vision", "document",
-                "tool-call")
+MODEL_SCOPES = (
+    "llm",
+    "text-embedding",
+    "rerank",
+    "tts",
+    "speech2text",
+    "moderation",
+    "vision",
+    "document",
+    "tool-call",
+)
 MAX_TEXT = 1024
 MAX_ENTRY = 128
 
@@ -400,8 +443,11 @@ def setting_problems(settings: Any, where: str) -> list[str]:
         for key in ("help", "placeholder"):
             _i18n(setting.get(key), f"{at}.{key}", False, problems)
         for m, option in enumerate(setting.get("options") or []):
-            if not isinstance(option, dict) or not isinstance(option.get("value"), str) or not (
-                    0 < len(option["value"]) < 128):
+            if (
+                not isinstance(option, dict)
+                or not isinstance(option.get("value"), str)
+                or not (0 < len(option["value"]) < 128)
+            ):
                 problems.append(f"{at}.options[{m}].value: required text under 128 characters")
             else:
                 _i18n(option.get("label"), f"{at}.options[{m}].label", True, problems)
@@ -411,9 +457,15 @@ def setting_problems(settings: Any, where: str) -> list[str]:
 def endpoint_class_count(source: str) -> int:
     """Classes in `source` deriving from a base named `Endpoint` (the SDK wants exactly one per module)."""
     tree = ast.parse(source)
-    return sum(1 for node in tree.body if isinstance(node, ast.ClassDef) and any(
-        (isinstance(b, ast.Name) and b.id == "Endpoint") or (isinstance(b, ast.Attribute) and b.attr == "Endpoint")
-        for b in node.bases))
+    return sum(
+        1
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+        and any(
+            (isinstance(b, ast.Name) and b.id == "Endpoint") or (isinstance(b, ast.Attribute) and b.attr == "Endpoint")
+            for b in node.bases
+        )
+    )
 
 
 def declaration_problems(root: Path, declaration: Any, where: str, packaged: set[str]) -> list[str]:
@@ -434,12 +486,17 @@ def declaration_problems(root: Path, declaration: Any, where: str, packaged: set
         problems.append(f"{where}.method: {method!r} is not one of {', '.join(METHODS)} (uppercase)")
     if "hidden" in declaration and not isinstance(declaration["hidden"], bool):
         problems.append(f"{where}.hidden: expected true or false")
-    source = ((declaration.get("extra") or {}).get("python") or {}).get("source") if isinstance(
-        declaration.get("extra"), dict) else None
+    source = (
+        ((declaration.get("extra") or {}).get("python") or {}).get("source")
+        if isinstance(declaration.get("extra"), dict)
+        else None
+    )
     if not isinstance(source, str) or not source.endswith(".py"):
         problems.append(f"{where}.extra.python.source: required, a .py file")
     elif source not in packaged:
-        problems.append(f"{where}: the endpoint class {source} is not in the package (missing, or excluded by .difyignore)")
+        problems.append(
+            f"{where}: the endpoint class {source} is not in the package (missing, or excluded by .difyignore)"
+        )
     else:
         try:
             count = endpoint_class_count((root / source).read_text(encoding="utf-8"))
@@ -463,29 +520,39 @@ def endpoint_problems(root: Path, manifest: dict[str, Any], packaged: set[str]) 
         return ["manifest.yaml: plugins.endpoints must be a list of files"]
     if len(groups) > 1:
         problems.append(f"manifest.yaml: plugins.endpoints lists {len(groups)} groups; the daemon keeps only the last")
-    permission = ((manifest.get("resource") or {}).get("permission") or {})
+    permission = (manifest.get("resource") or {}).get("permission") or {}
     if not (permission.get("endpoint") or {}).get("enabled"):
-        problems.append("manifest.yaml: resource.permission.endpoint.enabled must be true, or the daemon refuses "
-                        "to set up the endpoints")
+        problems.append(
+            "manifest.yaml: resource.permission.endpoint.enabled must be true, or the daemon refuses "
+            "to set up the endpoints"
+        )
     routes: dict[tuple[str, str], str] = {}
     for group_path in groups:
         if not isinstance(group_path, str) or len(group_path) > MAX_ENTRY:
-            problems.append(f"manifest.yaml: plugins.endpoints entry {group_path!r} must be a path of at most "
-                            f"{MAX_ENTRY} characters")
+            problems.append(
+                f"manifest.yaml: plugins.endpoints entry {group_path!r} must be a path of at most "
+                f"{MAX_ENTRY} characters"
+            )
             continue
         if group_path not in packaged:
-            problems.append(f"the endpoint group {group_path} is not in the package (missing, or excluded by .difyignore)")
+            problems.append(
+                f"the endpoint group {group_path} is not in the package (missing, or excluded by .difyignore)"
+            )
         group = _load(root, group_path, problems)
         if group is None:
             continue
         settings = group.get("settings")
         problems += setting_problems(settings, group_path)
-        problems += sdk_problems(EndpointProviderConfiguration, {"settings": settings or [], "endpoints": []},
-                                 group_path)
+        problems += sdk_problems(
+            EndpointProviderConfiguration, {"settings": settings or [], "endpoints": []}, group_path
+        )
         if any(isinstance(s, dict) and s.get("type") == "app-selector" for s in settings or []) and not (
-                permission.get("app") or {}).get("enabled"):
-            problems.append(f"{group_path}: an app-selector setting needs resource.permission.app.enabled in the "
-                            f"manifest, or invoking the app is refused")
+            permission.get("app") or {}
+        ).get("enabled"):
+            problems.append(
+                f"{group_path}: an app-selector setting needs resource.permission.app.enabled in the "
+                f"manifest, or invoking the app is refused"
+            )
         entries = group.get("endpoints")
         if not isinstance(entries, list) or not entries:
             problems.append(f"{group_path}: endpoints must list at least one endpoint")

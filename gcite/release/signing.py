@@ -87,14 +87,16 @@ class Verification:
 
 # --- keys -----------------------------------------------------------------------------------------------
 
+
 def key_pair_paths(stem: str | Path) -> KeyPair:
     stem = str(stem)
     return KeyPair(private=Path(f"{stem}.private.pem"), public=Path(f"{stem}.public.pem"))
 
 
 def private_pem(key: rsa.RSAPrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                             serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    )
 
 
 def public_pem(key: rsa.RSAPublicKey) -> bytes:
@@ -107,8 +109,7 @@ def generate_key_pair(stem: str | Path, bits: int = KEY_BITS) -> KeyPair:
     for path in (paths.private, paths.public):
         if os.path.lexists(path):  # a dangling symlink too: O_EXCL would refuse it after the private key is written
             what = "a symlink" if path.is_symlink() else "already exists"
-            raise SigningError(f"{path}: {what}; not overwriting a key or writing through a link (choose another "
-                               f"name)")
+            raise SigningError(f"{path}: {what}; not overwriting a key or writing through a link (choose another name)")
     if not paths.private.parent.is_dir():
         raise SigningError(f"{paths.private.parent}: no such directory")
     key = rsa.generate_private_key(public_exponent=65537, key_size=bits)
@@ -129,8 +130,10 @@ def private_key_mode_problem(path: str | Path) -> str | None:
     except OSError:
         return None  # reading it says why
     if os.name == "posix" and mode & 0o077:
-        return (f"{path}: mode {mode:04o}, others than you can read or change it; a signing key must be private "
-                f"to you: run `chmod 600 {path}` (and make a new key if others may have copied it)")
+        return (
+            f"{path}: mode {mode:04o}, others than you can read or change it; a signing key must be private "
+            f"to you: run `chmod 600 {path}` (and make a new key if others may have copied it)"
+        )
     return None
 
 
@@ -154,19 +157,23 @@ def _pem_body(data: bytes, kind: str, where: str) -> None:
         raise SigningError(f"{where}: not a PEM file (expected a '-----BEGIN {kind}-----' block)")
     found = begin.group(1).decode("ascii", "replace")
     if found != kind:
-        hint = {"PRIVATE KEY": " (PKCS#8: convert with `openssl rsa -traditional`, or make one with "
-                               "`python -m gcite keygen`)",
-                "PUBLIC KEY": " (SPKI: convert with `openssl rsa -pubin -RSAPublicKey_out`, or make one with "
-                              "`python -m gcite keygen`)"}.get(found, "")
+        hint = {
+            "PRIVATE KEY": " (PKCS#8: convert with `openssl rsa -traditional`, or make one with "
+            "`python -m gcite keygen`)",
+            "PUBLIC KEY": " (SPKI: convert with `openssl rsa -pubin -RSAPublicKey_out`, or make one with "
+            "`python -m gcite keygen`)",
+        }.get(found, "")
         raise SigningError(f"{where}: a '{found}' PEM block, the daemon reads only '{kind}' (PKCS#1){hint}")
     end = re.compile(rb"-----END " + re.escape(kind.encode()) + rb"-----[ \t]*(\r?\n)?").search(data, begin.end())
     if end is None:
         raise SigningError(f"{where}: the '{kind}' block has no END line")
-    if b"Proc-Type:" in data[begin.end():end.start()]:
+    if b"Proc-Type:" in data[begin.end() : end.start()]:
         raise SigningError(f"{where}: an encrypted key; the daemon reads only unencrypted keys")
-    if data[end.end():]:
-        raise SigningError(f"{where}: data after the '{kind}' block (the daemon refuses it: "
-                           f"\"extra data included in the PEM block\"); keep exactly one block")
+    if data[end.end() :]:
+        raise SigningError(
+            f"{where}: data after the '{kind}' block (the daemon refuses it: "
+            f'"extra data included in the PEM block"); keep exactly one block'
+        )
 
 
 def load_private_key(data: bytes, where: str = "private key") -> rsa.RSAPrivateKey:
@@ -228,6 +235,7 @@ def daemon_keys(extra: list[str | Path] = ()) -> list[tuple[str, rsa.RSAPublicKe
 
 # --- zip entries as the daemon reads them ---------------------------------------------------------------
 
+
 def _valid_fs_path(name: str) -> bool:
     """Go's io/fs.ValidPath."""
     if name == ".":
@@ -273,8 +281,9 @@ def daemon_walk(archive: zipfile.ZipFile) -> list[tuple[str, bytes]]:
         if entry is None:
             raise SigningError(f"entry {info.filename!r}: the daemon cannot open it as {name!r}")
         if entry.is_dir():
-            raise SigningError(f"entry {info.filename!r}: a directory entry (the daemon cannot read it: "
-                               f"\"is a directory\")")
+            raise SigningError(
+                f'entry {info.filename!r}: a directory entry (the daemon cannot read it: "is a directory")'
+            )
         walked.append((info.filename, reader.read(entry)))
     return walked
 
@@ -315,23 +324,30 @@ def _entries_to_sign(package: bytes) -> list[tuple[str, bytes]]:
     return entries
 
 
-def sign(package: bytes, private_key: rsa.RSAPrivateKey, category: str = "community",
-         signed_at: int | None = None) -> bytes:
+def sign(
+    package: bytes, private_key: rsa.RSAPrivateKey, category: str = "community", signed_at: int | None = None
+) -> bytes:
     """The package signed as `dify signature sign -c CATEGORY` signs it (see the module docstring)."""
     if category not in CATEGORIES:
         raise SigningError(f"category {category!r}: expected one of {', '.join(CATEGORIES)}")
     entries = _entries_to_sign(package)
-    entries.append((VERIFICATION_FILE, json.dumps({"authorized_category": category}, separators=(",", ":"))
-                    .encode("utf-8")))
+    entries.append(
+        (VERIFICATION_FILE, json.dumps({"authorized_category": category}, separators=(",", ":")).encode("utf-8"))
+    )
     signed_at = int(time.time()) if signed_at is None else int(signed_at)
-    signature = private_key.sign(signed_bytes([content for _, content in entries], signed_at),
-                                 padding.PKCS1v15(), hashes.SHA256())
-    comment = json.dumps({"signature": base64.b64encode(signature).decode("ascii"), "time": signed_at},
-                         separators=(",", ":"), sort_keys=True).encode("ascii")
+    signature = private_key.sign(
+        signed_bytes([content for _, content in entries], signed_at), padding.PKCS1v15(), hashes.SHA256()
+    )
+    comment = json.dumps(
+        {"signature": base64.b64encode(signature).decode("ascii"), "time": signed_at},
+        separators=(",", ":"),
+        sort_keys=True,
+    ).encode("ascii")
     return write_package(entries, comment)
 
 
 # --- verifying --------------------------------------------------------------------------------------------
+
 
 def _comment_fields(comment: bytes) -> tuple[str, int]:
     """The signature and time as Go's json.Unmarshal into {Signature string; Time int64} reads the comment."""
@@ -340,8 +356,11 @@ def _comment_fields(comment: bytes) -> tuple[str, int]:
     except RecursionError:
         raise ArchiveError("the zip comment: JSON nested too deeply to read (not the signer's comment)") from None
     except (UnicodeDecodeError, json.JSONDecodeError):
-        raise SigningError("no signature: the zip comment is not the signer's JSON (an unsigned package)"
-                           if not comment else "the zip comment is not valid JSON") from None
+        raise SigningError(
+            "no signature: the zip comment is not the signer's JSON (an unsigned package)"
+            if not comment
+            else "the zip comment is not valid JSON"
+        ) from None
     if data is None:
         return "", 0
     if not isinstance(data, dict):
@@ -353,7 +372,7 @@ def _comment_fields(comment: bytes) -> tuple[str, int]:
                 raise SigningError("the zip comment's signature is not a string")
             signature = value
         elif key.lower() == "time" and value is not None:
-            if isinstance(value, bool) or not isinstance(value, int) or not -2**63 <= value < 2**63:
+            if isinstance(value, bool) or not isinstance(value, int) or not -(2**63) <= value < 2**63:
                 raise SigningError("the zip comment's time is not an integer")
             signed_at = value
     return signature, signed_at
@@ -397,4 +416,3 @@ def verify(package: bytes, keys: list[tuple[str, rsa.RSAPublicKey]]) -> Verifica
 def verify_file(path: str | Path, extra_keys: list[str | Path] = ()) -> Verification:
     """The daemon's check of an uploaded package: its official key, then `extra_keys` (key files)."""
     return verify(read_package_file(path, LIMITS), daemon_keys(extra_keys))
-

@@ -17,8 +17,10 @@ CORPUS = ROOT / "tests" / "fuzz_corpus"
 # node -> (argument names in the fuzz inputs' order, corpus folders)
 FUZZED = {
     "merge_chunks": (("rag_chunks", "web_chunks", "max_web_results", "max_chunks", "web_text"), ("merge_main",)),
-    "filter_chunks": (("rag_chunks", "user_roles", "acl_field", "condition", "case_sensitive", "missing_acl"),
-                      ("filter_main",)),
+    "filter_chunks": (
+        ("rag_chunks", "user_roles", "acl_field", "condition", "case_sensitive", "missing_acl"),
+        ("filter_main",),
+    ),
     "acl_prefilter": (("user_roles", "role_slots"), ("acl_prefilter_main",)),
     "remember_turn": (("history", "query", "answer", "max_turns"), ("remember_turn_main",)),
     "web_search_request": (("query", "count"), ("web_search_request_main",)),
@@ -40,7 +42,8 @@ def test_each_committed_node_is_what_the_bundler_makes(path):
 
 def test_every_node_file_is_made_by_the_bundler_and_nothing_else_is_in_nodes():
     assert sorted(p.name for p in (ROOT / "nodes").glob("*") if p.name != "__pycache__") == sorted(
-        f"{name}.py" for name in bundler.NODES)
+        f"{name}.py" for name in bundler.NODES
+    )
 
 
 @pytest.mark.parametrize("node", sorted(bundler.NODES))
@@ -99,8 +102,11 @@ def test_a_bundled_main_behaves_as_the_package_main_on_the_fuzz_corpus(node):
 @pytest.mark.parametrize("node", sorted(FUZZED))
 def test_a_bundled_node_runs_under_python_310_as_the_package_does_here(node):
     package = importlib.import_module(bundler.NODES[node])
-    cases = [k for k in corpus_kwargs(node) if all(isinstance(v, (str, int, float, list, dict, type(None)))
-                                                   for v in k.values())]
+    cases = [
+        k
+        for k in corpus_kwargs(node)
+        if all(isinstance(v, (str, int, float, list, dict, type(None))) for v in k.values())
+    ]
     assert_same_under_310(node, package.main, cases)
 
 
@@ -113,12 +119,15 @@ def write_package(root, modules: dict[str, str]) -> None:
 
 
 def test_the_bundle_keeps_what_main_needs_in_dependency_order_and_drops_the_rest(tmp_path, monkeypatch):
-    write_package(tmp_path, {
-        "citations.base": "import re\nimport json\n\n# the words\nWORDS = re.compile('w+')\nUNUSED = json.dumps(1)\n"
-                          "TABLE = {}\nfor w in ('a', 'b'):\n    TABLE[w] = len(w)\n\n\ndef helper(x):\n"
-                          "    return WORDS.findall(x) + [TABLE]\n",
-        "citations.entry": '"""Entry."""\n\nfrom citations.base import helper\n\n\ndef main(x):\n    return helper(x)\n',
-    })
+    write_package(
+        tmp_path,
+        {
+            "citations.base": "import re\nimport json\n\n# the words\nWORDS = re.compile('w+')\nUNUSED = json.dumps(1)\n"
+            "TABLE = {}\nfor w in ('a', 'b'):\n    TABLE[w] = len(w)\n\n\ndef helper(x):\n"
+            "    return WORDS.findall(x) + [TABLE]\n",
+            "citations.entry": '"""Entry."""\n\nfrom citations.base import helper\n\n\ndef main(x):\n    return helper(x)\n',
+        },
+    )
     monkeypatch.setitem(bundler.NODES, "probe", "citations.entry")
     text = bundler.bundle("probe", tmp_path)
     assert "UNUSED" not in text and "import json" not in text and "from citations" not in text
@@ -127,16 +136,20 @@ def test_the_bundle_keeps_what_main_needs_in_dependency_order_and_drops_the_rest
     assert load("probe", text).main("ww") == ["ww", {"a": 1, "b": 1}]
 
 
-@pytest.mark.parametrize("source,problem", [
-    ("import citations.base\n\ndef main():\n    return citations.base.X\n", "import citations.base"),
-    ("from citations.base import X as Y\n\ndef main():\n    return Y\n", "as"),
-    ("from .base import X\n\ndef main():\n    return X\n", "relative import"),
-    ("def main():\n    from citations.base import X\n    return X\n", "inside a function"),
-    ("from citations.base import Z\n\ndef main():\n    return Z\n", "does not define"),
-    ("from citations.base import X\n\nX2 = 1\nHELPER = 2\n\ndef main():\n    return X\n", "both define"),
-])
-def test_a_package_module_that_breaks_a_bundling_rule_is_refused_naming_the_rule(tmp_path, monkeypatch, source,
-                                                                                   problem):
+@pytest.mark.parametrize(
+    "source,problem",
+    [
+        ("import citations.base\n\ndef main():\n    return citations.base.X\n", "import citations.base"),
+        ("from citations.base import X as Y\n\ndef main():\n    return Y\n", "as"),
+        ("from .base import X\n\ndef main():\n    return X\n", "relative import"),
+        ("def main():\n    from citations.base import X\n    return X\n", "inside a function"),
+        ("from citations.base import Z\n\ndef main():\n    return Z\n", "does not define"),
+        ("from citations.base import X\n\nX2 = 1\nHELPER = 2\n\ndef main():\n    return X\n", "both define"),
+    ],
+)
+def test_a_package_module_that_breaks_a_bundling_rule_is_refused_naming_the_rule(
+    tmp_path, monkeypatch, source, problem
+):
     write_package(tmp_path, {"citations.base": "X = 1\nHELPER = 3\n", "citations.entry": source})
     monkeypatch.setitem(bundler.NODES, "probe", "citations.entry")
     with pytest.raises(bundler.BundleError, match=problem):
@@ -147,7 +160,10 @@ def test_the_package_imports_nothing_but_the_standard_library_and_itself():
     for path in (ROOT / "citations").rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"), feature_version=(3, 10))
         for n in ast.walk(tree):
-            roots = [a.name.split(".")[0] for a in n.names] if isinstance(n, ast.Import) else (
-                [n.module.split(".")[0]] if isinstance(n, ast.ImportFrom) and n.module else [])
+            roots = (
+                [a.name.split(".")[0] for a in n.names]
+                if isinstance(n, ast.Import)
+                else ([n.module.split(".")[0]] if isinstance(n, ast.ImportFrom) and n.module else [])
+            )
             for name in roots:
                 assert name == "citations" or name in sys.stdlib_module_names, f"{path}: imports {name}"

@@ -5,28 +5,54 @@ import re
 import pytest
 import yaml
 
+from citations.phrases import normal_text, parse_phrases
 from gcite.authoring import chatflows
 from gcite.local.llm import ExtractiveModel
 from gcite.local.runner import Services, run_chatflow
 from gcite.local.web_search import SampleSearchHttpClient
-from citations.phrases import normal_text, parse_phrases
 
 REFUSAL_ZH = "根据现有资料无法确定"  # the phrases every part of G-Cite agrees on
 REFUSAL_EN = "The available sources do not answer this question"
 CJK = re.compile(r"[\u3400-\u9fff]")
-VARIANTS = {"plugin-zh": "gcite_chatflow.yml", "code-zh": "gcite_chatflow_code.yml",
-            "plugin-en": "gcite_chatflow.en.yml", "code-en": "gcite_chatflow_code.en.yml"}
-ENGLISH_KB = {"dataset_id": "ds-en", "dataset_name": "Office handbook", "documents": [
-    {"document_id": "doc-rooms", "document_name": "meeting-rooms.md",
-     "doc_metadata": {"document_title": "Meeting room rules", "access_roles": "",
-                      "source_file_url": "https://kb.example.com/meeting-rooms.pdf"},
-     "segments": [{"segment_id": "seg-rooms-1",
-                   "content": "Meeting rooms are booked in the office app, for at most 4 hours per booking. "
-                              "A booking nobody checks in to within 15 minutes is released."}]},
-    {"document_id": "doc-visitors", "document_name": "visitors.md",
-     "doc_metadata": {"document_title": "Visitor policy", "access_roles": ",reception,"},
-     "segments": [{"segment_id": "seg-visitors-1",
-                   "content": "Visitors show an ID at reception and receive a temporary access card."}]}]}
+VARIANTS = {
+    "plugin-zh": "gcite_chatflow.yml",
+    "code-zh": "gcite_chatflow_code.yml",
+    "plugin-en": "gcite_chatflow.en.yml",
+    "code-en": "gcite_chatflow_code.en.yml",
+}
+ENGLISH_KB = {
+    "dataset_id": "ds-en",
+    "dataset_name": "Office handbook",
+    "documents": [
+        {
+            "document_id": "doc-rooms",
+            "document_name": "meeting-rooms.md",
+            "doc_metadata": {
+                "document_title": "Meeting room rules",
+                "access_roles": "",
+                "source_file_url": "https://kb.example.com/meeting-rooms.pdf",
+            },
+            "segments": [
+                {
+                    "segment_id": "seg-rooms-1",
+                    "content": "Meeting rooms are booked in the office app, for at most 4 hours per booking. "
+                    "A booking nobody checks in to within 15 minutes is released.",
+                }
+            ],
+        },
+        {
+            "document_id": "doc-visitors",
+            "document_name": "visitors.md",
+            "doc_metadata": {"document_title": "Visitor policy", "access_roles": ",reception,"},
+            "segments": [
+                {
+                    "segment_id": "seg-visitors-1",
+                    "content": "Visitors show an ID at reception and receive a temporary access card.",
+                }
+            ],
+        },
+    ],
+}
 
 
 def load(variant: str) -> dict:
@@ -47,6 +73,7 @@ def validator_phrases(document: dict) -> str:
 
 
 # --- the files ---------------------------------------------------------------------------------------------
+
 
 def test_the_default_build_writes_both_languages_of_both_chatflows():
     assert sorted(p.name for p in chatflows.generated()) == sorted(VARIANTS.values())
@@ -79,15 +106,19 @@ def test_prompt_labels_and_refusal_phrase_are_in_the_variants_language(variant):
 def test_variants_differ_only_in_language_not_in_the_graph():
     for kind in ("plugin", "code"):
         zh, en = load(f"{kind}-zh"), load(f"{kind}-en")
-        shape = lambda d: ([(n["id"], n["data"]["type"]) for n in d["workflow"]["graph"]["nodes"]],  # noqa: E731
-                           [(e["source"], e["target"]) for e in d["workflow"]["graph"]["edges"]])
+        shape = lambda d: (
+            [(n["id"], n["data"]["type"]) for n in d["workflow"]["graph"]["nodes"]],  # noqa: E731
+            [(e["source"], e["target"]) for e in d["workflow"]["graph"]["edges"]],
+        )
         assert shape(zh) == shape(en)
         assert nodes(zh)["kr"]["metadata_filtering_conditions"] == nodes(en)["kr"]["metadata_filtering_conditions"]
-        assert [v["id"] for v in zh["workflow"]["conversation_variables"]] == \
-               [v["id"] for v in en["workflow"]["conversation_variables"]]
+        assert [v["id"] for v in zh["workflow"]["conversation_variables"]] == [
+            v["id"] for v in en["workflow"]["conversation_variables"]
+        ]
 
 
 # --- run on the runner ---------------------------------------------------------------------------------------
+
 
 def run(variant: str, query: str, svc: Services, roles: str = "") -> list[dict]:
     text = (chatflows.DSL_DIR / VARIANTS[variant]).read_text(encoding="utf-8")
@@ -119,8 +150,11 @@ def test_an_english_question_gets_an_english_cited_answer(variant):
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_the_english_refusal_is_insufficient_evidence(variant):  # in the Chinese flows too
-    svc = Services(knowledge_base={"dataset_id": "d", "dataset_name": "empty", "documents": []},
-                   search_http=SampleSearchHttpClient(fail=True), tavily_fail=True)
+    svc = Services(
+        knowledge_base={"dataset_id": "d", "dataset_name": "empty", "documents": []},
+        search_http=SampleSearchHttpClient(fail=True),
+        tavily_fail=True,
+    )
     events = run(variant, "What will the weather be tomorrow?", svc)
     assert llm_text(events) == REFUSAL_EN + "."
     outputs = finished(events, "validate")["outputs"]
@@ -131,9 +165,10 @@ def test_the_stand_in_llm_answers_in_the_questions_language():
     from gcite.local.engine import SystemPromptMessage, UserPromptMessage
 
     def answer(question: str, context: str = "") -> str:
-        chunks = ExtractiveModel().invoke_llm(prompt_messages=[SystemPromptMessage(content=context),
-                                                               UserPromptMessage(content=question)],
-                                              model_parameters={})
+        chunks = ExtractiveModel().invoke_llm(
+            prompt_messages=[SystemPromptMessage(content=context), UserPromptMessage(content=question)],
+            model_parameters={},
+        )
         return "".join(c.delta.message.content for c in chunks)
 
     assert answer("Is it going to rain?") == REFUSAL_EN + "."
@@ -146,8 +181,13 @@ def test_the_stand_in_llm_answers_in_the_questions_language():
 # --- documentation: both languages, and nothing that points at a document users do not have ---------------------
 
 UNAVAILABLE = re.compile(r"\bthe design\b|design's|§\s*\d|\bappendix\b|附录|设计文档|设计默认", re.IGNORECASE)
-USER_DOCS = ["README.md", "README.zh-CN.md", "plugin_readme/README.md", "plugin_readme/README_zh_Hans.md",
-             *sorted(str(p.relative_to(chatflows.ROOT)) for p in (chatflows.ROOT / "docs").rglob("*.md"))]
+USER_DOCS = [
+    "README.md",
+    "README.zh-CN.md",
+    "plugin_readme/README.md",
+    "plugin_readme/README_zh_Hans.md",
+    *sorted(str(p.relative_to(chatflows.ROOT)) for p in (chatflows.ROOT / "docs").rglob("*.md")),
+]
 
 
 @pytest.mark.parametrize("name", USER_DOCS + sorted(VARIANTS.values()))
@@ -156,10 +196,15 @@ def test_user_facing_text_refers_to_no_document_users_do_not_have(name):
     text = path.read_text(encoding="utf-8")
     if name.endswith(".yml"):  # the DSL's own words: labels, descriptions and the prompt, not the embedded node code
         document = yaml.safe_load(text)
-        text = "\n".join([document["app"]["name"], document["app"]["description"],
-                          *[str(d.get("title", "")) for d in nodes(document).values()],
-                          nodes(document)["llm"]["prompt_template"][0]["text"],
-                          *[v["description"] for v in document["workflow"]["conversation_variables"]]])
+        text = "\n".join(
+            [
+                document["app"]["name"],
+                document["app"]["description"],
+                *[str(d.get("title", "")) for d in nodes(document).values()],
+                nodes(document)["llm"]["prompt_template"][0]["text"],
+                *[v["description"] for v in document["workflow"]["conversation_variables"]],
+            ]
+        )
     assert not UNAVAILABLE.findall(text), name
 
 
@@ -176,9 +221,20 @@ def test_the_chinese_readme_is_linked_from_the_top_and_covers_what_a_user_does()
     headings = [line.lstrip("#").strip() for line in chinese.splitlines() if line.startswith(("# ", "## "))]
     for topic in ("安装插件", "导入对话流", "配置", "权限控制", "对话端点", "G-Cite 流式协议", "命令行"):
         assert any(topic in h for h in headings), topic
-    for fact in (REFUSAL_ZH, REFUSAL_EN, "THIRD_PARTY_SIGNATURE_VERIFICATION_PUBLIC_KEYS", "/app/storage/public_keys/",
-                 "gcite keygen", "package --sign", "gcite verify", "source_file_url", "/gcite/chat", "3 + 16 × N",
-                 "--persona", "1.4.0"):
+    for fact in (
+        REFUSAL_ZH,
+        REFUSAL_EN,
+        "THIRD_PARTY_SIGNATURE_VERIFICATION_PUBLIC_KEYS",
+        "/app/storage/public_keys/",
+        "gcite keygen",
+        "package --sign",
+        "gcite verify",
+        "source_file_url",
+        "/gcite/chat",
+        "3 + 16 × N",
+        "--persona",
+        "1.4.0",
+    ):
         assert fact in chinese and fact in english, fact
     assert len(re.findall(r"[\u4e00-\u9fff]", chinese)) > 3000  # complete pages, not a summary
 

@@ -4,10 +4,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gcite.local.dify_metadata import admits
-from gcite.authoring.prefilter import ROLE_CLAUSES, conditions_for_roles, templated_conditions
 from citations import acl_prefilter
 from citations import filter as filter_chunks
+from gcite.authoring.prefilter import ROLE_CLAUSES, conditions_for_roles, templated_conditions
+from gcite.local.dify_metadata import admits
 
 FIELD = "access_roles"
 ROLES = ["运维工程师", "物业经理", "前台", "运维", "Facility Manager", "Manager", "a%b", "a_b"]
@@ -27,35 +27,48 @@ def pre_admits(acl, roles, missing_acl="visible"):
 
 # --- the slot node ---------------------------------------------------------------------------------------
 
+
 def test_slots_are_filled_in_order_and_unused_ones_hold_the_sentinel():
     out = acl_prefilter.main('["物业经理","前台"]')
     assert out == {"role_1": "前台", "role_2": "物业经理", "role_3": acl_prefilter.UNUSED_SLOT, "role_count": 2}
-    assert acl_prefilter.main(None, role_slots=2) == {"role_1": acl_prefilter.UNUSED_SLOT,
-                                                      "role_2": acl_prefilter.UNUSED_SLOT, "role_count": 0}
+    assert acl_prefilter.main(None, role_slots=2) == {
+        "role_1": acl_prefilter.UNUSED_SLOT,
+        "role_2": acl_prefilter.UNUSED_SLOT,
+        "role_count": 0,
+    }
 
 
-@pytest.mark.parametrize("roles,slots,message", [
-    ("a,b,c,d", 3, "4 roles but the pre-filter has 3 slots"),
-    ('["a"', 3, "not a valid JSON array"),
-    (['a"b'], 3, "cannot match exactly"),
-    ([None], 3, "is not a role name"),
-    ("a", 0, "role_slots"),
-    ("a", 51, "role_slots: expected a whole number from 1 to 50"),
-    ("a", 10 ** 7, "role_slots: expected a whole number from 1 to 50"),
-    ("a", 10 ** 400, "role_slots: expected a whole number from 1 to 50"),
-    ("a", 3.0, "role_slots"),
-    ("[" * 2000 + "]" * 2000, 3, "user_roles: .* is not a valid JSON array"),
-    ([10 ** 5000], 3, "user_roles: element .* is not a role name"),
-    ('[1' + "0" * 400 + "]", 3, "user_roles: element inf is not a role name"),
-])
+@pytest.mark.parametrize(
+    "roles,slots,message",
+    [
+        ("a,b,c,d", 3, "4 roles but the pre-filter has 3 slots"),
+        ('["a"', 3, "not a valid JSON array"),
+        (['a"b'], 3, "cannot match exactly"),
+        ([None], 3, "is not a role name"),
+        ("a", 0, "role_slots"),
+        ("a", 51, "role_slots: expected a whole number from 1 to 50"),
+        ("a", 10**7, "role_slots: expected a whole number from 1 to 50"),
+        ("a", 10**400, "role_slots: expected a whole number from 1 to 50"),
+        ("a", 3.0, "role_slots"),
+        ("[" * 2000 + "]" * 2000, 3, "user_roles: .* is not a valid JSON array"),
+        ([10**5000], 3, "user_roles: element .* is not a role name"),
+        ("[1" + "0" * 400 + "]", 3, "user_roles: element inf is not a role name"),
+    ],
+)
 def test_slot_node_errors(roles, slots, message):
     with pytest.raises(ValueError, match=message):
         acl_prefilter.main(roles, role_slots=slots)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.one_of(st.lists(ROLE | st.integers(0, 5), max_size=3).map(json.dumps), st.lists(ROLE, max_size=3).map(",".join),
-                 st.lists(ROLE, max_size=3).map("；".join), st.lists(ROLE | st.integers(0, 5), max_size=3)))
+@given(
+    st.one_of(
+        st.lists(ROLE | st.integers(0, 5), max_size=3).map(json.dumps),
+        st.lists(ROLE, max_size=3).map(",".join),
+        st.lists(ROLE, max_size=3).map("；".join),
+        st.lists(ROLE | st.integers(0, 5), max_size=3),
+    )
+)
 def test_slot_node_reads_roles_as_the_filter_node_does(roles):
     slots = acl_prefilter.main(roles, role_slots=5)
     parsed = filter_chunks.parse_roles(roles) or set()
@@ -71,6 +84,7 @@ def test_an_unused_slot_matches_no_document():
 
 
 # --- the conditions --------------------------------------------------------------------------------------
+
 
 def test_templated_conditions_resolve_to_the_literal_ones():
     selectors = ["{{#acl_roles.role_1#}}", "{{#acl_roles.role_2#}}"]
@@ -101,12 +115,18 @@ EDGE_ACLS = ["", "[]", [], *BLANK_ACLS]
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.one_of(st.none(), st.sampled_from(EDGE_ACLS), st.sets(ROLE, min_size=1, max_size=4)),
-       st.sets(ROLE, max_size=3), st.sampled_from(["visible", "hidden"]), st.booleans())
+@given(
+    st.one_of(st.none(), st.sampled_from(EDGE_ACLS), st.sets(ROLE, min_size=1, max_size=4)),
+    st.sets(ROLE, max_size=3),
+    st.sampled_from(["visible", "hidden"]),
+    st.booleans(),
+)
 def test_exact_under_the_convention_and_for_the_edge_values(stored, user, missing_acl, doc_metadata_as_text):
     # doc_metadata given as JSON text is read as the object it spells (Dify's SQL sees the stored object).
     acl = ("," + ",".join(sorted(stored)) + ",") if isinstance(stored, (set, frozenset)) else stored
-    assert pre_admits(acl, sorted(user), missing_acl) == node_keeps(acl, sorted(user), missing_acl, doc_metadata_as_text)
+    assert pre_admits(acl, sorted(user), missing_acl) == node_keeps(
+        acl, sorted(user), missing_acl, doc_metadata_as_text
+    )
 
 
 @pytest.mark.parametrize("acl", BLANK_ACLS)
@@ -125,8 +145,16 @@ FORMS = {
     "convention": lambda r: "," + ",".join(r) + ",",
     "json": lambda r: json.dumps(r, ensure_ascii=False),
     "json_spaced": lambda r: json.dumps(r, ensure_ascii=False, separators=(" , ", ": ")),
-    "comma": ",".join, "comma_space": ", ".join, "space_comma": " ,".join, "full": "，".join, "semi": ";".join,
-    "semi_full": "；".join, "pipe": "|".join, "pipe_spaced": " | ".join, "dun": "、".join, "dun_space": "、 ".join,
+    "comma": ",".join,
+    "comma_space": ", ".join,
+    "space_comma": " ,".join,
+    "full": "，".join,
+    "semi": ";".join,
+    "semi_full": "；".join,
+    "pipe": "|".join,
+    "pipe_spaced": " | ".join,
+    "dun": "、".join,
+    "dun_space": "、 ".join,
 }
 
 
@@ -148,36 +176,45 @@ def test_what_leaks_for_documents_outside_the_convention():
 def test_every_role_clause_is_safe_on_conventional_values():
     # A clause other than the convention's own must not match any conventional value.
     for op, template in ROLE_CLAUSES[1:]:
-        one = {"logical_operator": "or", "conditions": [{"name": FIELD, "comparison_operator": op,
-                                                         "value": template.format(role="Manager")}]}
+        one = {
+            "logical_operator": "or",
+            "conditions": [{"name": FIELD, "comparison_operator": op, "value": template.format(role="Manager")}],
+        }
         for stored in ([], ["Manager"], ["Facility Manager"], ["Manager", "x"], ["x", "Manager"]):
             assert not admits(one, {FIELD: "," + ",".join(stored) + ","}), (op, template, stored)
 
 
 # --- Dify's semantics, as gcite.local.dify_metadata models them -------------------------------------------------
 
+
 def cond(op, value, logical="or"):
     return {"logical_operator": logical, "conditions": [{"name": "f", "comparison_operator": op, "value": value}]}
 
 
-@pytest.mark.parametrize("filtering,doc,expected", [
-    (cond("contains", None), {"f": "x"}, True),  # None skips the condition: no filter at all
-    (cond("contains", ""), {"f": "anything"}, True),  # "" matches everything that has the key
-    (cond("contains", ""), {}, False),
-    (cond("empty", None), {}, True),
-    (cond("empty", None), {"f": None}, False),  # a stored JSON null is "not empty"
-    (cond("not contains", "x"), {}, False),  # negations exclude documents without the key
-    (cond("is not", "x"), {}, False),
-    (cond("is", 3), {"f": "3"}, True),
-    (cond("in", "a, b"), {"f": "b"}, True),
-    (cond("after", 10), {"f": 11}, True),
-    (cond("contains", "hr"), {"f": "chrome"}, True),  # LIKE is a substring match
-])
+@pytest.mark.parametrize(
+    "filtering,doc,expected",
+    [
+        (cond("contains", None), {"f": "x"}, True),  # None skips the condition: no filter at all
+        (cond("contains", ""), {"f": "anything"}, True),  # "" matches everything that has the key
+        (cond("contains", ""), {}, False),
+        (cond("empty", None), {}, True),
+        (cond("empty", None), {"f": None}, False),  # a stored JSON null is "not empty"
+        (cond("not contains", "x"), {}, False),  # negations exclude documents without the key
+        (cond("is not", "x"), {}, False),
+        (cond("is", 3), {"f": "3"}, True),
+        (cond("in", "a, b"), {"f": "b"}, True),
+        (cond("after", 10), {"f": 11}, True),
+        (cond("contains", "hr"), {"f": "chrome"}, True),  # LIKE is a substring match
+    ],
+)
 def test_dify_semantics(filtering, doc, expected):
     assert admits(filtering, doc) is expected
 
 
 def test_and_or():
-    two = [{"name": "a", "comparison_operator": "is", "value": "1"}, {"name": "b", "comparison_operator": "is", "value": "2"}]
+    two = [
+        {"name": "a", "comparison_operator": "is", "value": "1"},
+        {"name": "b", "comparison_operator": "is", "value": "2"},
+    ]
     assert admits({"logical_operator": "or", "conditions": two}, {"a": "1"})
     assert not admits({"logical_operator": "and", "conditions": two}, {"a": "1"})

@@ -12,8 +12,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gcite.authoring.retrofit import (CONTEXT, PREFIX, RULE_HEADINGS, Options, RetrofitRefusal, citation_rules,
-                                  detect_lang, retrofit)
+from gcite.authoring.retrofit import (
+    CONTEXT,
+    PREFIX,
+    RULE_HEADINGS,
+    Options,
+    RetrofitRefusal,
+    citation_rules,
+    detect_lang,
+    retrofit,
+)
 from gcite.local.dify_rules import check_variable_ids
 from gcite.local.llm import ExtractiveModel, message_text
 from gcite.local.runner import parse_chatflow, run_chatflow
@@ -41,7 +49,9 @@ def nodes_of(document: dict) -> dict[str, dict]:
 
 
 def edges_of(document: dict) -> set[tuple[str, str, str]]:
-    return {(e["source"], e.get("sourceHandle") or "source", e["target"]) for e in document["workflow"]["graph"]["edges"]}
+    return {
+        (e["source"], e.get("sourceHandle") or "source", e["target"]) for e in document["workflow"]["graph"]["edges"]
+    }
 
 
 class EchoWhenNoChunks(ExtractiveModel):
@@ -51,8 +61,13 @@ class EchoWhenNoChunks(ExtractiveModel):
     def invoke_llm(self, *, prompt_messages, model_parameters, tools=None, stop=None, stream=True):
         system = "\n".join(message_text(m) for m in prompt_messages if m.role.value == "system")
         if "[C:" in system:
-            return super().invoke_llm(prompt_messages=prompt_messages, model_parameters=model_parameters,
-                                      tools=tools, stop=stop, stream=stream)
+            return super().invoke_llm(
+                prompt_messages=prompt_messages,
+                model_parameters=model_parameters,
+                tools=tools,
+                stop=stop,
+                stream=stream,
+            )
         self.prompts.append(list(prompt_messages))
         question = message_text(prompt_messages[-1])
         return self._chunks(prompt_messages, iter([question]))
@@ -69,8 +84,9 @@ def start_inputs(document: dict, question: str) -> dict:
     for variable in start["data"].get("variables") or []:
         if variable.get("required"):
             options_ = variable.get("options") or []
-            inputs[variable["variable"]] = "Technical Summary" if "Technical Summary" in options_ else \
-                (options_[0] if options_ else question)
+            inputs[variable["variable"]] = (
+                "Technical Summary" if "Technical Summary" in options_ else (options_[0] if options_ else question)
+            )
     return inputs
 
 
@@ -92,6 +108,7 @@ def finished(events: list[dict]) -> list[dict]:
 
 # --- every fixture ----------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("path", POSITIVE, ids=lambda p: p.name)
 def test_retrofit_keeps_the_builders_graph_and_adds_g_cite_beside_it(path):
     before = yaml.safe_load(load(path))
@@ -100,8 +117,12 @@ def test_retrofit_keeps_the_builders_graph_and_adds_g_cite_beside_it(path):
     old, new = nodes_of(before), nodes_of(after)
     added = set(new) - set(old)
     assert set(old) <= set(new) and added and all(n.startswith(PREFIX) and NODE_ID.fullmatch(n) for n in added)
-    targets = {n for n, node in new.items() if node["data"].get("type") == "llm"
-               and ((node["data"].get("context") or {}).get("variable_selector") or [""])[0].startswith(PREFIX)}
+    targets = {
+        n
+        for n, node in new.items()
+        if node["data"].get("type") == "llm"
+        and ((node["data"].get("context") or {}).get("variable_selector") or [""])[0].startswith(PREFIX)
+    }
     assert targets
     for node_id, node in old.items():
         if node_id in targets:
@@ -184,13 +205,17 @@ def test_the_retrofitted_app_runs_and_cites_chunks_that_exist(path, services):
     assert validated["outputs"]["status"] == "cited" and validated["outputs"]["invalid_ids"] == []
     cited = {c["id"] for c in validated["outputs"]["citations"]}
     assert cited and cited <= {c["id"] for c in chunks}
-    merge_at = next(i for i, e in enumerate(events) if e["event"] == "node_finished"
-                    and e["data"]["node_id"] == merges[0]["node_id"])
+    merge_at = next(
+        i
+        for i, e in enumerate(events)
+        if e["event"] == "node_finished" and e["data"]["node_id"] == merges[0]["node_id"]
+    )
     if result.document["app"]["mode"] == "advanced-chat":
         answer = "".join(e["answer"] for e in events if e["event"] == "message")
-        llm = merges[0]["node_id"][len(f"{PREFIX}merge_"):]
-        first_token = next(i for i, e in enumerate(events) if e["event"] == "message"
-                           and e["from_variable_selector"][:1] == [llm])
+        llm = merges[0]["node_id"][len(f"{PREFIX}merge_") :]
+        first_token = next(
+            i for i, e in enumerate(events) if e["event"] == "message" and e["from_variable_selector"][:1] == [llm]
+        )
         assert merge_at < first_token  # the chunk list reaches the client before the LLM's first token
         assert set(MARKER.findall(answer)) == cited
     else:  # workflow: the End node outputs the cited sources
@@ -199,14 +224,26 @@ def test_the_retrofitted_app_runs_and_cites_chunks_that_exist(path, services):
     # the builder's other nodes still ran
     ran = {d["node_id"] for d in done}
     original = nodes_of(yaml.safe_load(load(path)))
-    for kind in ("start", "question-classifier", "if-else", "code", "template-transform", "variable-aggregator",
-                 "variable-assigner", "parameter-extractor", "http-request", "assigner", "answer", "end"):
+    for kind in (
+        "start",
+        "question-classifier",
+        "if-else",
+        "code",
+        "template-transform",
+        "variable-aggregator",
+        "variable-assigner",
+        "parameter-extractor",
+        "http-request",
+        "assigner",
+        "answer",
+        "end",
+    ):
         of_kind = {n for n, node in original.items() if node["data"].get("type") == kind}
         if of_kind and kind in ("start", "question-classifier", "if-else", "parameter-extractor"):
             assert of_kind <= ran, (kind, of_kind - ran)
-    assert {n for n in ran if not n.startswith(PREFIX)} >= {n for n, node in original.items()
-                                                             if node["data"].get("type") == "knowledge-retrieval"
-                                                             and n in ran}
+    assert {n for n in ran if not n.startswith(PREFIX)} >= {
+        n for n, node in original.items() if node["data"].get("type") == "knowledge-retrieval" and n in ran
+    }
 
 
 def test_the_builders_other_nodes_run_as_before():
@@ -246,6 +283,7 @@ def test_another_plugins_tool_fails_as_in_dify_and_takes_its_fail_branch():
 
 # --- options ----------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("path", POSITIVE, ids=lambda p: p.name)
 def test_code_nodes_need_no_plugin_and_run(path, services):
     name = path.name
@@ -280,8 +318,10 @@ def test_the_rules_are_added_in_the_prompts_language_keeping_the_builders_prompt
     # the builder's context may stand above the added rules: they do not say the chunks are below
     assert "下方" not in citation_rules("zh") and "below" not in citation_rules("en")
     en = retrofit(load(FIXTURES / "dify-qc-knowledge-chatbot.en.yml"), options()).document
-    assert all(citation_rules("en") in nodes_of(en)[n]["data"]["prompt_template"][0]["text"]
-               for n in ("1711528802931", "1711528815414"))
+    assert all(
+        citation_rules("en") in nodes_of(en)[n]["data"]["prompt_template"][0]["text"]
+        for n in ("1711528802931", "1711528815414")
+    )
     forced = retrofit(load(FIXTURES / "dify-qc-knowledge-chatbot.en.yml"), options(lang="zh")).document
     assert RULE_HEADINGS["zh"] in nodes_of(forced)["1711528802931"]["data"]["prompt_template"][0]["text"]
     # a prompt without {{#context#}} gains the chunks section; one with it inline gets it on a line of its own
@@ -291,9 +331,14 @@ def test_the_rules_are_added_in_the_prompts_language_keeping_the_builders_prompt
     assert detect_lang(["You are a helpful assistant. 你好"]) == "en" and detect_lang(["你是一个助手 AI"]) == "zh"
 
 
-@pytest.mark.parametrize("name,kind", [("own-0.2.0-branch-aggregator.zh.yml", "plugin"),
-                                        ("own-0.4.0-workflow-extractor.en.yml", "code"),
-                                        ("dify-qc-knowledge-chatbot.en.yml", "code")])
+@pytest.mark.parametrize(
+    "name,kind",
+    [
+        ("own-0.2.0-branch-aggregator.zh.yml", "plugin"),
+        ("own-0.4.0-workflow-extractor.en.yml", "code"),
+        ("dify-qc-knowledge-chatbot.en.yml", "code"),
+    ],
+)
 def test_acl_adds_the_pre_filter_and_the_filter_node_and_hides_restricted_chunks(name, kind):
     svc = start_local_services()
     try:
@@ -302,8 +347,10 @@ def test_acl_adds_the_pre_filter_and_the_filter_node_and_hides_restricted_chunks
         start = next(n for n in nodes.values() if n["data"]["type"] == "start")
         assert any(v["variable"] == "user_roles" and v["hide"] for v in start["data"]["variables"])
         retrievals = [n["data"] for n in nodes.values() if n["data"]["type"] == "knowledge-retrieval"]
-        assert all(r["metadata_filtering_mode"] == "manual" and r["metadata_filtering_conditions"]["conditions"]
-                   for r in retrievals)
+        assert all(
+            r["metadata_filtering_mode"] == "manual" and r["metadata_filtering_conditions"]["conditions"]
+            for r in retrievals
+        )
         assert retrofit(result.text, options(acl="access_roles", slots=2, nodes=kind)).changes == []
         query = "冷水机组的供水温度和冷却塔风机怎么设定？"
         allowed = json.dumps(run(result.text, svc, query, {"user_roles": "运维工程师"}), ensure_ascii=False)
@@ -394,15 +441,18 @@ def test_llms_whose_context_is_not_retrieval_are_named_and_left_alone():
     note = next(n for n in result.notes if n.startswith("left as they are"))
     assert '"意图向量机" (1718246807593): context disabled' in note
     assert '"风格化回复内容" (1718853322658): context is 1718852940536.output' in note
-    assert nodes_of(result.document)["1718853322658"] == nodes_of(yaml.safe_load(
-        load(FIXTURES / "svcvit-intent-reply-workflow.zh.yml")))["1718853322658"]
+    assert (
+        nodes_of(result.document)["1718853322658"]
+        == nodes_of(yaml.safe_load(load(FIXTURES / "svcvit-intent-reply-workflow.zh.yml")))["1718853322658"]
+    )
 
 
 def test_dify_s_built_in_memory_is_named_in_a_note():
     notes = retrofit(load(FIXTURES / "own-0.3.0-code-after-llm.en.yml"), options()).notes
     assert any("keeps Dify's built-in memory" in note and "--memory" in note for note in notes)
-    assert not any("built-in memory" in n for n in retrofit(load(FIXTURES / "own-0.2.0-branch-aggregator.zh.yml"),
-                                                             options()).notes)
+    assert not any(
+        "built-in memory" in n for n in retrofit(load(FIXTURES / "own-0.2.0-branch-aggregator.zh.yml"), options()).notes
+    )
 
 
 def test_the_export_api_form_is_read():
@@ -413,35 +463,60 @@ def test_the_export_api_form_is_read():
 
 # --- refusals ---------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name,reason", [
-    ("dify-knowledge-chatbot-context-disabled.en.yml",
-     'no Knowledge Retrieval → LLM context path; LLM nodes looked at: "LLM" (1711528917469): context disabled'),
-    ("svcvit-document-chat-context-via-template.zh.yml", '"LLM 2" (1720801890321): context is 1720796109721.output '
-                                                         "(a template-transform node)"),
-    ("svcvit-deep-researcher-retrieval-in-iteration.zh.yml", '"问题分解" (1739088190247): context is '
-                                                             "1739087621665.Research_Theme (a start node)"),
-    ("tomatio13-manual-search-context-from-start.ja.yml", '"回答生成" (1731228346443): context is 1731228343114.Query'),
-    ("own-0.4.0-no-retrieval.zh.yml", 'no Knowledge Retrieval → LLM context path; LLM nodes looked at: "LLM" '),
-    ("own-0.5.0-jinja2-prompt.en.yml", 'cannot rewire safely: LLM "LLM" ('),
-    ("own-chat-mode.en.yml", "app mode 'chat' has no workflow graph"),
-    ("own-rag-pipeline.en.yml", "not a Dify app DSL: kind is 'rag_pipeline'"),
-    ("own-not-yaml.txt.yml", "not a Dify app DSL: the file is not valid YAML (line"),
-])
+
+@pytest.mark.parametrize(
+    "name,reason",
+    [
+        (
+            "dify-knowledge-chatbot-context-disabled.en.yml",
+            'no Knowledge Retrieval → LLM context path; LLM nodes looked at: "LLM" (1711528917469): context disabled',
+        ),
+        (
+            "svcvit-document-chat-context-via-template.zh.yml",
+            '"LLM 2" (1720801890321): context is 1720796109721.output (a template-transform node)',
+        ),
+        (
+            "svcvit-deep-researcher-retrieval-in-iteration.zh.yml",
+            '"问题分解" (1739088190247): context is 1739087621665.Research_Theme (a start node)',
+        ),
+        (
+            "tomatio13-manual-search-context-from-start.ja.yml",
+            '"回答生成" (1731228346443): context is 1731228343114.Query',
+        ),
+        ("own-0.4.0-no-retrieval.zh.yml", 'no Knowledge Retrieval → LLM context path; LLM nodes looked at: "LLM" '),
+        ("own-0.5.0-jinja2-prompt.en.yml", 'cannot rewire safely: LLM "LLM" ('),
+        ("own-chat-mode.en.yml", "app mode 'chat' has no workflow graph"),
+        ("own-rag-pipeline.en.yml", "not a Dify app DSL: kind is 'rag_pipeline'"),
+        ("own-not-yaml.txt.yml", "not a Dify app DSL: the file is not valid YAML (line"),
+    ],
+)
 def test_what_cannot_be_retrofitted_is_refused_with_its_reason(name, reason):
     with pytest.raises(RetrofitRefusal) as refused:
         retrofit(load(FIXTURES / "refuse" / name), options())
     assert reason in str(refused.value) and "\n" not in str(refused.value)
 
 
-@pytest.mark.parametrize("mutate,reason", [
-    (lambda d: d["workflow"]["graph"]["nodes"].append({"id": "gcite_merge_1743994891832",
-                                                               "data": {"type": "template-transform"}}),
-     "node id gcite_merge_1743994891832 is taken"),
-    (lambda d: [n["data"].update(metadata_filtering_mode="automatic") for n in d["workflow"]["graph"]["nodes"]
-                if n["data"]["type"] == "knowledge-retrieval"], "--acl would replace the automatic metadata filter"),
-    (lambda d: d.update(version=0.1), "version must be a string"),
-    (lambda d: d.pop("app"), "it has no app section"),
-])
+@pytest.mark.parametrize(
+    "mutate,reason",
+    [
+        (
+            lambda d: d["workflow"]["graph"]["nodes"].append(
+                {"id": "gcite_merge_1743994891832", "data": {"type": "template-transform"}}
+            ),
+            "node id gcite_merge_1743994891832 is taken",
+        ),
+        (
+            lambda d: [
+                n["data"].update(metadata_filtering_mode="automatic")
+                for n in d["workflow"]["graph"]["nodes"]
+                if n["data"]["type"] == "knowledge-retrieval"
+            ],
+            "--acl would replace the automatic metadata filter",
+        ),
+        (lambda d: d.update(version=0.1), "version must be a string"),
+        (lambda d: d.pop("app"), "it has no app section"),
+    ],
+)
 def test_unsafe_shapes_are_refused(mutate, reason):
     document = yaml.safe_load(load(FIXTURES / "svcvit-image-knowledge-base.zh.yml"))
     mutate(document)

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gcite.cli.main import main
 from gcite.release.marketplace import release
 from gcite.release.package import identifier_of_package
 from gcite.release.signing import generate_key_pair, load_private_key
-from gcite.cli.main import main
 from tests.support import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures" / "retrofit"
@@ -38,7 +38,8 @@ def test_retrofit_writes_beside_the_input_and_a_second_run_changes_nothing(tmp_p
     assert "gcite_merge_1743994891832" in written
     assert main(["retrofit", str(out), "--nodes", "code"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        f"no change: {out} already has G-Cite wired in for every retrieval → LLM context path"]
+        f"no change: {out} already has G-Cite wired in for every retrieval → LLM context path"
+    ]
     assert out.read_text(encoding="utf-8") == written
 
 
@@ -62,29 +63,51 @@ def test_sources_in_answer_dry_run_prints_the_answer_line_and_a_second_run_says_
     app = copy(tmp_path)
     assert main(["retrofit", str(app), "--sources-in-answer", "--nodes", "code", "--dry-run"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert 'answer extended: Answer "直接回复" (answer) lists the cited sources after its text ' \
-           "(gcite_validate_1743994891832.references_by_marker_markdown)" in lines
+    assert (
+        'answer extended: Answer "直接回复" (answer) lists the cited sources after its text '
+        "(gcite_validate_1743994891832.references_by_marker_markdown)" in lines
+    )
     assert 'edge added: gcite_validate_1743994891832 → "直接回复" (answer)' in lines
     assert lines[-1].startswith("dry run: ") and sorted(p.name for p in tmp_path.iterdir()) == ["app.yml"]
     assert main(["retrofit", str(app), "--sources-in-answer", "--nodes", "code"]) == 0
     capsys.readouterr()
     out = tmp_path / "app.gcite.yml"
-    answer = next(n for n in yaml.safe_load(out.read_text(encoding="utf-8"))["workflow"]["graph"]["nodes"]
-                  if n["id"] == "answer")
-    assert answer["data"]["answer"] == ("{{#1743994891832.text#}}\n\n"
-                                        "{{#gcite_validate_1743994891832.references_by_marker_markdown#}}")
+    answer = next(
+        n for n in yaml.safe_load(out.read_text(encoding="utf-8"))["workflow"]["graph"]["nodes"] if n["id"] == "answer"
+    )
+    assert answer["data"]["answer"] == (
+        "{{#1743994891832.text#}}\n\n{{#gcite_validate_1743994891832.references_by_marker_markdown#}}"
+    )
     written = out.read_text(encoding="utf-8")
     assert main(["retrofit", str(out), "--sources-in-answer", "--nodes", "code"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        f"no change: {out} already has G-Cite wired in for every retrieval → LLM context path"]
+        f"no change: {out} already has G-Cite wired in for every retrieval → LLM context path"
+    ]
     assert out.read_text(encoding="utf-8") == written
 
 
 def test_out_and_options_reach_the_result(tmp_path, capsys):
     app = copy(tmp_path)
     target = tmp_path / "sub.yml"
-    assert main(["retrofit", str(app), "--out", str(target), "--acl", "dept", "--slots", "2", "--lang", "en",
-                 "--web", "gcite"]) == 0
+    assert (
+        main(
+            [
+                "retrofit",
+                str(app),
+                "--out",
+                str(target),
+                "--acl",
+                "dept",
+                "--slots",
+                "2",
+                "--lang",
+                "en",
+                "--web",
+                "gcite",
+            ]
+        )
+        == 0
+    )
     document = yaml.safe_load(target.read_text(encoding="utf-8"))
     nodes = {n["id"]: n["data"] for n in document["workflow"]["graph"]["nodes"]}
     assert nodes["gcite_filter_1743994891832"]["tool_configurations"]["acl_field"] == "dept"
@@ -111,11 +134,15 @@ def test_package_names_the_installed_build_in_every_tool_and_the_dependency(tmp_
     assert f"dependency updated: the G-Cite plugin package is now {identifier}" in lines
     assert {n["data"]["plugin_unique_identifier"] for n in gcite_tools(out)} == {identifier}
     document = yaml.safe_load(out.read_text(encoding="utf-8"))
-    assert [d["value"]["plugin_unique_identifier"] for d in document["dependencies"]
-            if d["value"].get("plugin_unique_identifier", "").startswith("gcite/")] == [identifier]
+    assert [
+        d["value"]["plugin_unique_identifier"]
+        for d in document["dependencies"]
+        if d["value"].get("plugin_unique_identifier", "").startswith("gcite/")
+    ] == [identifier]
     assert main(["retrofit", str(out), "--package", str(signed.path)]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        f"no change: {out} already has G-Cite wired in for every retrieval → LLM context path"]
+        f"no change: {out} already has G-Cite wired in for every retrieval → LLM context path"
+    ]
     # a later run without --package (to add memory, say) keeps the build the file names
     assert main(["retrofit", str(out), "--memory"]) == 0
     assert not any("identifier" in line or "dependency" in line for line in capsys.readouterr().out.splitlines())
@@ -142,17 +169,25 @@ def test_acl_on_a_file_retrofitted_without_it_is_refused_and_with_it_changes_not
     capsys.readouterr()
     assert main(["retrofit", str(guarded), "--nodes", "code", "--acl", "access_roles"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        f"no change: {guarded} already has G-Cite wired in for every retrieval → LLM context path"]
+        f"no change: {guarded} already has G-Cite wired in for every retrieval → LLM context path"
+    ]
     assert guarded.read_bytes() == written
 
 
-@pytest.mark.parametrize("edit,message", [
-    (lambda d, llm: llm["data"].__setitem__("context", "yes"), "node 1743994891832's context is not a mapping"),
-    (lambda d, llm: d.__setitem__("dependencies", "x"), "dependencies is not a list of mappings"),
-    (lambda d, llm: d["workflow"]["graph"]["edges"].append(5), "is not an edge (a mapping with source and target"),
-    (lambda d, llm: next(n for n in d["workflow"]["graph"]["nodes"] if n["data"]["type"] == "start")["data"]
-     .__setitem__("variables", "x"), "'s variables is not a list"),
-])
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (lambda d, llm: llm["data"].__setitem__("context", "yes"), "node 1743994891832's context is not a mapping"),
+        (lambda d, llm: d.__setitem__("dependencies", "x"), "dependencies is not a list of mappings"),
+        (lambda d, llm: d["workflow"]["graph"]["edges"].append(5), "is not an edge (a mapping with source and target"),
+        (
+            lambda d, llm: next(n for n in d["workflow"]["graph"]["nodes"] if n["data"]["type"] == "start")[
+                "data"
+            ].__setitem__("variables", "x"),
+            "'s variables is not a list",
+        ),
+    ],
+)
 def test_a_value_of_the_wrong_shape_is_one_error_line_not_a_traceback(edit, message, tmp_path, capsys):
     document = yaml.safe_load(APP.read_text(encoding="utf-8"))
     edit(document, next(n for n in document["workflow"]["graph"]["nodes"] if n["id"] == "1743994891832"))
@@ -176,12 +211,17 @@ def gcite_tools(path: Path) -> list[dict]:
     return [n for n in nodes if str(n["data"].get("provider_id", "")).startswith("gcite/")]
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--package", "missing.difypkg"], "--package missing.difypkg: no such file"),
-    (["--package", str(APP)], f"--package {APP}: not a plugin package"),
-    (["--package", str(ROOT / "tests" / "fixtures" / "dify-signing" / "dummy_plugin.difypkg")],
-     "the package is test/test:0.0.1, not the G-Cite plugin"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--package", "missing.difypkg"], "--package missing.difypkg: no such file"),
+        (["--package", str(APP)], f"--package {APP}: not a plugin package"),
+        (
+            ["--package", str(ROOT / "tests" / "fixtures" / "dify-signing" / "dummy_plugin.difypkg")],
+            "the package is test/test:0.0.1, not the G-Cite plugin",
+        ),
+    ],
+)
 def test_a_package_that_is_not_g_cites_is_one_error_line(argv, message, tmp_path, capsys):
     assert main(["retrofit", str(APP), "--out", str(tmp_path / "out.yml"), *argv]) == 2
     captured = capsys.readouterr()
@@ -189,17 +229,26 @@ def test_a_package_that_is_not_g_cites_is_one_error_line(argv, message, tmp_path
     assert not (tmp_path / "out.yml").exists()
 
 
-@pytest.mark.parametrize("name,argv,message", [
-    ("refuse/own-chat-mode.en.yml", [], "app mode 'chat' has no workflow graph to rewire"),
-    ("refuse/dify-knowledge-chatbot-context-disabled.en.yml", [],
-     'no Knowledge Retrieval → LLM context path; LLM nodes looked at: "LLM" (1711528917469): context disabled'),
-    ("refuse/own-not-yaml.txt.yml", [], "not a Dify app DSL: the file is not valid YAML"),
-    ("svcvit-image-knowledge-base.zh.yml", ["--slots", "2"], "--slots needs --acl FIELD"),
-    ("svcvit-image-knowledge-base.zh.yml", ["--acl", "access_roles", "--slots", "0"], "--slots: expected a whole "
-                                                                                       "number from 1 to 20"),
-    ("dify-text-summarization-workflow.en.yml", ["--memory"], "--memory: a workflow-mode app has no conversation"),
-    ("missing.yml", [], "missing.yml: cannot read it"),
-])
+@pytest.mark.parametrize(
+    "name,argv,message",
+    [
+        ("refuse/own-chat-mode.en.yml", [], "app mode 'chat' has no workflow graph to rewire"),
+        (
+            "refuse/dify-knowledge-chatbot-context-disabled.en.yml",
+            [],
+            'no Knowledge Retrieval → LLM context path; LLM nodes looked at: "LLM" (1711528917469): context disabled',
+        ),
+        ("refuse/own-not-yaml.txt.yml", [], "not a Dify app DSL: the file is not valid YAML"),
+        ("svcvit-image-knowledge-base.zh.yml", ["--slots", "2"], "--slots needs --acl FIELD"),
+        (
+            "svcvit-image-knowledge-base.zh.yml",
+            ["--acl", "access_roles", "--slots", "0"],
+            "--slots: expected a whole number from 1 to 20",
+        ),
+        ("dify-text-summarization-workflow.en.yml", ["--memory"], "--memory: a workflow-mode app has no conversation"),
+        ("missing.yml", [], "missing.yml: cannot read it"),
+    ],
+)
 def test_refusals_are_one_error_line_with_status_2(name, argv, message, tmp_path, capsys):
     path = FIXTURES / name
     assert main(["retrofit", str(path), "--out", str(tmp_path / "out.yml"), *argv]) == 2
@@ -218,18 +267,31 @@ def test_an_answer_showing_two_retrofitted_llms_is_one_error_line(tmp_path, caps
     assert main(["retrofit", str(app), "--sources-in-answer"]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1
-    assert captured.err.startswith(f"error: {app}: --sources-in-answer: Answer \"Answer 2\" (1711528833796) shows "
-                                   f"the text of LLMs")
+    assert captured.err.startswith(
+        f'error: {app}: --sources-in-answer: Answer "Answer 2" (1711528833796) shows the text of LLMs'
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.yml"]
 
 
 def test_help_shows_the_command():
-    done = subprocess.run([sys.executable, "-m", "gcite", "retrofit", "--help"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "gcite", "retrofit", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0 and "usage: python -m gcite retrofit" in done.stdout
-    for option in ("--out", "--nodes", "--web", "--acl", "--slots", "--memory", "--sources-in-answer", "--package",
-                   "--lang", "--dry-run"):
+    for option in (
+        "--out",
+        "--nodes",
+        "--web",
+        "--acl",
+        "--slots",
+        "--memory",
+        "--sources-in-answer",
+        "--package",
+        "--lang",
+        "--dry-run",
+    ):
         assert option in done.stdout
-    listed = subprocess.run([sys.executable, "-m", "gcite", "--help"], cwd=ROOT, capture_output=True, text=True,
-                            timeout=60)
+    listed = subprocess.run(
+        [sys.executable, "-m", "gcite", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert "retrofit" in listed.stdout

@@ -48,7 +48,10 @@ def test_the_source_list_sample_is_what_the_option_adds(lang):
     text = (ROOT / "tests" / "fixtures" / "retrofit" / SOURCE_SAMPLES[lang]).read_text(encoding="utf-8")
     identifier = "gcite/gcite:0.1.0@" + "0" * 64
     plain = retrofit(text, Options(identifier=identifier)).changes
-    added = [line for line in retrofit(text, Options(identifier=identifier, sources_in_answer=True)).changes
-             if line not in plain]
+    added = [
+        line
+        for line in retrofit(text, Options(identifier=identifier, sources_in_answer=True)).changes
+        if line not in plain
+    ]
     block = re.search(r"```\n(answer extended: .*?)\n```", page(lang), re.DOTALL).group(1)
     assert block.splitlines() == added

@@ -43,8 +43,12 @@ def edges_of(document: dict) -> set[tuple[str, str]]:
 
 
 def retrofitted_llms(document: dict) -> list[str]:
-    return [n for n, node in nodes_of(document).items() if node["data"].get("type") == "llm"
-            and ((node["data"].get("context") or {}).get("variable_selector") or [""])[0].startswith(PREFIX)]
+    return [
+        n
+        for n, node in nodes_of(document).items()
+        if node["data"].get("type") == "llm"
+        and ((node["data"].get("context") or {}).get("variable_selector") or [""])[0].startswith(PREFIX)
+    ]
 
 
 def validate_of(llm: str) -> str:
@@ -52,6 +56,7 @@ def validate_of(llm: str) -> str:
 
 
 # --- the wiring -------------------------------------------------------------------------------------------------
+
 
 def test_the_appended_list_is_what_our_own_chatflows_show_after_the_llm_text():
     for path in sorted(chatflows.DSL_DIR.glob("*.yml")):  # both languages, plugin and Code nodes
@@ -79,8 +84,9 @@ def test_each_answer_showing_a_retrofitted_llm_lists_its_sources_and_keeps_its_o
         validate = validate_of(shown[0])
         data = new[node_id]["data"]
         assert data["answer"] == node["data"]["answer"].rstrip() + source_list(validate)
-        assert {k: v for k, v in data.items() if k != "answer"} == {k: v for k, v in node["data"].items()
-                                                                   if k != "answer"}  # variables, title: kept
+        assert {k: v for k, v in data.items() if k != "answer"} == {
+            k: v for k, v in node["data"].items() if k != "answer"
+        }  # variables, title: kept
         assert (validate, node_id) in edges_of(after)  # the list is upstream of the Answer that shows it
         extended.append(node_id)
     lines = [line for line in result.changes if line.startswith("answer extended: ")]
@@ -88,13 +94,19 @@ def test_each_answer_showing_a_retrofitted_llm_lists_its_sources_and_keeps_its_o
     if after["app"]["mode"] == "advanced-chat":
         assert extended  # every advanced-chat fixture has an Answer showing the LLM's text
     else:  # a workflow: each End node with the citations output also outputs the list
-        ends = [n for n in new.values() if n["data"].get("type") == "end"
-                and any(o["variable"] == "citations" for o in n["data"]["outputs"])]
+        ends = [
+            n
+            for n in new.values()
+            if n["data"].get("type") == "end" and any(o["variable"] == "citations" for o in n["data"]["outputs"])
+        ]
         assert ends
         for end in ends:
             citations = next(o for o in end["data"]["outputs"] if o["variable"] == "citations")
-            assert {"variable": "references", "value_selector": [citations["value_selector"][0], SOURCE_LIST],
-                    "value_type": "string"} in end["data"]["outputs"]
+            assert {
+                "variable": "references",
+                "value_selector": [citations["value_selector"][0], SOURCE_LIST],
+                "value_type": "string",
+            } in end["data"]["outputs"]
     second = retrofit(result.text, options())
     assert second.changes == [] and second.text == result.text
 
@@ -104,8 +116,10 @@ def test_the_option_on_an_app_retrofitted_before_adds_only_the_list(name):
     first = retrofit(load(name), Options(identifier=IDENTIFIER))
     later = retrofit(first.text, options())
     direct = retrofit(load(name), options())
-    assert later.changes and all(line.startswith(("answer extended: ", "edge added: gcite_validate_",
-                                                  "output added: End ")) for line in later.changes)
+    assert later.changes and all(
+        line.startswith(("answer extended: ", "edge added: gcite_validate_", "output added: End "))
+        for line in later.changes
+    )
     assert nodes_of(later.document) == nodes_of(direct.document)
     assert edges_of(later.document) == edges_of(direct.document)
     assert retrofit(later.text, options()).changes == []
@@ -131,7 +145,8 @@ def test_an_answer_showing_two_retrofitted_llms_is_refused_with_its_reason():
     assert str(refused.value) == (
         '--sources-in-answer: Answer "Answer 2" (1711528833796) shows the text of LLMs "LLM" (1711528802931) and '
         '"LLM" (1711528815414), whose [C:N] markers number different chunk lists, so one source list cannot serve '
-        'both; split the Answer node or leave the option out')
+        "both; split the Answer node or leave the option out"
+    )
     assert retrofit(text, Options(identifier=IDENTIFIER)).changed  # without the option it is retrofitted
 
 
@@ -141,11 +156,16 @@ def test_an_llm_whose_text_no_answer_shows_is_named_in_a_note():
     result = retrofit(yaml.safe_dump(document, allow_unicode=True), options())
     assert not any(line.startswith("answer extended: ") for line in result.changes)
     assert nodes_of(result.document)["answer"]["data"]["answer"] == "{{#sys.query#}}"
-    assert any(note.startswith('--sources-in-answer: no Answer node shows {{#1743994891832.text#}} (the text of '
-                               'LLM "LLM" (1743994891832)') for note in result.notes)
+    assert any(
+        note.startswith(
+            '--sources-in-answer: no Answer node shows {{#1743994891832.text#}} (the text of LLM "LLM" (1743994891832)'
+        )
+        for note in result.notes
+    )
 
 
 # --- on the runner ----------------------------------------------------------------------------------------------
+
 
 class CitesLastThenFirst(ExtractiveModel):
     """Cites the last numbered chunk, then the first, then a chunk that does not exist, and leaves the others out:
@@ -158,9 +178,11 @@ class CitesLastThenFirst(ExtractiveModel):
             answer = message_text(prompt_messages[-1])
         else:
             (last, last_text), (first, first_text) = chunks[-1], chunks[0]
-            answer = f"{first_sentence(last_text)}[C:{last}]。{first_sentence(first_text)}[C:{first}][C:{last}]。" \
-                     f"另有一句[C:{len(chunks) + 5}]。"
-        return self._chunks(prompt_messages, (answer[i:i + 4] for i in range(0, len(answer), 4)))
+            answer = (
+                f"{first_sentence(last_text)}[C:{last}]。{first_sentence(first_text)}[C:{first}][C:{last}]。"
+                f"另有一句[C:{len(chunks) + 5}]。"
+            )
+        return self._chunks(prompt_messages, (answer[i : i + 4] for i in range(0, len(answer), 4)))
 
 
 @pytest.fixture(scope="module")
@@ -171,23 +193,34 @@ def services():
 
 
 def node_outputs(events: list[dict], prefix: str) -> dict:
-    return next(e["data"]["outputs"] for e in events if e["event"] == "node_finished"
-                and e["data"]["node_id"].startswith(prefix))
+    return next(
+        e["data"]["outputs"]
+        for e in events
+        if e["event"] == "node_finished" and e["data"]["node_id"].startswith(prefix)
+    )
 
 
 # own-0.3.0's Answer streams a template's own text before the retrieval has run: the endpoint holds it until the
 # chunk list comes, so that one cites as the others do
-@pytest.mark.parametrize("name,nodes", [("svcvit-image-knowledge-base.zh.yml", "plugin"),
-                                        ("svcvit-image-knowledge-base.zh.yml", "code"),
-                                        ("own-0.3.0-code-after-llm.en.yml", "code")])
+@pytest.mark.parametrize(
+    "name,nodes",
+    [
+        ("svcvit-image-knowledge-base.zh.yml", "plugin"),
+        ("svcvit-image-knowledge-base.zh.yml", "code"),
+        ("own-0.3.0-code-after-llm.en.yml", "code"),
+    ],
+)
 def test_the_answer_ends_with_the_list_of_exactly_the_cited_sources_and_the_endpoint_drops_it(name, nodes, services):
     result = retrofit(load(name), options(nodes=nodes))
     events = list(run_chatflow(result.text, QUESTION, {}, services))
     assert events[-1]["event"] == "workflow_finished" and events[-1]["data"]["status"] == "succeeded"
     chunks = {c["id"]: c for c in node_outputs(events, f"{PREFIX}merge_")["chunk_metadata"]}
     validated = node_outputs(events, f"{PREFIX}validate_")
-    llm_text = next(e["data"]["outputs"]["text"] for e in events if e["event"] == "node_finished"
-                    and e["data"]["node_type"] == "llm")
+    llm_text = next(
+        e["data"]["outputs"]["text"]
+        for e in events
+        if e["event"] == "node_finished" and e["data"]["node_type"] == "llm"
+    )
     last, first = str(len(chunks)), "1"
     assert len(chunks) >= 3 and re.findall(r"\[C:(\d+)\]", llm_text) == [last, first, last, str(len(chunks) + 5)]
     # the validate node numbers the sources by first appearance; the invalid id and the uncited chunks are not in it

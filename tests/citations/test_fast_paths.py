@@ -9,10 +9,8 @@ from hypothesis import strategies as st
 
 from citations import filter as filter_chunks
 from citations import merge as merge_chunks
-from citations import memory as remember_turn
 from citations import neutralise
 from citations.dify_inputs import load_json, read_int
-from citations.neutralise import MAY_FOLD
 
 
 @pytest.mark.parametrize("node", [neutralise])
@@ -29,15 +27,23 @@ def test_the_characters_left_unfolded_fold_to_themselves(node):
 @pytest.mark.parametrize("node", [neutralise])
 def test_every_character_that_folds_into_an_opening_bracket_is_neutralised(node):
     # The quick return ("no opening bracket, as written or folded") must miss none of them.
-    openers = [chr(code) for code in range(0x80, 0x10000) if not 0xD800 <= code <= 0xDFFF
-               and ("[" in node.fold_char(chr(code)) or "【" in node.fold_char(chr(code)))]
+    openers = [
+        chr(code)
+        for code in range(0x80, 0x10000)
+        if not 0xD800 <= code <= 0xDFFF and ("[" in node.fold_char(chr(code)) or "【" in node.fold_char(chr(code)))
+    ]
     assert {"［", "⁅", "︻", "﹇"} <= set(openers)
     for opener in openers:
         text = f"见 {opener}C:1］ 与 {opener}Ｃ：２】"
         out = node.neutralise_markers(text)
-        assert out != text and "".join(map(node.fold_char, out)).count("(") + "".join(
-            map(node.fold_char, out)).count("（") >= 2, repr(opener)
-    assert node.neutralise_markers("普通文本，没有括号。Plain text (C: none).") == "普通文本，没有括号。Plain text (C: none)."
+        assert (
+            out != text
+            and "".join(map(node.fold_char, out)).count("(") + "".join(map(node.fold_char, out)).count("（") >= 2
+        ), repr(opener)
+    assert (
+        node.neutralise_markers("普通文本，没有括号。Plain text (C: none).")
+        == "普通文本，没有括号。Plain text (C: none)."
+    )
 
 
 def reference_web_address(value):
@@ -54,13 +60,57 @@ def reference_web_address(value):
     except ValueError:
         return "", "", ""
     host = host[4:] if host.startswith("www.") else host
-    return value, host, urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, ""))
+    return (
+        value,
+        host,
+        urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, "")),
+    )
 
 
-URL_PARTS = st.sampled_from(["http", "https", "HTTP", "Https", "ftp", "oss", "javascript", ":", "://", "//", "/", "www.",
-                             "a.b", "例子.中国", "[::1]", "[", "]", "@", "?q=1", "#f", ":80", " ", "\t", "\n", "\x01",
-                             "\x00", "\u3000", "x", "/p/", "%20", "ex-1.COM", ".", "-", ":8080", ":", "?", "#", "Ａ",
-                             "é", "\\"])
+URL_PARTS = st.sampled_from(
+    [
+        "http",
+        "https",
+        "HTTP",
+        "Https",
+        "ftp",
+        "oss",
+        "javascript",
+        ":",
+        "://",
+        "//",
+        "/",
+        "www.",
+        "a.b",
+        "例子.中国",
+        "[::1]",
+        "[",
+        "]",
+        "@",
+        "?q=1",
+        "#f",
+        ":80",
+        " ",
+        "\t",
+        "\n",
+        "\x01",
+        "\x00",
+        "\u3000",
+        "x",
+        "/p/",
+        "%20",
+        "ex-1.COM",
+        ".",
+        "-",
+        ":8080",
+        ":",
+        "?",
+        "#",
+        "Ａ",
+        "é",
+        "\\",
+    ]
+)
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -74,33 +124,80 @@ def test_a_document_read_once_gives_each_chunk_the_same_fields():
     doc = {"document_name": "a.md", "document_title": " 标题  v1 ", "source_file_url": "https://kb.example.com/a.pdf"}
     items = [{"content": f"c{n}", "metadata": {"segment_id": f"s{n}", "doc_metadata": dict(doc)}} for n in range(3)]
     # Values equal as Python values but different as text are not taken for one another (1 == 1.0 == True).
-    items += [{"content": "d", "metadata": {"segment_id": "t1", "doc_metadata": {"document_title": 1}}},
-              {"content": "e", "metadata": {"segment_id": "t2", "doc_metadata": {"document_title": 1.0}}},
-              {"content": "f", "metadata": {"segment_id": "t3", "doc_metadata": {"document_title": True}}},
-              {"content": "g", "metadata": {"segment_id": "t4", "doc_metadata": {"document_title": [1]}}}]
+    items += [
+        {"content": "d", "metadata": {"segment_id": "t1", "doc_metadata": {"document_title": 1}}},
+        {"content": "e", "metadata": {"segment_id": "t2", "doc_metadata": {"document_title": 1.0}}},
+        {"content": "f", "metadata": {"segment_id": "t3", "doc_metadata": {"document_title": True}}},
+        {"content": "g", "metadata": {"segment_id": "t4", "doc_metadata": {"document_title": [1]}}},
+    ]
     chunks = merge_chunks.main(items, None)["chunk_metadata"]
     assert [c["document_title"] for c in chunks] == ["标题 v1"] * 3 + ["1", "1.0", "", ""]
     assert {c["url"] for c in chunks[:3]} == {"https://kb.example.com/a.pdf"}
 
 
-VALUES = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=True),
-                   st.sampled_from(["x", "X", " x ", "2025-01-01", "2024-12-31T10:00:00Z", "3", "a,b", '["x", "y"]',
-                                    '["X"]', "[bad", "[1e999]", "", "[]", "nan"]),
-                   st.lists(st.sampled_from(["x", "y", 1]), max_size=3))
-LEAVES = st.one_of(
-    st.builds(lambda f, op: {"field": f, "op": op}, st.sampled_from("abc"), st.sampled_from(filter_chunks.PRESENCE_OPS)),
-    st.builds(lambda f, op, v: {"field": f, "op": op, "value": v}, st.sampled_from("abc"),
-              st.sampled_from(filter_chunks.SCALAR_OPS), st.sampled_from(["x", "X", 1, 2.5, "2025"])),
-    st.builds(lambda f, op, v: {"field": f, "op": op, "value": v}, st.sampled_from("abc"),
-              st.sampled_from(filter_chunks.LIST_OPS), st.lists(st.sampled_from(["x", "X", "a", 1, 2.0]), max_size=3)),
-    st.builds(lambda f, op, v: {"field": f, "op": op, "value": v}, st.sampled_from("abc"),
-              st.sampled_from(filter_chunks.NUMBER_OPS), st.sampled_from([0, 1, 2.5, -1])),
-    st.builds(lambda f, op, v: {"field": f, "op": op, "value": v}, st.sampled_from("abc"),
-              st.sampled_from(filter_chunks.DATE_OPS), st.sampled_from(["2025-01-01", 1.7e9])),
+VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.floats(allow_nan=True),
+    st.sampled_from(
+        [
+            "x",
+            "X",
+            " x ",
+            "2025-01-01",
+            "2024-12-31T10:00:00Z",
+            "3",
+            "a,b",
+            '["x", "y"]',
+            '["X"]',
+            "[bad",
+            "[1e999]",
+            "",
+            "[]",
+            "nan",
+        ]
+    ),
+    st.lists(st.sampled_from(["x", "y", 1]), max_size=3),
 )
-CONDITIONS = st.recursive(LEAVES, lambda inner: st.one_of(
-    st.builds(lambda c: {"not": c}, inner), st.builds(lambda cs: {"all": cs}, st.lists(inner, min_size=1, max_size=3)),
-    st.builds(lambda cs: {"any": cs}, st.lists(inner, min_size=1, max_size=3))), max_leaves=6)
+LEAVES = st.one_of(
+    st.builds(
+        lambda f, op: {"field": f, "op": op}, st.sampled_from("abc"), st.sampled_from(filter_chunks.PRESENCE_OPS)
+    ),
+    st.builds(
+        lambda f, op, v: {"field": f, "op": op, "value": v},
+        st.sampled_from("abc"),
+        st.sampled_from(filter_chunks.SCALAR_OPS),
+        st.sampled_from(["x", "X", 1, 2.5, "2025"]),
+    ),
+    st.builds(
+        lambda f, op, v: {"field": f, "op": op, "value": v},
+        st.sampled_from("abc"),
+        st.sampled_from(filter_chunks.LIST_OPS),
+        st.lists(st.sampled_from(["x", "X", "a", 1, 2.0]), max_size=3),
+    ),
+    st.builds(
+        lambda f, op, v: {"field": f, "op": op, "value": v},
+        st.sampled_from("abc"),
+        st.sampled_from(filter_chunks.NUMBER_OPS),
+        st.sampled_from([0, 1, 2.5, -1]),
+    ),
+    st.builds(
+        lambda f, op, v: {"field": f, "op": op, "value": v},
+        st.sampled_from("abc"),
+        st.sampled_from(filter_chunks.DATE_OPS),
+        st.sampled_from(["2025-01-01", 1.7e9]),
+    ),
+)
+CONDITIONS = st.recursive(
+    LEAVES,
+    lambda inner: st.one_of(
+        st.builds(lambda c: {"not": c}, inner),
+        st.builds(lambda cs: {"all": cs}, st.lists(inner, min_size=1, max_size=3)),
+        st.builds(lambda cs: {"any": cs}, st.lists(inner, min_size=1, max_size=3)),
+    ),
+    max_leaves=6,
+)
 
 
 def outcome(function):
@@ -120,13 +217,19 @@ def test_the_condition_built_once_holds_where_the_condition_read_each_time_holds
 
 
 def test_an_acl_text_judged_once_gives_every_chunk_its_verdict():
-    items = [{"content": "c", "metadata": {"segment_id": f"s{n}", "doc_metadata": {"access_roles": acl}}}
-             for n, acl in enumerate([",a,", ",b,", ",a,", ",b,", "[bad", "[bad", ","])]
+    items = [
+        {"content": "c", "metadata": {"segment_id": f"s{n}", "doc_metadata": {"access_roles": acl}}}
+        for n, acl in enumerate([",a,", ",b,", ",a,", ",b,", "[bad", "[bad", ","])
+    ]
     out = filter_chunks.main(items, "a")
     assert [c["metadata"]["segment_id"] for c in out["chunks"]] == ["s0", "s2"]
     assert [(d["segment_id"], d["reason"]) for d in out["dropped"]] == [
-        ("s1", "no_matching_role"), ("s3", "no_matching_role"), ("s4", "malformed_acl"), ("s5", "malformed_acl"),
-        ("s6", "malformed_acl")]
+        ("s1", "no_matching_role"),
+        ("s3", "no_matching_role"),
+        ("s4", "malformed_acl"),
+        ("s5", "malformed_acl"),
+        ("s6", "malformed_acl"),
+    ]
 
 
 def test_the_shared_json_decoder_reads_as_json_loads():
@@ -162,11 +265,31 @@ def dicts_in(value):
             yield from dicts_in(element)
 
 
-KEYS = st.sampled_from(["title", "url", "content", "data", "value", "items", "web", "results", "webPages", "json",
-                        "references", "organic", "search_results", "organic_results", "x", 1])
-NESTED = st.recursive(st.one_of(st.none(), st.text(max_size=3), st.integers()),
-                      lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(KEYS, inner, max_size=4)),
-                      max_leaves=10)
+KEYS = st.sampled_from(
+    [
+        "title",
+        "url",
+        "content",
+        "data",
+        "value",
+        "items",
+        "web",
+        "results",
+        "webPages",
+        "json",
+        "references",
+        "organic",
+        "search_results",
+        "organic_results",
+        "x",
+        1,
+    ]
+)
+NESTED = st.recursive(
+    st.one_of(st.none(), st.text(max_size=3), st.integers()),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(KEYS, inner, max_size=4)),
+    max_leaves=10,
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

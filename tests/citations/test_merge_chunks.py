@@ -17,9 +17,16 @@ def rag_item(content="正文", score=0.5, segment_id="s1", dataset="测试知识
     return {
         "content": content,
         "title": "item-title.md",
-        "metadata": {"score": score, "dataset_name": dataset, "dataset_id": "ds1", "document_id": "d1",
-                     "segment_id": segment_id, "segment_position": 3, "document_name": "meta-name.md",
-                     "doc_metadata": doc_meta},
+        "metadata": {
+            "score": score,
+            "dataset_name": dataset,
+            "dataset_id": "ds1",
+            "document_id": "d1",
+            "segment_id": segment_id,
+            "segment_position": 3,
+            "document_name": "meta-name.md",
+            "doc_metadata": doc_meta,
+        },
     }
 
 
@@ -33,6 +40,7 @@ def only(result):
 
 
 # --- input forms -----------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("empty", [None, "", "   ", [], "[]", "null", {}])
 def test_empty_inputs_give_an_empty_result(empty):
@@ -56,18 +64,21 @@ def test_json_string_and_python_repr_and_envelope_parse_alike():
     assert main(None, str([web_item()]))["chunk_count"] == 1
 
 
-@pytest.mark.parametrize("field,kwargs", [
-    ("rag_chunks", {"rag_chunks": "{not json"}),
-    ("web_chunks", {"web_chunks": "<html>oops"}),
-    ("rag_chunks", {"rag_chunks": 42}),
-    ("web_chunks", {"web_chunks": "42"}),
-    ("web_chunks", {"web_chunks": {"unexpected": 1}}),
-    ("rag_chunks", {"rag_chunks": {"foo": []}}),
-    ("max_web_results", {"max_web_results": -1}),
-    ("max_web_results", {"max_web_results": "many"}),
-    ("max_chunks", {"max_chunks": 0}),
-    ("max_chunks", {"max_chunks": True}),
-])
+@pytest.mark.parametrize(
+    "field,kwargs",
+    [
+        ("rag_chunks", {"rag_chunks": "{not json"}),
+        ("web_chunks", {"web_chunks": "<html>oops"}),
+        ("rag_chunks", {"rag_chunks": 42}),
+        ("web_chunks", {"web_chunks": "42"}),
+        ("web_chunks", {"web_chunks": {"unexpected": 1}}),
+        ("rag_chunks", {"rag_chunks": {"foo": []}}),
+        ("max_web_results", {"max_web_results": -1}),
+        ("max_web_results", {"max_web_results": "many"}),
+        ("max_chunks", {"max_chunks": 0}),
+        ("max_chunks", {"max_chunks": True}),
+    ],
+)
 def test_bad_input_is_an_error_naming_the_field(field, kwargs):
     with pytest.raises(ValueError, match=field):
         main(**kwargs)
@@ -95,30 +106,54 @@ def test_items_that_are_not_objects_or_have_no_text_are_skipped_and_reported():
 
 # --- RAG mapping -----------------------------------------------------------------------------------------
 
+
 def test_rag_item_maps_every_field():
-    item = rag_item(content="  巡更  ", score="0.73", document_title="巡更指南", document_name="巡更.md",
-                    source_file_url="oss://kb/巡更.pdf")
-    hidden = only(main([item], None))  # by default a storage address is not passed on (tests/citations/test_merge_storage_urls.py)
+    item = rag_item(
+        content="  巡更  ",
+        score="0.73",
+        document_title="巡更指南",
+        document_name="巡更.md",
+        source_file_url="oss://kb/巡更.pdf",
+    )
+    hidden = only(
+        main([item], None)
+    )  # by default a storage address is not passed on (tests/citations/test_merge_storage_urls.py)
     assert (hidden["url"], hidden["source_file_url"]) == ("", "")
     chunk = only(main([item], None, show_storage_urls=True))
     assert chunk == {
-        "id": "1", "source_type": "rag", "content": "巡更", "document_title": "巡更指南", "url": "oss://kb/巡更.pdf",
-        "score": 0.73, "display_subtitle": "测试知识库", "document_name": "巡更.md", "dataset_name": "测试知识库",
-        "site_name": "", "site_host": "", "source_file_url": "oss://kb/巡更.pdf", "segment_position": 3,
-        "published_date": "", "dataset_id": "ds1", "document_id": "d1", "segment_id": "s1", "provider": "",
+        "id": "1",
+        "source_type": "rag",
+        "content": "巡更",
+        "document_title": "巡更指南",
+        "url": "oss://kb/巡更.pdf",
+        "score": 0.73,
+        "display_subtitle": "测试知识库",
+        "document_name": "巡更.md",
+        "dataset_name": "测试知识库",
+        "site_name": "",
+        "site_host": "",
+        "source_file_url": "oss://kb/巡更.pdf",
+        "segment_position": 3,
+        "published_date": "",
+        "dataset_id": "ds1",
+        "document_id": "d1",
+        "segment_id": "s1",
+        "provider": "",
     }
 
 
-@pytest.mark.parametrize("doc_meta,metadata_name,title,expected", [
-    ({"document_title": "T", "document_name": "N"}, "M", "I", "T"),
-    ({"document_title": " ", "document_name": "N"}, "M", "I", "N"),
-    ({}, "M", "I", "M"),
-    ({}, "", "I", "I"),
-    ({}, "", "", ""),
-])
+@pytest.mark.parametrize(
+    "doc_meta,metadata_name,title,expected",
+    [
+        ({"document_title": "T", "document_name": "N"}, "M", "I", "T"),
+        ({"document_title": " ", "document_name": "N"}, "M", "I", "N"),
+        ({}, "M", "I", "M"),
+        ({}, "", "I", "I"),
+        ({}, "", "", ""),
+    ],
+)
 def test_rag_title_fallback_chain(doc_meta, metadata_name, title, expected):
-    item = {"content": "x", "title": title,
-            "metadata": {"document_name": metadata_name, "doc_metadata": doc_meta}}
+    item = {"content": "x", "title": title, "metadata": {"document_name": metadata_name, "doc_metadata": doc_meta}}
     assert only(main([item], None))["document_title"] == expected
 
 
@@ -136,6 +171,7 @@ def test_rag_item_without_metadata_still_counts():
 
 # --- web mapping -----------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", sorted(WEB_SHAPES))
 def test_each_provider_shape_is_recognised(name):
     response, expected = WEB_SHAPES[name]
@@ -146,10 +182,24 @@ def test_each_provider_shape_is_recognised(name):
 
 
 def test_field_priority():
-    item = {"name": "N", "title": "T", "href": "https://h.com", "link": "https://l.com", "url": "https://u.com",
-            "content": "", "summary": "  ", "snippet": "S", "body": "B", "siteName": "SN", "website": "W",
-            "source": "SRC", "date": "2020-01-01", "datePublished": "2021-02-02", "rerank_score": 0.9,
-            "authority_score": 0.8}
+    item = {
+        "name": "N",
+        "title": "T",
+        "href": "https://h.com",
+        "link": "https://l.com",
+        "url": "https://u.com",
+        "content": "",
+        "summary": "  ",
+        "snippet": "S",
+        "body": "B",
+        "siteName": "SN",
+        "website": "W",
+        "source": "SRC",
+        "date": "2020-01-01",
+        "datePublished": "2021-02-02",
+        "rerank_score": 0.9,
+        "authority_score": 0.8,
+    }
     chunk = only(main(None, [item]))
     assert (chunk["document_title"], chunk["url"], chunk["content"]) == ("T", "https://u.com", "S")
     assert (chunk["site_name"], chunk["published_date"], chunk["score"]) == ("SN", "2021-02-02", 0.8)
@@ -158,22 +208,29 @@ def test_field_priority():
     assert (chunk["document_title"], chunk["url"]) == ("N", "https://l.com")
 
 
-@pytest.mark.parametrize("raw,expected", [
-    ("2025-08-12", "2025-08-12"),
-    ("2025-08-12 12:35:55", "2025-08-12"),
-    ("2025-08-12T12:35:55+08:00", "2025-08-12"),
-    ("2025/8/2", "2025-08-02"),
-    ("  3 days ago ", "3 days ago"),
-    ("2025-13-45", "2025-13-45"),
-    ("Aug 12, 2025", "Aug 12, 2025"),
-])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        ("2025-08-12", "2025-08-12"),
+        ("2025-08-12 12:35:55", "2025-08-12"),
+        ("2025-08-12T12:35:55+08:00", "2025-08-12"),
+        ("2025/8/2", "2025-08-02"),
+        ("  3 days ago ", "3 days ago"),
+        ("2025-13-45", "2025-13-45"),
+        ("Aug 12, 2025", "Aug 12, 2025"),
+    ],
+)
 def test_dates_are_normalised_when_iso_like_and_otherwise_kept(raw, expected):
     assert only(main(None, [web_item(published_date=raw)]))["published_date"] == expected
 
 
 def test_html_tags_and_entities_are_removed_from_titles_text_and_sites():
-    item = {"title": "<em>巡检</em> &amp; 标准", "url": "https://e.com", "snippet": "a <b>bold</b> claim &lt;3 &quot;q&quot;",
-            "siteName": "<i>站点</i>"}
+    item = {
+        "title": "<em>巡检</em> &amp; 标准",
+        "url": "https://e.com",
+        "snippet": "a <b>bold</b> claim &lt;3 &quot;q&quot;",
+        "siteName": "<i>站点</i>",
+    }
     chunk = only(main(None, [item]))
     assert chunk["document_title"] == "巡检 & 标准"
     assert chunk["content"] == 'a bold claim <3 "q"'
@@ -181,11 +238,16 @@ def test_html_tags_and_entities_are_removed_from_titles_text_and_sites():
 
 
 def test_a_result_without_title_is_titled_by_site_then_host():
-    assert only(main(None, [{"url": "https://www.zhihu.com/q", "content": "x", "site_name": "知乎"}]))["document_title"] == "知乎"
+    assert (
+        only(main(None, [{"url": "https://www.zhihu.com/q", "content": "x", "site_name": "知乎"}]))["document_title"]
+        == "知乎"
+    )
     assert only(main(None, [{"url": "https://www.zhihu.com/q", "content": "x"}]))["document_title"] == "zhihu.com"
 
 
-@pytest.mark.parametrize("url", ["javascript:alert(1)", "data:text/html,<script>", "ftp://e.com/f", "//e.com/x", "http://"])
+@pytest.mark.parametrize(
+    "url", ["javascript:alert(1)", "data:text/html,<script>", "ftp://e.com/f", "//e.com/x", "http://"]
+)
 def test_only_http_urls_count(url):
     chunk = only(main(None, [{"title": "t", "url": url, "content": "x", "site_name": "S"}]))
     assert (chunk["url"], chunk["site_host"], chunk["source_file_url"], chunk["document_name"]) == ("", "", "", "")
@@ -193,9 +255,13 @@ def test_only_http_urls_count(url):
 
 
 def test_max_web_results_keeps_the_first_usable_distinct_results_in_provider_order():
-    web = [web_item(url="https://e.com/1", score=0.1), web_item(url="https://e.com/2", content=""),
-           web_item(url="https://e.com/1/", score=0.05), web_item(url="https://e.com/3", score=0.9),
-           web_item(url="https://e.com/4", score=0.95)]
+    web = [
+        web_item(url="https://e.com/1", score=0.1),
+        web_item(url="https://e.com/2", content=""),
+        web_item(url="https://e.com/1/", score=0.05),
+        web_item(url="https://e.com/3", score=0.9),
+        web_item(url="https://e.com/4", score=0.95),
+    ]
     result = main(None, web, max_web_results=2)
     assert [c["url"] for c in result["chunk_metadata"]] == ["https://e.com/3", "https://e.com/1"]
     assert main(None, web, max_web_results=0)["chunk_count"] == 0
@@ -212,14 +278,17 @@ def test_provider_is_kept_when_present():
     assert only(main(None, [web_item()]))["provider"] == ""
 
 
-@pytest.mark.parametrize("site,date,url,expected", [
-    ("知乎", "2025-08-12", "https://www.zhihu.com/q", "知乎 · 2025-08-12"),
-    ("", "2025-08-12", "https://www.zhihu.com/q", "zhihu.com · 2025-08-12"),
-    ("知乎", "", "https://www.zhihu.com/q", "知乎"),
-    ("", "", "https://example.com/q", "example.com"),
-    ("", "2025-08-12", "", "2025-08-12"),
-    ("", "", "", ""),
-])
+@pytest.mark.parametrize(
+    "site,date,url,expected",
+    [
+        ("知乎", "2025-08-12", "https://www.zhihu.com/q", "知乎 · 2025-08-12"),
+        ("", "2025-08-12", "https://www.zhihu.com/q", "zhihu.com · 2025-08-12"),
+        ("知乎", "", "https://www.zhihu.com/q", "知乎"),
+        ("", "", "https://example.com/q", "example.com"),
+        ("", "2025-08-12", "", "2025-08-12"),
+        ("", "", "", ""),
+    ],
+)
 def test_web_subtitle_fallback_chain(site, date, url, expected):
     chunk = only(main(None, [{"title": "t", "url": url, "content": "x", "site_name": site, "published_date": date}]))
     assert chunk["display_subtitle"] == expected
@@ -227,20 +296,33 @@ def test_web_subtitle_fallback_chain(site, date, url, expected):
 
 # --- order, duplicates, caps ---------------------------------------------------------------------------
 
+
 def test_rag_first_then_score_descending_ties_in_input_order():
-    rag = [rag_item(content="r-low", score=0.2, segment_id="a"), rag_item(content="r-tie1", score=0.5, segment_id="b"),
-           rag_item(content="r-tie2", score=0.5, segment_id="c")]
-    web = [web_item(url="https://e.com/1", content="w-high", score=0.99), web_item(url="https://e.com/2", content="w-low", score=0.1)]
+    rag = [
+        rag_item(content="r-low", score=0.2, segment_id="a"),
+        rag_item(content="r-tie1", score=0.5, segment_id="b"),
+        rag_item(content="r-tie2", score=0.5, segment_id="c"),
+    ]
+    web = [
+        web_item(url="https://e.com/1", content="w-high", score=0.99),
+        web_item(url="https://e.com/2", content="w-low", score=0.1),
+    ]
     result = main(rag, web)
     assert [c["content"] for c in result["chunk_metadata"]] == ["r-tie1", "r-tie2", "r-low", "w-high", "w-low"]
     assert [c["id"] for c in result["chunk_metadata"]] == ["1", "2", "3", "4", "5"]
 
 
 def test_duplicates_are_merged_keeping_the_higher_score():
-    rag = [rag_item(content="first", score=0.2, segment_id="same"), rag_item(content="second", score=0.7, segment_id="same"),
-           rag_item(content="other", score=0.1, segment_id="other")]
-    web = [web_item(url="https://e.com/p#top", content="w1", score=0.9), web_item(url="https://e.com/p/", content="w2", score=0.3),
-           web_item(url="https://e.com/q", content="w3", score=0.1)]
+    rag = [
+        rag_item(content="first", score=0.2, segment_id="same"),
+        rag_item(content="second", score=0.7, segment_id="same"),
+        rag_item(content="other", score=0.1, segment_id="other"),
+    ]
+    web = [
+        web_item(url="https://e.com/p#top", content="w1", score=0.9),
+        web_item(url="https://e.com/p/", content="w2", score=0.3),
+        web_item(url="https://e.com/q", content="w3", score=0.1),
+    ]
     contents = [c["content"] for c in main(rag, web)["chunk_metadata"]]
     assert contents == ["second", "other", "w1", "w3"]
 
@@ -261,15 +343,21 @@ def test_max_chunks_caps_after_ordering_and_defaults_to_thirty():
 
 # --- output format -------------------------------------------------------------------------------------
 
+
 def test_formatted_chunks_has_the_seed_format_exactly():
-    result = main([rag_item(content="内容1", segment_id="a"), rag_item(content="内容2", score=0.1, segment_id="b")],
-                  [web_item(content="内容3")])
+    result = main(
+        [rag_item(content="内容1", segment_id="a"), rag_item(content="内容2", score=0.1, segment_id="b")],
+        [web_item(content="内容3")],
+    )
     assert result["formatted_chunks"] == "[C:1]\n内容1\n\n[C:2]\n内容2\n\n[C:3]\n内容3"
 
 
 @pytest.mark.parametrize("forged", FORGED)
 def test_chunk_text_cannot_forge_a_citation(forged):
-    for result in (main([rag_item(content=f"见 {forged} 处")], None), main(None, [web_item(content=f"见 {forged} 处")])):
+    for result in (
+        main([rag_item(content=f"见 {forged} 处")], None),
+        main(None, [web_item(content=f"见 {forged} 处")]),
+    ):
         text = result["formatted_chunks"]
         assert MARKER_OPENING.findall(text) == ["[C:"]
         assert text.startswith("[C:1]\n")
@@ -283,11 +371,28 @@ def test_chunk_metadata_matches_the_numbered_context():
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.fixed_dictionaries({"content": st.text(max_size=30), "score": st.floats(allow_nan=True),
-                                        "id": st.sampled_from(["a", "b", "c", ""])}), max_size=12),
-       st.lists(st.fixed_dictionaries({"content": st.text(max_size=30), "url": st.sampled_from(
-           ["https://a.com", "https://a.com/", "https://b.com#x", "javascript:x", ""])}), max_size=12),
-       st.integers(min_value=1, max_value=40))
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {
+                "content": st.text(max_size=30),
+                "score": st.floats(allow_nan=True),
+                "id": st.sampled_from(["a", "b", "c", ""]),
+            }
+        ),
+        max_size=12,
+    ),
+    st.lists(
+        st.fixed_dictionaries(
+            {
+                "content": st.text(max_size=30),
+                "url": st.sampled_from(["https://a.com", "https://a.com/", "https://b.com#x", "javascript:x", ""]),
+            }
+        ),
+        max_size=12,
+    ),
+    st.integers(min_value=1, max_value=40),
+)
 def test_numbering_invariants_hold_for_any_input(rag_specs, web_specs, max_chunks):
     rag = [{"content": s["content"], "metadata": {"score": s["score"], "segment_id": s["id"]}} for s in rag_specs]
     result = main(rag, web_specs, max_web_results=20, max_chunks=max_chunks)
@@ -308,8 +413,14 @@ def test_a_json_body_wrapped_in_a_list_is_read():
     assert only(main(None, body))["document_title"] == "巡检标准"
 
 
-@pytest.mark.parametrize("response", [{"code": 401, "msg": "invalid api key", "data": None, "log_id": "x"},
-                                      {"error": "rate limited"}, [{"status": 500, "message": "upstream"}]])
+@pytest.mark.parametrize(
+    "response",
+    [
+        {"code": 401, "msg": "invalid api key", "data": None, "log_id": "x"},
+        {"error": "rate limited"},
+        [{"status": 500, "message": "upstream"}],
+    ],
+)
 def test_a_search_provider_error_gives_no_web_results_and_is_reported(response):
     result = main([rag_item()], response)
     assert result["chunk_count"] == 1
@@ -318,14 +429,15 @@ def test_a_search_provider_error_gives_no_web_results_and_is_reported(response):
 
 # --- hostile input (issue: hardening) -------------------------------------------------------------------
 
+
 def test_an_integer_past_float_range_is_a_score_of_zero_not_a_crash():
     result = main(None, '[{"url":"http://a.b","content":"x","score":1' + "0" * 400 + "}]")
     assert only(result)["score"] == 0.0
     item = rag_item()
-    item["metadata"].update(score=10 ** 400, segment_position=10 ** 30)
+    item["metadata"].update(score=10**400, segment_position=10**30)
     chunk = only(main([item], None))
     assert (chunk["score"], chunk["segment_position"]) == (0.0, 0)  # a Code node's numbers stay within ±2**63
-    assert only(main([{"content": "x", "title": 10 ** 5000}], None))["document_title"] == ""  # too long to print
+    assert only(main([{"content": "x", "title": 10**5000}], None))["document_title"] == ""  # too long to print
 
 
 @pytest.mark.parametrize("field", ["rag_chunks", "web_chunks"])
@@ -346,11 +458,21 @@ def test_max_chunks_in_text_or_float_forms():
     assert [main(rag, None, max_chunks=v)["chunk_count"] for v in (" 3 ", "+2", 4.0)] == [3, 2, 4]
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("见 [C:9] 处", "见 (C:9) 处"), ("【C:2】", "（C:2）"), ("［C:3］", "（C:3）"), ("[C:1,2]", "(C:1,2)"),
-    ("[[C:1]]", "[(C:1)]"), ("[C:1", "(C:1"), ("[C:1 [C:2]]", "(C:1 (C:2)]"), ("[C: see 【x】 ]", "(C: see 【x】 ]"),
-    ("[C:1】", "(C:1】"), ("[1] [C] (C:1)", "[1] [C] (C:1)"),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("见 [C:9] 处", "见 (C:9) 处"),
+        ("【C:2】", "（C:2）"),
+        ("［C:3］", "（C:3）"),
+        ("[C:1,2]", "(C:1,2)"),
+        ("[[C:1]]", "[(C:1)]"),
+        ("[C:1", "(C:1"),
+        ("[C:1 [C:2]]", "(C:1 (C:2)]"),
+        ("[C: see 【x】 ]", "(C: see 【x】 ]"),
+        ("[C:1】", "(C:1】"),
+        ("[1] [C] (C:1)", "[1] [C] (C:1)"),
+    ],
+)
 def test_a_neutralised_marker_is_balanced(text, expected):
     assert neutralise_markers(text) == expected
 
@@ -359,8 +481,26 @@ LOOKALIKE_PARTS = {
     "open": ["[", "［", "﹇", "【", "︻", "⁅"],
     "c": ["C", "c", "Ｃ", "ｃ", "𝐂", "𝒄", "ℂ", "Ⅽ", "ⅽ", "Ç", "Ć", "Ⓒ", "ᶜ", "С", "с"],
     "colon": [":", "：", "﹕", "︓", "∶"],
-    "gap": ["", " ", "\u2003", "\u2009", "\u200b", "\u200d", "\ufeff", "\u00ad", "\u2060", "\u0301", "\u20dd", "\u0903",
-            "\u3000", "\u00a0", "\u180e", "\u034f", "\ufe0f", "\u3164"],
+    "gap": [
+        "",
+        " ",
+        "\u2003",
+        "\u2009",
+        "\u200b",
+        "\u200d",
+        "\ufeff",
+        "\u00ad",
+        "\u2060",
+        "\u0301",
+        "\u20dd",
+        "\u0903",
+        "\u3000",
+        "\u00a0",
+        "\u180e",
+        "\u034f",
+        "\ufe0f",
+        "\u3164",
+    ],
     "id": ["1", "99", "９", "𝟗", "١", "12-14", "1,2", "C:3"],
     "close": ["]", "］", "﹈", "】", "︼", "⁆", ""],
 }
@@ -370,9 +510,16 @@ def part(name):
     return st.sampled_from(LOOKALIKE_PARTS[name])
 
 
-LOOKALIKE = st.tuples(part("open"), st.lists(part("gap"), max_size=3).map("".join), part("c"),
-                      st.lists(part("gap"), max_size=3).map("".join), part("colon"),
-                      st.lists(part("gap"), max_size=2).map("".join), part("id"), part("close")).map("".join)
+LOOKALIKE = st.tuples(
+    part("open"),
+    st.lists(part("gap"), max_size=3).map("".join),
+    part("c"),
+    st.lists(part("gap"), max_size=3).map("".join),
+    part("colon"),
+    st.lists(part("gap"), max_size=2).map("".join),
+    part("id"),
+    part("close"),
+).map("".join)
 NOISE = st.text(alphabet=st.sampled_from(list("ab 文,，]】［【(") + ["\n", "ﬀ", "㈱", "\u200b", "\u0301"]), max_size=6)
 
 
@@ -414,8 +561,13 @@ def test_the_official_tavily_tools_failure_text_is_reported_in_skipped():
     for json_output in ([{"data": []}], [], None, ""):
         result = main([rag_item()], json_output, web_text="Tavily API error: 432 Client Error: plan usage limit")
         assert result["chunk_count"] == 1
-        assert result["skipped"] == [{"source": "web", "index": -1,
-                                      "reason": "search provider error: Tavily API error: 432 Client Error: plan usage limit"}]
+        assert result["skipped"] == [
+            {
+                "source": "web",
+                "index": -1,
+                "reason": "search provider error: Tavily API error: 432 Client Error: plan usage limit",
+            }
+        ]
     assert main([rag_item()], [{"data": []}], web_text="  ")["skipped"] == []
     assert main([rag_item()], [{"data": []}])["skipped"] == []
     ok = main(None, [web_item()], web_text="1. 标题 https://example.com/a ...")  # a successful search's text
@@ -434,8 +586,20 @@ def test_a_huge_chunk_is_cut_and_the_cut_is_reported():
 
 
 def test_titles_and_urls_stay_one_bounded_line():
-    chunk = only(main(None, [{"title": "t\n" * 10000, "url": "https://e.com/" + "a" * 5000, "content": "x",
-                              "site_name": "s" * 1000, "date": "d" * 1000}]))
+    chunk = only(
+        main(
+            None,
+            [
+                {
+                    "title": "t\n" * 10000,
+                    "url": "https://e.com/" + "a" * 5000,
+                    "content": "x",
+                    "site_name": "s" * 1000,
+                    "date": "d" * 1000,
+                }
+            ],
+        )
+    )
     assert len(chunk["document_title"]) == 300 and "\n" not in chunk["document_title"]
     assert chunk["url"] == "" and len(chunk["site_name"]) == 300 and len(chunk["display_subtitle"]) <= 300
 
@@ -444,14 +608,24 @@ def test_the_merge_tool_takes_the_search_text_as_web_text():
     from tests.support import sdk
 
     reg = sdk.registration()
-    failed = sdk.invoke(reg, "merge_chunks", {"rag_chunks": [rag_item()], "web_chunks": [{"data": []}],
-                                              "web_text": "Tavily error: invalid API key"})
-    assert failed["skipped"] == [{"source": "web", "index": -1, "reason": "search provider error: Tavily error: invalid API key"}]
+    failed = sdk.invoke(
+        reg,
+        "merge_chunks",
+        {"rag_chunks": [rag_item()], "web_chunks": [{"data": []}], "web_text": "Tavily error: invalid API key"},
+    )
+    assert failed["skipped"] == [
+        {"source": "web", "index": -1, "reason": "search provider error: Tavily error: invalid API key"}
+    ]
     assert sdk.invoke(reg, "merge_chunks", {"web_chunks": [web_item()], "web_text": "results …"})["skipped"] == []
 
 
-@pytest.mark.parametrize("url,expected", [("http\t\ts://example.com/p", "https://example.com/p"),
-                                          ("https://exa\nmple.com/\r", "https://example.com/"),
-                                          ("java\tscript:alert(1)", "")])
+@pytest.mark.parametrize(
+    "url,expected",
+    [
+        ("http\t\ts://example.com/p", "https://example.com/p"),
+        ("https://exa\nmple.com/\r", "https://example.com/"),
+        ("java\tscript:alert(1)", ""),
+    ],
+)
 def test_a_url_is_kept_as_a_browser_reads_it(url, expected):
     assert only(main(None, [{"title": "t", "url": url, "content": "x"}]))["url"] == expected

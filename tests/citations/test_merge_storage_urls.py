@@ -6,14 +6,21 @@ import yaml
 
 from citations import validate as validate_citations
 from citations.merge import main
-from tests.support import sdk
-from tests.support import ROOT
+from tests.support import ROOT, sdk
 
 
 def rag(source_file_url):
-    return [{"content": "巡更需先打卡。", "metadata": {
-        "dataset_name": "知识库", "document_id": "d1", "segment_id": "s1",
-        "doc_metadata": {"document_title": "巡更指南", "source_file_url": source_file_url}}}]
+    return [
+        {
+            "content": "巡更需先打卡。",
+            "metadata": {
+                "dataset_name": "知识库",
+                "document_id": "d1",
+                "segment_id": "s1",
+                "doc_metadata": {"document_title": "巡更指南", "source_file_url": source_file_url},
+            },
+        }
+    ]
 
 
 def urls(source_file_url, **settings):
@@ -21,9 +28,19 @@ def urls(source_file_url, **settings):
     return chunk["url"], chunk["source_file_url"]
 
 
-STORAGE = ["oss://kb-raw/2026/06/巡更.pdf", "s3://bucket/docs/a.pdf", "gs://bucket/a.pdf",
-           "hdfs://namenode:8020/kb/a.pdf", "/mnt/share/docs/a.pdf", "docs/a.pdf", "C:\\docs\\a.pdf",
-           "file:///srv/kb/a.pdf", "file:a.pdf", "https:///no-host.pdf", "javascript:alert(1)"]
+STORAGE = [
+    "oss://kb-raw/2026/06/巡更.pdf",
+    "s3://bucket/docs/a.pdf",
+    "gs://bucket/a.pdf",
+    "hdfs://namenode:8020/kb/a.pdf",
+    "/mnt/share/docs/a.pdf",
+    "docs/a.pdf",
+    "C:\\docs\\a.pdf",
+    "file:///srv/kb/a.pdf",
+    "file:a.pdf",
+    "https:///no-host.pdf",
+    "javascript:alert(1)",
+]
 
 
 @pytest.mark.parametrize("stored", STORAGE)
@@ -32,14 +49,17 @@ def test_by_default_a_storage_address_is_not_passed_on(stored):
     assert urls(stored, show_storage_urls=False) == ("", "")
 
 
-@pytest.mark.parametrize("stored,expected", [
-    ("https://kb.example.com/files/a.pdf", "https://kb.example.com/files/a.pdf"),
-    ("http://intranet.example.com/a.pdf", "http://intranet.example.com/a.pdf"),
-    ("  https://kb.example.com/a.pdf \n", "https://kb.example.com/a.pdf"),
-    ("https://kb.exa\tmple.com/a\n.pdf", "https://kb.example.com/a.pdf"),  # as a browser reads it
-    ("HTTPS://KB.example.com/A.pdf", "HTTPS://KB.example.com/A.pdf"),
-    ("   ", ""),
-])
+@pytest.mark.parametrize(
+    "stored,expected",
+    [
+        ("https://kb.example.com/files/a.pdf", "https://kb.example.com/files/a.pdf"),
+        ("http://intranet.example.com/a.pdf", "http://intranet.example.com/a.pdf"),
+        ("  https://kb.example.com/a.pdf \n", "https://kb.example.com/a.pdf"),
+        ("https://kb.exa\tmple.com/a\n.pdf", "https://kb.example.com/a.pdf"),  # as a browser reads it
+        ("HTTPS://KB.example.com/A.pdf", "HTTPS://KB.example.com/A.pdf"),
+        ("   ", ""),
+    ],
+)
 def test_an_http_address_is_kept_either_way(stored, expected):
     assert urls(stored) == (expected, expected)
     assert urls(stored, show_storage_urls=True) == (stored.strip(), stored.strip())  # the stored value, trimmed
@@ -68,8 +88,12 @@ def test_show_storage_urls_must_be_true_or_false(bad):
 def test_the_tool_declares_the_setting_in_both_languages_and_passes_it_on():
     declared = {p["name"]: p for p in yaml.safe_load((ROOT / "tools" / "merge_chunks.yaml").read_text())["parameters"]}
     setting = declared["show_storage_urls"]
-    assert (setting["type"], setting["form"], setting["default"], setting["required"]) == ("boolean", "form", False,
-                                                                                         False)
+    assert (setting["type"], setting["form"], setting["default"], setting["required"]) == (
+        "boolean",
+        "form",
+        False,
+        False,
+    )
     for text in (setting["label"], setting["human_description"]):
         assert text["en_US"].strip() and text["zh_Hans"].strip()
     reg = sdk.registration()

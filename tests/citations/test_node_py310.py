@@ -2,14 +2,14 @@ import ast
 
 from citations import merge as merge_chunks
 from tests.support import ROOT
-from tests.support.web_shapes import WEB_SHAPES
+from tests.support.node_data import FORGED, RAG, SEED_WEB_FORMS
 from tests.support.py310 import assert_same_under_310
-from tests.support.node_data import FORGED
-from tests.support.node_data import RAG, SEED_WEB_FORMS
+from tests.support.web_shapes import WEB_SHAPES
 
 
 def test_nodes_import_only_the_standard_library_and_nothing_from_the_repo():
     import sys
+
     for path in sorted((ROOT / "nodes").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom):
@@ -35,8 +35,13 @@ def test_merge_node_behaves_the_same_under_python_310():
 def test_validator_behaves_the_same_under_python_310():
     from citations import validate as validate_citations
     from tests.support.node_data import CHUNKS
-    answers = ["a[C:1] b【C：2-4】 c[C:99] `[C:1]`\n```\n[C:2]\n```\n[[C:3]] [C:1", "根据现有资料无法确定", "",
-               "[C:1][C:2][C:1-20] [C:1,c：2]"]
+
+    answers = [
+        "a[C:1] b【C：2-4】 c[C:99] `[C:1]`\n```\n[C:2]\n```\n[[C:3]] [C:1",
+        "根据现有资料无法确定",
+        "",
+        "[C:1][C:2][C:1-20] [C:1,c：2]",
+    ]
     cases = [{"answer": a, "chunk_metadata": CHUNKS} for a in answers]
     cases += [{"answer": answers[0], "chunk_metadata": None}, {"answer": 3}, {"answer": "x", "chunk_metadata": "{"}]
     assert_same_under_310("validate_citations", validate_citations.main, cases)
@@ -48,16 +53,40 @@ def test_access_nodes_behave_the_same_under_python_310():
     from citations import acl_prefilter
     from citations import filter as filter_chunks
     from tests.support.node_data import DOC, chunk
-    items = [chunk(acl, str(n), **DOC) for n, acl in enumerate(
-        [["运维工程师"], '["运维工程师","物业经理"]', "前台；物业经理", '["bad', None, "", "[]", ",a,b,"])]
-    conditions = ["", json.dumps({"all": [{"field": "level", "op": "gte", "value": 3},
-                                          {"not": {"field": "updated", "op": "before", "value": "2026-01-01"}},
-                                          {"any": [{"field": "tags", "op": "contains", "value": "电梯"},
-                                                   {"field": "stamp", "op": "after", "value": 0}]}]}),
-                  json.dumps({"field": "updated", "op": "after", "value": "soon"})]
-    cases = [{"rag_chunks": items, "user_roles": roles, "condition": c}
-             for roles in ("物业经理", '["a"]', None) for c in conditions]
+
+    items = [
+        chunk(acl, str(n), **DOC)
+        for n, acl in enumerate(
+            [["运维工程师"], '["运维工程师","物业经理"]', "前台；物业经理", '["bad', None, "", "[]", ",a,b,"]
+        )
+    ]
+    conditions = [
+        "",
+        json.dumps(
+            {
+                "all": [
+                    {"field": "level", "op": "gte", "value": 3},
+                    {"not": {"field": "updated", "op": "before", "value": "2026-01-01"}},
+                    {
+                        "any": [
+                            {"field": "tags", "op": "contains", "value": "电梯"},
+                            {"field": "stamp", "op": "after", "value": 0},
+                        ]
+                    },
+                ]
+            }
+        ),
+        json.dumps({"field": "updated", "op": "after", "value": "soon"}),
+    ]
+    cases = [
+        {"rag_chunks": items, "user_roles": roles, "condition": c}
+        for roles in ("物业经理", '["a"]', None)
+        for c in conditions
+    ]
     cases += [{"rag_chunks": items, "user_roles": "Admin", "case_sensitive": False, "missing_acl": "hidden"}]
     assert_same_under_310("filter_chunks", filter_chunks.main, cases)
-    assert_same_under_310("acl_prefilter", acl_prefilter.main, [{"user_roles": "a,b"}, {"user_roles": "a,b,c,d"},
-                                                                 {"user_roles": '["x", 2]', "role_slots": 4}])
+    assert_same_under_310(
+        "acl_prefilter",
+        acl_prefilter.main,
+        [{"user_roles": "a,b"}, {"user_roles": "a,b,c,d"}, {"user_roles": '["x", 2]', "role_slots": 4}],
+    )

@@ -3,8 +3,8 @@
 import pytest
 
 from citations.merge import main
-from tests.support.node_data import RAG, SEED_WEB_FORMS
 from tests.support import seed_appendix_a as seed
+from tests.support.node_data import RAG, SEED_WEB_FORMS
 
 
 @pytest.mark.parametrize("form", sorted(SEED_WEB_FORMS))

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from citations import memory as remember_turn
 from citations import validate as validate_citations
 from citations import web_request as web_search_request
-from tests.support.py310 import assert_same_under_310
 from tests.support.node_data import MARKERISH
+from tests.support.py310 import assert_same_under_310
 
 
 @pytest.mark.parametrize("query", ['a "quoted" query', '", "count": 50, "x": "', "}{][", "巡更\n异常", ""])
@@ -19,8 +19,10 @@ def test_search_body_keeps_the_query_one_string(query):
     assert body == {"query": query.strip(), "count": 5, "summary": True, "freshness": "noLimit"}
 
 
-@pytest.mark.parametrize("kwargs,field", [({"query": 3}, "query"), ({"query": "q", "count": 0}, "count"),
-                                          ({"query": "q", "count": True}, "count")])
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [({"query": 3}, "query"), ({"query": "q", "count": 0}, "count"), ({"query": "q", "count": True}, "count")],
+)
 def test_search_body_rejects_bad_input(kwargs, field):
     with pytest.raises(ValueError, match=field):
         web_search_request.main(**kwargs)
@@ -38,8 +40,15 @@ def test_memory_keeps_the_last_turns_without_markers():
     assert remember_turn.main(None, "q", "a", max_turns=0) == {"history": [], "history_text": ""}
 
 
-@pytest.mark.parametrize("kwargs,field", [({"history": "{bad"}, "history"), ({"history": [{"query": 1}]}, r"history\[0\]"),
-                                          ({"answer": 5}, "answer"), ({"max_turns": -1}, "max_turns")])
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        ({"history": "{bad"}, "history"),
+        ({"history": [{"query": 1}]}, r"history\[0\]"),
+        ({"answer": 5}, "answer"),
+        ({"max_turns": -1}, "max_turns"),
+    ],
+)
 def test_memory_rejects_bad_input(kwargs, field):
     with pytest.raises(ValueError, match=field):
         remember_turn.main(**kwargs)
@@ -55,16 +64,20 @@ def test_memory_leaves_nothing_the_validator_would_read_as_a_marker(text):
 
 def test_helper_nodes_behave_the_same_under_python_310():
     assert_same_under_310("web_search_request", web_search_request.main, [{"query": 'a "b"'}, {"query": 1}])
-    assert_same_under_310("remember_turn", remember_turn.main, [
-        {"history": [{"query": "q", "answer": "a"}], "query": "q2", "answer": "a2 [C:1"}, {"history": "{"}])
+    assert_same_under_310(
+        "remember_turn",
+        remember_turn.main,
+        [{"history": [{"query": "q", "answer": "a"}], "query": "q2", "answer": "a2 [C:1"}, {"history": "{"}],
+    )
 
 
 # --- hostile input (issue: hardening) -------------------------------------------------------------------
 
+
 def test_memory_rejects_deep_json_and_an_unbounded_turn_count_naming_the_field():
     with pytest.raises(ValueError, match="history: not valid JSON"):
         remember_turn.main("[" * 5000 + "]" * 5000, "q", "a")
-    for turns in (31, 10 ** 7, 10 ** 400):
+    for turns in (31, 10**7, 10**400):
         with pytest.raises(ValueError, match="max_turns: expected a whole number from 0 to 30"):
             remember_turn.main(None, "q", "a", max_turns=turns)
 
@@ -86,4 +99,4 @@ def test_search_body_replaces_a_lone_surrogate():
     body.encode("utf-8")  # sendable
     assert json.loads(body)["query"] == "a\ufffdb"
     with pytest.raises(ValueError, match="count"):
-        web_search_request.main("q", 10 ** 400)
+        web_search_request.main("q", 10**400)

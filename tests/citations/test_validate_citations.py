@@ -17,38 +17,67 @@ def shown(answer, chunks=CHUNKS):
 
 # --- the grammar -----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("marker,expected", [
-    ("[C:1]", "[1]"),
-    ("[c:1]", "[1]"),
-    ("【C:1】", "[1]"),
-    ("［C:1］", "[1]"),
-    ("[C：1]", "[1]"),
-    ("[ C : 1 ]", "[1]"),
-    ("[\u3000C：1\u3000]", "[1]"),
-    ("[C:1,2]", "[1][2]"),
-    ("[C:1，2]", "[1][2]"),
-    ("[C:1、2]", "[1][2]"),
-    ("[C:1;2]", "[1][2]"),
-    ("[C:1；2]", "[1][2]"),
-    ("[C:1, C:2]", "[1][2]"),
-    ("[C:1,c：2]", "[1][2]"),
-    ("[C:1-3]", "[1][2][3]"),
-    ("[C:1–3]", "[1][2][3]"),
-    ("[C: 1 - 3 ]", "[1][2][3]"),
-    ("[C:1-20]", "".join(f"[{i}]" for i in range(1, 21))),
-    ("[C:02]", "[1]"),
-    ("[C:1,1]", "[1]"),
-])
+
+@pytest.mark.parametrize(
+    "marker,expected",
+    [
+        ("[C:1]", "[1]"),
+        ("[c:1]", "[1]"),
+        ("【C:1】", "[1]"),
+        ("［C:1］", "[1]"),
+        ("[C：1]", "[1]"),
+        ("[ C : 1 ]", "[1]"),
+        ("[\u3000C：1\u3000]", "[1]"),
+        ("[C:1,2]", "[1][2]"),
+        ("[C:1，2]", "[1][2]"),
+        ("[C:1、2]", "[1][2]"),
+        ("[C:1;2]", "[1][2]"),
+        ("[C:1；2]", "[1][2]"),
+        ("[C:1, C:2]", "[1][2]"),
+        ("[C:1,c：2]", "[1][2]"),
+        ("[C:1-3]", "[1][2][3]"),
+        ("[C:1–3]", "[1][2][3]"),
+        ("[C: 1 - 3 ]", "[1][2][3]"),
+        ("[C:1-20]", "".join(f"[{i}]" for i in range(1, 21))),
+        ("[C:02]", "[1]"),
+        ("[C:1,1]", "[1]"),
+    ],
+)
 def test_markers_the_grammar_accepts(marker, expected):
     assert shown(f"a{marker}b") == f"a{expected}b"
 
 
-@pytest.mark.parametrize("text", [
-    "[1]", "[C]", "[C:]", "[C:x]", "[C1]", "(C:1)", "C:1", "see [C:1", "[C:3-1]", "[C:1-21]", "[C:1】", "【C:1]",
-    "[C:1,]", "[C:,1]", "[C:1 2]", "[D:1]", "[CC:1]", "[C::1]", "[C:1.5]", "[ref C:1]",
-    "`[C:1]`", "a `x [C:1] y` b", "`open [C:1]", "```\n[C:1]\n```", "```python\nx = [C:1]\n```",
-    "[C:" + ",".join(["1"] * 40) + "]",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[1]",
+        "[C]",
+        "[C:]",
+        "[C:x]",
+        "[C1]",
+        "(C:1)",
+        "C:1",
+        "see [C:1",
+        "[C:3-1]",
+        "[C:1-21]",
+        "[C:1】",
+        "【C:1]",
+        "[C:1,]",
+        "[C:,1]",
+        "[C:1 2]",
+        "[D:1]",
+        "[CC:1]",
+        "[C::1]",
+        "[C:1.5]",
+        "[ref C:1]",
+        "`[C:1]`",
+        "a `x [C:1] y` b",
+        "`open [C:1]",
+        "```\n[C:1]\n```",
+        "```python\nx = [C:1]\n```",
+        "[C:" + ",".join(["1"] * 40) + "]",
+    ],
+)
 def test_text_the_grammar_rejects_is_left_unchanged(text):
     result = main(text, CHUNKS)
     assert result["answer"] == text
@@ -78,15 +107,27 @@ def test_adjacent_and_nested_brackets():
 
 # --- numbering -------------------------------------------------------------------------------------------
 
+
 def test_renumbering_by_first_appearance_and_counts():
     result = main("a[C:7] b[C:3] c[C:7] d[C:12,3]", CHUNKS)
     assert result["answer"] == "a[1] b[2] c[1] d[2][3]"
     assert [(c["index"], c["id"], c["count"]) for c in result["citations"]] == [(1, "7", 2), (2, "3", 2), (3, "12", 1)]
     assert result["id_map"] == {"7": 1, "3": 2, "12": 3}
-    assert result["citations"][0] == {"index": 1, "id": "7", "count": 2, "document_title": "Doc 7", "source_type": "rag",
-                                      "url": "https://e.com/7", "display_subtitle": "sub 7", "site_name": "",
-                                      "published_date": "", "support": None, "weak": False,
-                                      "reasons": [], "reason": ""}
+    assert result["citations"][0] == {
+        "index": 1,
+        "id": "7",
+        "count": 2,
+        "document_title": "Doc 7",
+        "source_type": "rag",
+        "url": "https://e.com/7",
+        "display_subtitle": "sub 7",
+        "site_name": "",
+        "published_date": "",
+        "support": None,
+        "weak": False,
+        "reasons": [],
+        "reason": "",
+    }
 
 
 def test_invalid_ids_get_no_number_and_disappear():
@@ -96,14 +137,17 @@ def test_invalid_ids_get_no_number_and_disappear():
     assert result["id_map"] == {"2": 1}
 
 
-@pytest.mark.parametrize("answer,phrases,status", [
-    ("巡更需打卡[C:1]。", "根据现有资料无法确定", "cited"),
-    ("巡更需打卡。", "根据现有资料无法确定", "uncited"),
-    ("根据现有资料无法确定。", "根据现有资料无法确定", "insufficient_evidence"),
-    ("部分[C:1]，其余资料不足。", "无法确定|资料不足", "insufficient_evidence"),
-    ("I cannot tell.", "no idea\nI cannot tell", "insufficient_evidence"),
-    ("only invalid [C:99]", "根据现有资料无法确定", "uncited"),
-])
+@pytest.mark.parametrize(
+    "answer,phrases,status",
+    [
+        ("巡更需打卡[C:1]。", "根据现有资料无法确定", "cited"),
+        ("巡更需打卡。", "根据现有资料无法确定", "uncited"),
+        ("根据现有资料无法确定。", "根据现有资料无法确定", "insufficient_evidence"),
+        ("部分[C:1]，其余资料不足。", "无法确定|资料不足", "insufficient_evidence"),
+        ("I cannot tell.", "no idea\nI cannot tell", "insufficient_evidence"),
+        ("only invalid [C:99]", "根据现有资料无法确定", "uncited"),
+    ],
+)
 def test_status(answer, phrases, status):
     result = main(answer, CHUNKS, phrases)
     assert result["status"] == status
@@ -115,20 +159,35 @@ def test_chunk_metadata_as_json_text_and_unknown_list():
     assert main("x[C:2]", json.dumps(CHUNKS))["id_map"] == {"2": 1}
     unknown = main("x[C:42] y[C:5]", None)
     assert unknown["answer"] == "x[1] y[2]" and unknown["invalid_ids"] == []
-    assert unknown["citations"][0] == {"index": 1, "id": "42", "count": 1, "document_title": "", "source_type": "",
-                                       "url": "", "display_subtitle": "", "site_name": "", "published_date": "",
-                                       "support": None, "weak": False, "reasons": [], "reason": ""}
+    assert unknown["citations"][0] == {
+        "index": 1,
+        "id": "42",
+        "count": 1,
+        "document_title": "",
+        "source_type": "",
+        "url": "",
+        "display_subtitle": "",
+        "site_name": "",
+        "published_date": "",
+        "support": None,
+        "weak": False,
+        "reasons": [],
+        "reason": "",
+    }
     assert main("x[C:1]", [])["invalid_ids"] == ["1"]
 
 
-@pytest.mark.parametrize("kwargs,field", [
-    ({"answer": 5}, "answer"),
-    ({"answer": "x", "chunk_metadata": "{bad"}, "chunk_metadata"),
-    ({"answer": "x", "chunk_metadata": {"a": 1}}, "chunk_metadata"),
-    ({"answer": "x", "chunk_metadata": [{"id": "one"}]}, r"chunk_metadata\[0\]"),
-    ({"answer": "x", "chunk_metadata": ["s"]}, r"chunk_metadata\[0\]"),
-    ({"answer": "x", "insufficient_phrases": 3}, "insufficient_phrases"),
-])
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        ({"answer": 5}, "answer"),
+        ({"answer": "x", "chunk_metadata": "{bad"}, "chunk_metadata"),
+        ({"answer": "x", "chunk_metadata": {"a": 1}}, "chunk_metadata"),
+        ({"answer": "x", "chunk_metadata": [{"id": "one"}]}, r"chunk_metadata\[0\]"),
+        ({"answer": "x", "chunk_metadata": ["s"]}, r"chunk_metadata\[0\]"),
+        ({"answer": "x", "insufficient_phrases": 3}, "insufficient_phrases"),
+    ],
+)
 def test_bad_input_names_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         main(**kwargs)
@@ -136,26 +195,40 @@ def test_bad_input_names_the_field(kwargs, field):
 
 # --- references ------------------------------------------------------------------------------------------
 
+
 def chunk(i, **fields):
-    return {"id": str(i), "document_title": f"Doc {i}", "source_type": "web", "url": "", "display_subtitle": "",
-            **fields}
+    return {
+        "id": str(i),
+        "document_title": f"Doc {i}",
+        "source_type": "web",
+        "url": "",
+        "display_subtitle": "",
+        **fields,
+    }
 
 
 def test_references_list_only_cited_sources_in_display_order():
-    chunks = [chunk(1, url="https://a.com/x"), chunk(2, url="https://b.com", display_subtitle="知乎 · 2025-08-12"),
-              chunk(3)]
+    chunks = [
+        chunk(1, url="https://a.com/x"),
+        chunk(2, url="https://b.com", display_subtitle="知乎 · 2025-08-12"),
+        chunk(3),
+    ]
     result = main("b[C:2] a[C:1] b[C:2]", chunks)
     assert result["references_markdown"] == (
-        "1. [Doc 2](https://b.com) — 知乎 · 2025-08-12\n"
-        "2. [Doc 1](https://a.com/x)")
+        "1. [Doc 2](https://b.com) — 知乎 · 2025-08-12\n2. [Doc 1](https://a.com/x)"
+    )
     assert result["references_by_marker_markdown"] == (
-        "- [C:2] [Doc 2](https://b.com) — 知乎 · 2025-08-12\n"
-        "- [C:1] [Doc 1](https://a.com/x)")
+        "- [C:2] [Doc 2](https://b.com) — 知乎 · 2025-08-12\n- [C:1] [Doc 1](https://a.com/x)"
+    )
 
 
 def test_titles_and_subtitles_cannot_inject_markdown_or_html():
-    evil = chunk(1, document_title="x](javascript:alert(1)) <img src=x onerror=alert(1)> *b*",
-                 display_subtitle="[y](http://evil) <script>", url="https://ok.com/a b)c")
+    evil = chunk(
+        1,
+        document_title="x](javascript:alert(1)) <img src=x onerror=alert(1)> *b*",
+        display_subtitle="[y](http://evil) <script>",
+        url="https://ok.com/a b)c",
+    )
     line = main("[C:1]", [evil])["references_markdown"]
     assert "<" not in line and ">" not in line.replace("&gt;", "")
     assert line.count("](") == 1  # the one real link
@@ -163,14 +236,17 @@ def test_titles_and_subtitles_cannot_inject_markdown_or_html():
     assert "[x\\]\\(javascript:alert\\(1\\)\\)" in line
 
 
-@pytest.mark.parametrize("url,link,text", [
-    ("https://ok.com", True, None),
-    ("http://ok.com", True, None),
-    ("oss://kb/巡更.pdf", False, "oss://kb/巡更.pdf"),
-    ("javascript:alert(1)", False, None),
-    ("data:text/html,hi", False, None),
-    ("", False, None),
-])
+@pytest.mark.parametrize(
+    "url,link,text",
+    [
+        ("https://ok.com", True, None),
+        ("http://ok.com", True, None),
+        ("oss://kb/巡更.pdf", False, "oss://kb/巡更.pdf"),
+        ("javascript:alert(1)", False, None),
+        ("data:text/html,hi", False, None),
+        ("", False, None),
+    ],
+)
 def test_only_http_urls_become_links(url, link, text):
     line = main("[C:1]", [chunk(1, url=url)])["references_markdown"]
     assert ("](" in line) == link
@@ -180,6 +256,7 @@ def test_only_http_urls_become_links(url, link, text):
 
 
 # --- streaming -------------------------------------------------------------------------------------------
+
 
 def feed_all(answer, cuts, chunks=CHUNKS):
     stream = CitationStream(chunks)
@@ -214,7 +291,10 @@ def test_new_citations_are_announced_by_the_feed_that_brings_them():
     stream.feed("a [C:4")
     assert stream.new_citations() == []
     stream.feed("] b [C:4] [C:9]")
-    assert [(c["index"], c["id"], c["document_title"]) for c in stream.new_citations()] == [(1, "4", "Doc 4"), (2, "9", "Doc 9")]
+    assert [(c["index"], c["id"], c["document_title"]) for c in stream.new_citations()] == [
+        (1, "4", "Doc 4"),
+        (2, "9", "Doc 9"),
+    ]
     stream.feed(" c [C:4]")
     assert stream.new_citations() == []
 
@@ -228,8 +308,11 @@ def test_stream_result_equals_main():
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(MARKERISH, max_size=60).map("".join), st.lists(st.integers(min_value=0, max_value=400), max_size=12),
-       st.booleans())
+@given(
+    st.lists(MARKERISH, max_size=60).map("".join),
+    st.lists(st.integers(min_value=0, max_value=400), max_size=12),
+    st.booleans(),
+)
 def test_streaming_equals_batch_for_any_answer_and_any_split(answer, cuts, known):
     chunks = CHUNKS[:5] if known else None
     cuts = [c for c in cuts if c <= len(answer)]
@@ -242,6 +325,7 @@ def test_streaming_equals_batch_for_any_answer_and_any_split(answer, cuts, known
 
 
 # --- the merge node's neutralisation agrees with this grammar ---------------------------------------------
+
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(MARKERISH | st.sampled_from(["\u3000", "\u00a0", "\t"]), max_size=40).map("".join))
@@ -259,6 +343,7 @@ def test_answer_without_markers_drops_every_marker_and_keeps_the_rest():
 
 
 # --- structured pieces: text and citations, for front ends that draw citations themselves ------------------
+
 
 def stream_pieces(answer, cuts, chunks):
     stream = CitationStream(chunks)
@@ -281,8 +366,11 @@ def test_pieces_carry_numbers_ids_and_what_is_new():
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(MARKERISH, max_size=60).map("".join), st.lists(st.integers(min_value=0, max_value=400), max_size=12),
-       st.booleans())
+@given(
+    st.lists(MARKERISH, max_size=60).map("".join),
+    st.lists(st.integers(min_value=0, max_value=400), max_size=12),
+    st.booleans(),
+)
 def test_pieces_stream_equals_batch_for_any_answer_and_any_split(answer, cuts, known):
     chunks = CHUNKS[:5] if known else None
     cuts = [c for c in cuts if c <= len(answer)]
@@ -297,26 +385,43 @@ def test_pieces_stream_equals_batch_for_any_answer_and_any_split(answer, cuts, k
 
 # --- hostile inputs (issue 10) ----------------------------------------------------------------------------
 
+
 def test_non_text_chunk_fields_are_shown_as_text_or_left_out():
     result = main("[C:1]", [{"id": "1", "url": 5}])
     assert result["citations"][0]["url"] == "" and result["references_markdown"] == "1. C:1"
-    odd = {"id": "1", "document_title": 2024, "display_subtitle": 1.5, "site_name": {"a": 1}, "source_type": True,
-           "published_date": ["2024"], "url": ["https://a.b"]}
+    odd = {
+        "id": "1",
+        "document_title": 2024,
+        "display_subtitle": 1.5,
+        "site_name": {"a": 1},
+        "source_type": True,
+        "published_date": ["2024"],
+        "url": ["https://a.b"],
+    }
     citation = main("[C:1]", [odd])["citations"][0]
-    assert (citation["document_title"], citation["display_subtitle"], citation["site_name"], citation["source_type"],
-            citation["published_date"], citation["url"]) == ("2024", "1.5", "", "", "", "")
+    assert (
+        citation["document_title"],
+        citation["display_subtitle"],
+        citation["site_name"],
+        citation["source_type"],
+        citation["published_date"],
+        citation["url"],
+    ) == ("2024", "1.5", "", "", "", "")
     assert main("[C:1]", [{"id": "1", "document_title": float("nan")}])["citations"][0]["document_title"] == ""
 
 
-@pytest.mark.parametrize("answer,chunks,plain", [
-    ("[C:3\u00a0[C:1,C:2]]", None, "[C:3\u00a0…]"),
-    ("【C:3 [C:1] , 4】", None, "【C:3 … , 4】"),
-    ("[C [C:1]:5]", None, "[C …:5]"),
-    ("[C:3 [C:4 [C:1]]]", None, "[C:3 [C:4 …]]"),
-    ("[C:1]```\n```\n[C:5]", None, "…```\n```\n[C:5]"),
-    ("```\n```[C:1]`[C:5]", None, "```\n```…`[C:5]"),
-    ("[C:1]`code` b", None, "…`code` b"),
-])
+@pytest.mark.parametrize(
+    "answer,chunks,plain",
+    [
+        ("[C:3\u00a0[C:1,C:2]]", None, "[C:3\u00a0…]"),
+        ("【C:3 [C:1] , 4】", None, "【C:3 … , 4】"),
+        ("[C [C:1]:5]", None, "[C …:5]"),
+        ("[C:3 [C:4 [C:1]]]", None, "[C:3 [C:4 …]]"),
+        ("[C:1]```\n```\n[C:5]", None, "…```\n```\n[C:5]"),
+        ("```\n```[C:1]`[C:5]", None, "```\n```…`[C:5]"),
+        ("[C:1]`code` b", None, "…`code` b"),
+    ],
+)
 def test_removing_markers_never_creates_one(answer, chunks, plain):
     result = main(answer, chunks)
     assert result["answer_without_markers"] == plain
@@ -328,18 +433,21 @@ def test_an_invalid_marker_removed_from_the_answer_never_leaves_a_marker():
     assert result["answer"] == "[C:3 …]" and main(result["answer"], None)["citations"] == []
 
 
-@pytest.mark.parametrize("answer,plain", [
-    ("It takes 15 days [C:1], then 3 days [C:2].", "It takes 15 days, then 3 days."),
-    ("需要 15 天 [C:1]，然后 3 天【C：2】。", "需要 15 天，然后 3 天。"),
-    ("see [C:1] more", "see more"),
-    ("see [C:1][C:2] more", "see more"),
-    ("see [C:1] [C:2] more", "see more"),
-    ("see [C:1]more", "see more"),
-    ("end [C:1]\nnext", "end\nnext"),
-    ("end [C:1]", "end"),
-    ("trailing space kept  ", "trailing space kept  "),
-    ("a [b] c", "a [b] c"),
-])
+@pytest.mark.parametrize(
+    "answer,plain",
+    [
+        ("It takes 15 days [C:1], then 3 days [C:2].", "It takes 15 days, then 3 days."),
+        ("需要 15 天 [C:1]，然后 3 天【C：2】。", "需要 15 天，然后 3 天。"),
+        ("see [C:1] more", "see more"),
+        ("see [C:1][C:2] more", "see more"),
+        ("see [C:1] [C:2] more", "see more"),
+        ("see [C:1]more", "see more"),
+        ("end [C:1]\nnext", "end\nnext"),
+        ("end [C:1]", "end"),
+        ("trailing space kept  ", "trailing space kept  "),
+        ("a [b] c", "a [b] c"),
+    ],
+)
 def test_no_stray_space_where_a_marker_was_removed(answer, plain):
     assert main(answer, None)["answer_without_markers"] == plain
 
@@ -348,16 +456,19 @@ def test_the_answer_keeps_the_space_before_a_shown_number_and_drops_it_for_a_rem
     assert main("It takes 15 days [C:1], then 3 days [C:99].", CHUNKS)["answer"] == "It takes 15 days [1], then 3 days."
 
 
-@pytest.mark.parametrize("title,line", [
-    ("# H", "1. \\# H"),
-    ("- x", "1. \\- x"),
-    ("---", "1. \\---"),
-    ("+ y", "1. \\+ y"),
-    ("1. x", "1. 1\\. x"),
-    ("2) x", "1. 2\\) x"),
-    ("=== ", "1. \\==="),
-    ("Plain", "1. Plain"),
-])
+@pytest.mark.parametrize(
+    "title,line",
+    [
+        ("# H", "1. \\# H"),
+        ("- x", "1. \\- x"),
+        ("---", "1. \\---"),
+        ("+ y", "1. \\+ y"),
+        ("1. x", "1. 1\\. x"),
+        ("2) x", "1. 2\\) x"),
+        ("=== ", "1. \\==="),
+        ("Plain", "1. Plain"),
+    ],
+)
 def test_titles_never_start_a_markdown_block(title, line):
     assert main("[C:1]", [chunk(1, document_title=title)])["references_markdown"] == line
 
@@ -370,20 +481,52 @@ def test_a_whole_float_id_is_that_integer_and_other_ids_are_errors_naming_the_in
             main("x", [{"id": bad}])
 
 
-@pytest.mark.parametrize("text", ["[" * 100_000, '[{"id": "1", "x": ' + "[" * 50_000 + "]" * 50_000 + "}]",
-                                  '{"a":' * 50_000])
+@pytest.mark.parametrize(
+    "text", ["[" * 100_000, '[{"id": "1", "x": ' + "[" * 50_000 + "]" * 50_000 + "}]", '{"a":' * 50_000]
+)
 def test_deeply_nested_json_is_an_error_naming_the_input(text):
     with pytest.raises(ValueError, match="chunk_metadata"):
         main("x", text)
 
 
-MARKER_PARTS = st.sampled_from(["[", "]", "【", "】", "［", "］", "C", ":", "：", ",", "-", " ", "\u00a0", "`", "```",
-                                "\n", "1", "2", "99", "x", ".", "，", "。", "[C:1]", "[C:99]", "[C:2,3]"])
+MARKER_PARTS = st.sampled_from(
+    [
+        "[",
+        "]",
+        "【",
+        "】",
+        "［",
+        "］",
+        "C",
+        ":",
+        "：",
+        ",",
+        "-",
+        " ",
+        "\u00a0",
+        "`",
+        "```",
+        "\n",
+        "1",
+        "2",
+        "99",
+        "x",
+        ".",
+        "，",
+        "。",
+        "[C:1]",
+        "[C:99]",
+        "[C:2,3]",
+    ]
+)
 
 
 @settings(max_examples=600, deadline=None)
-@given(st.lists(MARKER_PARTS, max_size=50).map("".join), st.lists(st.integers(min_value=0, max_value=300), max_size=10),
-       st.booleans())
+@given(
+    st.lists(MARKER_PARTS, max_size=50).map("".join),
+    st.lists(st.integers(min_value=0, max_value=300), max_size=10),
+    st.booleans(),
+)
 def test_outputs_hold_no_marker_and_stream_equals_batch(answer, cuts, known):
     chunks = CHUNKS[:5] if known else None
     result = main(answer, chunks)
@@ -398,12 +541,17 @@ def test_outputs_hold_no_marker_and_stream_equals_batch(answer, cuts, known):
 
 def test_the_plugin_tool_shows_non_text_fields_as_text_or_leaves_them_out():
     from tests.support import sdk
-    variables = sdk.invoke(sdk.registration(), "validate_citations",
-                           {"answer": "[C:1]", "chunk_metadata": [{"id": "1", "url": 5, "document_title": 7}]})
+
+    variables = sdk.invoke(
+        sdk.registration(),
+        "validate_citations",
+        {"answer": "[C:1]", "chunk_metadata": [{"id": "1", "url": 5, "document_title": 7}]},
+    )
     assert variables["citations"][0]["url"] == "" and variables["references_markdown"] == "1. 7"
 
 
 # --- every list is capped for Dify's Code-node limits (issue 9) ------------------------------------------
+
 
 def test_forty_unknown_ids_are_capped_with_a_count_of_the_rest():
     result = main("a[C:4-23][C:24-43]", CHUNKS[:3])
@@ -432,8 +580,10 @@ def test_the_stream_and_the_plugin_tool_keep_longer_lists():
     stream.feed("a[C:4-23][C:24-43]")
     assert len(stream.result()["invalid_ids"]) == 40
     from tests.support import sdk
-    variables = sdk.invoke(sdk.registration(), "validate_citations",
-                           {"answer": "a[C:4-23][C:24-43]", "chunk_metadata": CHUNKS[:3]})
+
+    variables = sdk.invoke(
+        sdk.registration(), "validate_citations", {"answer": "a[C:4-23][C:24-43]", "chunk_metadata": CHUNKS[:3]}
+    )
     assert len(variables["invalid_ids"]) == 40
 
 
@@ -445,15 +595,19 @@ def test_max_list_items_must_be_a_whole_number(bad):
 
 # --- the refusal phrases (issue 14) -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("answer", [
-    "根据现有资料无法确定。",
-    "根据现有资料无法确定",
-    "抱歉，根据现有资料无法确定！",
-    "The available sources do not answer this question.",
-    "the available sources do not answer this question",
-    "THE AVAILABLE SOURCES DO NOT ANSWER THIS QUESTION!",
-    "Sorry. The available  sources do\nnot answer this question…",
-])
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "根据现有资料无法确定。",
+        "根据现有资料无法确定",
+        "抱歉，根据现有资料无法确定！",
+        "The available sources do not answer this question.",
+        "the available sources do not answer this question",
+        "THE AVAILABLE SOURCES DO NOT ANSWER THIS QUESTION!",
+        "Sorry. The available  sources do\nnot answer this question…",
+    ],
+)
 def test_the_default_phrases_recognise_both_refusals(answer):
     assert main(answer, CHUNKS)["status"] == "insufficient_evidence"
     stream = CitationStream(CHUNKS)
@@ -462,8 +616,14 @@ def test_the_default_phrases_recognise_both_refusals(answer):
     assert stream.result()["status"] == "insufficient_evidence"
 
 
-@pytest.mark.parametrize("answer", ["The available sources answer this question [C:1].", "根据现有资料可以确定[C:1]。",
-                                    "The sources do not answer this question."])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The available sources answer this question [C:1].",
+        "根据现有资料可以确定[C:1]。",
+        "The sources do not answer this question.",
+    ],
+)
 def test_answers_that_are_not_refusals(answer):
     assert main(answer, CHUNKS)["status"] != "insufficient_evidence"
 

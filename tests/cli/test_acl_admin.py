@@ -9,12 +9,12 @@ import sys
 
 import pytest
 
+from citations import filter as filter_chunks
 from gcite import acl as acl_admin
+from gcite.authoring.prefilter import conditions_for_roles
 from gcite.cli import acl as acl_cli
 from gcite.cli.main import main
 from gcite.local.dify_metadata import admits
-from gcite.authoring.prefilter import conditions_for_roles
-from citations import filter as filter_chunks
 from tests.support import ROOT
 from tests.support.knowledge_api import FakeDataset, KnowledgeApiServer
 
@@ -51,8 +51,9 @@ FILLERS = 230  # with the cases: three pages of Dify's 100-document maximum
 
 
 def build_dataset(built_in: bool = False) -> FakeDataset:
-    dataset = FakeDataset({FIELD: "string", "department": "string", "year": "number", "reviewed": "time"},
-                          built_in_field_enabled=built_in)
+    dataset = FakeDataset(
+        {FIELD: "string", "department": "string", "year": "number", "reviewed": "time"}, built_in_field_enabled=built_in
+    )
     for n in range(FILLERS // 2):
         dataset.add(f"filler-{n}", {FIELD: ",staff,", "department": f"D{n}"})
     for name, (metadata, _) in CASES.items():
@@ -102,6 +103,7 @@ def row_of(out, doc_id):
 
 # --- audit -------------------------------------------------------------------------------------------
 
+
 def test_audit_lists_every_document_once_with_what_each_stage_does(server, cli):
     dataset = server.add_dataset(build_dataset())
     code, out, err = cli("audit", "--dataset", dataset.id)
@@ -148,6 +150,7 @@ def test_audit_of_a_clean_dataset_exits_0_and_json_output_parses(server, cli):
 
 # --- fix -------------------------------------------------------------------------------------------
 
+
 def test_fix_without_apply_lists_the_writes_and_writes_nothing(server, cli):
     dataset = server.add_dataset(build_dataset())
     before = copy.deepcopy(dataset.documents)
@@ -166,8 +169,14 @@ def test_fix_without_apply_lists_the_writes_and_writes_nothing(server, cli):
 
 
 def stored_without_acl(dataset):
-    return {d["id"]: ({k: v for k, v in d["doc_metadata"].items() if k != FIELD}
-                      if isinstance(d["doc_metadata"], dict) else d["doc_metadata"]) for d in dataset.documents}
+    return {
+        d["id"]: (
+            {k: v for k, v in d["doc_metadata"].items() if k != FIELD}
+            if isinstance(d["doc_metadata"], dict)
+            else d["doc_metadata"]
+        )
+        for d in dataset.documents
+    }
 
 
 @pytest.mark.parametrize("built_in", [False, True])
@@ -185,7 +194,9 @@ def test_fix_apply_changes_only_the_acl_field_and_a_second_run_changes_nothing(s
     for body in writes:
         (operation,) = body["operation_data"]
         assert operation["partial_update"] is True
-        assert operation["metadata_list"] == [{"id": acl_id, "name": FIELD, "value": expected[operation["document_id"]]}]
+        assert operation["metadata_list"] == [
+            {"id": acl_id, "name": FIELD, "value": expected[operation["document_id"]]}
+        ]
     for doc_id, target in expected.items():
         assert dataset.document(doc_id)["doc_metadata"][FIELD] == target
         assert row_of(out, doc_id).startswith("FIXED ")
@@ -251,6 +262,7 @@ def test_missing_acl_hidden_leaves_null_alone(server, cli):
 
 
 # --- errors and retries ----------------------------------------------------------------------------
+
 
 def test_a_refused_key_is_said_so_and_never_shown(server, cli, monkeypatch):
     dataset = server.add_dataset(build_dataset())
@@ -344,10 +356,15 @@ def test_unreachable_server_and_bad_arguments(cli, monkeypatch):
     assert code == acl_admin.EXIT_USAGE and "DIFY_DATASET_API_KEY: not set" in err and "--base-url" in err
 
 
-@pytest.mark.parametrize("url,problem", [("http://127.0.0.1:99999/v1", "not a usable URL (Port out of range"),
-                                         ("http://[::1", "not a usable URL (Invalid IPv6 URL)"),
-                                         ("https:///v1", "the URL names no host"),
-                                         ("http://127.0.0.1:0/v1", "port 0 is not a port to connect to")])
+@pytest.mark.parametrize(
+    "url,problem",
+    [
+        ("http://127.0.0.1:99999/v1", "not a usable URL (Port out of range"),
+        ("http://[::1", "not a usable URL (Invalid IPv6 URL)"),
+        ("https:///v1", "the URL names no host"),
+        ("http://127.0.0.1:0/v1", "port 0 is not a port to connect to"),
+    ],
+)
 def test_a_malformed_base_url_is_refused_before_any_request(cli, url, problem):
     code, _, err = cli("audit", "--dataset", "d", base_url=url)
     assert code == acl_admin.EXIT_USAGE and len(err.splitlines()) == 1
@@ -363,8 +380,14 @@ def test_retry_after_as_an_http_date():
 def test_the_module_runs_from_the_command_line_without_showing_the_key(server):
     dataset = server.add_dataset(build_dataset())
     env = dict(os.environ, DIFY_BASE_URL=server.base_url, DIFY_DATASET_API_KEY=KEY)
-    done = subprocess.run([sys.executable, "-m", "gcite", "acl", "fix", "--dataset", dataset.id], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "gcite", "acl", "fix", "--dataset", dataset.id],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == acl_admin.EXIT_ATTENTION, done.stderr
     assert KEY not in done.stdout + done.stderr
     assert "dry run" in done.stdout and server.writes() == []
@@ -396,7 +419,7 @@ def parse_cell_value(cell):
 
 
 def parse_roles_cell(cell):
-    return [json.loads(r) if r.startswith('"') else r for r in re.findall(r'"[^"]*"|[^, ]+', cell[len("roles "):])]
+    return [json.loads(r) if r.startswith('"') else r for r in re.findall(r'"[^"]*"|[^, ]+', cell[len("roles ") :])]
 
 
 def check_stage(cell, sees, probes, node_reason=None):
@@ -434,8 +457,12 @@ def test_readme_acl_table_matches_the_stages():
             return filter_chunks.main([item], roles)
 
         check_stage(pre_cell, lambda roles: admits(conditions_for_roles(FIELD, roles), doc), PROBES)
-        check_stage(node_cell, lambda roles: node(roles)["kept_count"] == 1, PROBES,
-                    node_reason=lambda: node([])["dropped"][0]["reason"])
+        check_stage(
+            node_cell,
+            lambda roles: node(roles)["kept_count"] == 1,
+            PROBES,
+            node_reason=lambda: node([])["dropped"][0]["reason"],
+        )
         found = acl_admin.assess(FIELD, value, stages=STAGES)
         if fix_cell == "—":
             assert found.target is None and found.status in ("ok", "unset"), value_cell

@@ -14,13 +14,18 @@ from gcite.cli.main import main
 from tests.support.local_http import origin, start_server, stop_server
 
 KEY = "dataset-Zq8uSECRETk3yWx41"
-FIELDS = {"doc_metadata": [{"id": "f1", "name": "access_roles", "type": "string", "count": 1}],
-          "built_in_field_enabled": False}
+FIELDS = {
+    "doc_metadata": [{"id": "f1", "name": "access_roles", "type": "string", "count": 1}],
+    "built_in_field_enabled": False,
+}
 
 
 def document(n):
-    return {"id": f"doc-{n}", "name": f"document {n}", "doc_metadata": [
-        {"id": "f1", "name": "access_roles", "type": "string", "value": ",hr,"}]}
+    return {
+        "id": f"doc-{n}",
+        "name": f"document {n}",
+        "doc_metadata": [{"id": "f1", "name": "access_roles", "type": "string", "value": ",hr,"}],
+    }
 
 
 class Liar:
@@ -94,9 +99,11 @@ def test_the_same_page_again_and_again_ends_the_run_at_the_second_page(liar, cap
     server = liar(lambda page: ({"data": [document(1), document(2)], "has_more": True, "page": page}, 0))
     code, out, err, _ = audit(server, capsys, monkeypatch)
     assert code == acl_admin.EXIT_API and server.listings() == 2
-    assert err.strip().endswith("error: listing documents (page 2): the server sent only documents already listed "
-                                "but says has_more is true; stopped after 2 documents (the listing is not complete: "
-                                "run again, or check the server)")
+    assert err.strip().endswith(
+        "error: listing documents (page 2): the server sent only documents already listed "
+        "but says has_more is true; stopped after 2 documents (the listing is not complete: "
+        "run again, or check the server)"
+    )
     assert out.count("doc-1") == 1 and out.count("doc-2") == 1
 
 
@@ -112,8 +119,9 @@ def test_has_more_must_be_true_or_false(liar, capsys, monkeypatch, has_more):
     server = liar(lambda page: ({"data": [document(page)], "has_more": has_more}, 0))
     code, _, err, _ = audit(server, capsys, monkeypatch)
     assert code == acl_admin.EXIT_API and server.listings() == 1
-    assert f"error: listing documents (page 1): the answer's has_more is {json.dumps(has_more)}, not true or " \
-           "false" in err
+    assert (
+        f"error: listing documents (page 1): the answer's has_more is {json.dumps(has_more)}, not true or false" in err
+    )
 
 
 def test_pages_without_end_stop_at_the_request_bound(liar, capsys, monkeypatch):
@@ -137,9 +145,11 @@ def test_pages_without_end_stop_at_the_time_bound(liar, capsys, monkeypatch):
 
 def test_the_run_bounds_are_checked_as_arguments(liar, capsys, monkeypatch):
     server = liar(lambda page: ({"data": [], "has_more": False}, 0))
-    for extra, message in ((["--max-requests", "0"], "--max-requests: expected 1 or more, got 0"),
-                           (["--max-minutes", "nan"], "--max-minutes: expected a number of minutes above 0, got nan"),
-                           (["--max-minutes", "-1"], "--max-minutes: expected a number of minutes above 0, got -1")):
+    for extra, message in (
+        (["--max-requests", "0"], "--max-requests: expected 1 or more, got 0"),
+        (["--max-minutes", "nan"], "--max-minutes: expected a number of minutes above 0, got nan"),
+        (["--max-minutes", "-1"], "--max-minutes: expected a number of minutes above 0, got -1"),
+    ):
         code, _, err, _ = audit(server, capsys, monkeypatch, *extra)
         assert code == acl_admin.EXIT_USAGE and f"error: {message}" in err
     assert server.requests == []
@@ -154,7 +164,8 @@ def test_a_body_that_trickles_in_ends_at_the_request_deadline(liar):
     elapsed = time.monotonic() - started
     assert caught.value.code == acl_admin.EXIT_API
     assert str(caught.value).startswith("listing documents (page 1): GET ") and str(caught.value).endswith(
-        "failed after 2 attempts: no complete answer within 1 s")
+        "failed after 2 attempts: no complete answer within 1 s"
+    )
     assert 2.0 <= elapsed < 3.0, elapsed  # two attempts of 1 s each; the body alone takes 25 s
     api.close()
 

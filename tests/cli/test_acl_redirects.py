@@ -9,8 +9,10 @@ from gcite.cli.main import main
 from tests.support.crooked_redirects import FORMS, Recorder
 
 KEY = "dataset-R3directSECRETq81"
-FIELDS = {"doc_metadata": [{"id": "f1", "name": "access_roles", "type": "string", "count": 0}],
-          "built_in_field_enabled": False}
+FIELDS = {
+    "doc_metadata": [{"id": "f1", "name": "access_roles", "type": "string", "count": 0}],
+    "built_in_field_enabled": False,
+}
 
 
 def knowledge_api(path):
@@ -50,7 +52,8 @@ def test_a_knowledge_api_redirect_is_followed_only_to_the_base_urls_origin(serve
         assert err.strip().splitlines()[-1] == (
             f"error: listing the dataset's metadata fields: GET {home.origin}/v1/datasets/d1/metadata answered with "
             "a redirect to another host (HTTP 307); gcite acl sends the key only to the scheme, host and port of "
-            "--base-url and did not follow it: set --base-url / DIFY_BASE_URL to the address that answers")
+            "--base-url and did not follow it: set --base-url / DIFY_BASE_URL to the address that answers"
+        )
     else:
         assert code == acl_admin.EXIT_OK, err
         assert len(home.requests) == 3  # the redirect, the metadata where it pointed, the document list

@@ -5,8 +5,8 @@ import sys
 import pytest
 import yaml
 
-from gcite.cli.main import main
 from gcite.authoring.prefilter import conditions_for_roles, templated_conditions
+from gcite.cli.main import main
 from tests.support import ROOT
 from tests.support.local_http import serving
 from tests.support.openai_model import streaming_model
@@ -20,11 +20,14 @@ def test_prefilter_command_prints_literal_and_templated_conditions(capsys):
     main(["prefilter", "--slots", "2", "--slot-node", "roles", "--missing-acl", "hidden"])
     printed = yaml.safe_load(capsys.readouterr().out)
     assert printed["metadata_filtering_conditions"] == templated_conditions(
-        "access_roles", ["{{#roles.role_1#}}", "{{#roles.role_2#}}"], "hidden")
+        "access_roles", ["{{#roles.role_1#}}", "{{#roles.role_2#}}"], "hidden"
+    )
 
 
 def test_demo_runs_as_a_module():
-    done = subprocess.run([sys.executable, "-m", "gcite", "demo"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "gcite", "demo"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert out.index("node_finished(merge)") < out.index("answer, as it streams") < out.index("cited sources")
@@ -34,11 +37,13 @@ def test_demo_runs_as_a_module():
 
 # --- the CLI's structure ----------------------------------------------------------------------------------
 
+
 def parsers():
     """Every parser of the CLI (the top one, each command's, each sub-command's) with its name."""
     import argparse
 
     from gcite.cli.main import build_parser
+
     todo, found = [("python -m gcite", build_parser())], []
     while todo:
         name, parser = todo.pop()
@@ -51,9 +56,12 @@ def parsers():
 
 def test_every_command_and_option_has_help_text():
     import argparse
+
     found = parsers()
     names = {name for name, _ in found}
-    assert {f"python -m gcite {c}" for c in ("demo", "run", "build-dsl", "package", "prefilter", "sync-schema")} <= names
+    assert {
+        f"python -m gcite {c}" for c in ("demo", "run", "build-dsl", "package", "prefilter", "sync-schema")
+    } <= names
     for name, parser in found:
         for action in parser._actions:
             if isinstance(action, argparse._SubParsersAction):
@@ -95,7 +103,6 @@ def one_error_line(capsys, argv, status=2) -> str:
     return lines[0]
 
 
-
 @pytest.mark.parametrize("name", sorted(BAD_FILES))
 def test_run_on_a_file_that_is_not_a_chatflow_is_a_one_line_error(name, tmp_path, capsys):
     content, message = BAD_FILES[name]
@@ -105,27 +112,38 @@ def test_run_on_a_file_that_is_not_a_chatflow_is_a_one_line_error(name, tmp_path
 
 
 def test_run_on_a_missing_file_or_a_directory(tmp_path, capsys):
-    assert "cannot read it (FileNotFoundError" in one_error_line(capsys, ["run", str(tmp_path / "nope.yml"), "--query", "q"])
+    assert "cannot read it (FileNotFoundError" in one_error_line(
+        capsys, ["run", str(tmp_path / "nope.yml"), "--query", "q"]
+    )
     assert "cannot read it (IsADirectoryError" in one_error_line(capsys, ["run", str(tmp_path), "--query", "q"])
 
 
 def test_no_traceback_reaches_the_terminal(tmp_path):
     (tmp_path / "broken.yml").write_bytes(b"app: [1\n")
-    done = subprocess.run([sys.executable, "-m", "gcite", "run", str(tmp_path / "broken.yml"), "--query", "q"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "gcite", "run", str(tmp_path / "broken.yml"), "--query", "q"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("extra,message", [
-    (["--llm-model", "gpt-4o-mini"], "--llm-model needs --llm-base-url"),
-    (["--llm-base-url", "http://127.0.0.1:9"], "--llm-base-url needs --llm-model"),
-    (["--inputs", "[1]"], "--inputs must be a JSON object"),
-    (["--inputs", "{oops"], "--inputs is not JSON"),
-])
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--llm-model", "gpt-4o-mini"], "--llm-model needs --llm-base-url"),
+        (["--llm-base-url", "http://127.0.0.1:9"], "--llm-base-url needs --llm-model"),
+        (["--inputs", "[1]"], "--inputs must be a JSON object"),
+        (["--inputs", "{oops"], "--inputs is not JSON"),
+    ],
+)
 def test_run_flags_that_need_another_or_bad_values_are_errors(extra, message, capsys):
-    assert message in one_error_line(capsys, ["run", str(ROOT / "dsl" / "gcite_chatflow_code.yml"), "--query", "q",
-                                              *extra])
+    assert message in one_error_line(
+        capsys, ["run", str(ROOT / "dsl" / "gcite_chatflow_code.yml"), "--query", "q", *extra]
+    )
 
 
 def test_run_pretty_shows_chunks_streamed_answer_and_only_cited_sources(capsys):
@@ -133,8 +151,9 @@ def test_run_pretty_shows_chunks_streamed_answer_and_only_cited_sources(capsys):
     args = ["run", dsl, "--query", "会议室怎么预约？", "--inputs", '{"user_roles": "前台"}']
     assert main(args) == 0
     raw = [json.loads(block[6:]) for block in capsys.readouterr().out.split("\n\n") if block.startswith("data: ")]
-    validate = next(e["data"]["outputs"] for e in raw if e["event"] == "node_finished"
-                    and e["data"]["node_id"] == "validate")
+    validate = next(
+        e["data"]["outputs"] for e in raw if e["event"] == "node_finished" and e["data"]["node_id"] == "validate"
+    )
     assert main(args + ["--pretty"]) == 0
     out = capsys.readouterr().out
     assert "data: " not in out
@@ -146,33 +165,40 @@ def test_run_pretty_shows_chunks_streamed_answer_and_only_cited_sources(capsys):
     assert [line.split("]")[0] for line in listed] == [f"[{c['index']}" for c in validate["citations"]]
     assert [c["document_title"] in line for c, line in zip(validate["citations"], listed)] == [True] * len(listed)
     assert "oss://" not in out.split("-- cited sources")[1]  # internal storage URLs are not shown as links
-    assert sources.strip().splitlines()[-1] == f"status: {validate['status']}; chunk list before answer: True; " \
-                                               f"workflow succeeded"
+    assert (
+        sources.strip().splitlines()[-1] == f"status: {validate['status']}; chunk list before answer: True; "
+        f"workflow succeeded"
+    )
 
 
 # --- prefilter refuses what the README calls invalid -------------------------------------------------------------
 
-@pytest.mark.parametrize("argv,message", [
-    (["--slots", "0"], "--slots must be from 1 to 20, got 0"),
-    (["--slots", "21"], "--slots must be from 1 to 20"),
-    (["--slots", "-1"], "--slots must be from 1 to 20"),
-    (["--roles", 'a"b'], "role 'a\"b' contains"),
-    (["--roles", "ops,a\\b"], "role 'a\\\\b' contains"),
-    (["--roles", "运维；物业"], "contains '\"', '\\' or a delimiter"),
-    (["--roles", "a|b"], "role 'a|b' contains"),
-    (["--roles", "前台、保安"], "role '前台、保安' contains"),
-    (["--roles", "x", "--slots", "2"], "--slots and --slot-node apply only without it"),
-    (["--roles", "x", "--slot-node", "n"], "--slots and --slot-node apply only without it"),
-    (["--slot-node", "bad node"], "--slot-node: 'bad node' is not a node id"),
-    (["--acl-field", " "], "--acl-field must not be empty"),
-    (["--roles", "ops,\udcff"], "--roles is not valid Unicode text: lone surrogate U+DCFF at character 4"),
-    (["--acl-field", "roles\udcfe"], "--acl-field is not valid Unicode text: lone surrogate U+DCFE"),
-])
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--slots", "0"], "--slots must be from 1 to 20, got 0"),
+        (["--slots", "21"], "--slots must be from 1 to 20"),
+        (["--slots", "-1"], "--slots must be from 1 to 20"),
+        (["--roles", 'a"b'], "role 'a\"b' contains"),
+        (["--roles", "ops,a\\b"], "role 'a\\\\b' contains"),
+        (["--roles", "运维；物业"], "contains '\"', '\\' or a delimiter"),
+        (["--roles", "a|b"], "role 'a|b' contains"),
+        (["--roles", "前台、保安"], "role '前台、保安' contains"),
+        (["--roles", "x", "--slots", "2"], "--slots and --slot-node apply only without it"),
+        (["--roles", "x", "--slot-node", "n"], "--slots and --slot-node apply only without it"),
+        (["--slot-node", "bad node"], "--slot-node: 'bad node' is not a node id"),
+        (["--acl-field", " "], "--acl-field must not be empty"),
+        (["--roles", "ops,\udcff"], "--roles is not valid Unicode text: lone surrogate U+DCFF at character 4"),
+        (["--acl-field", "roles\udcfe"], "--acl-field is not valid Unicode text: lone surrogate U+DCFE"),
+    ],
+)
 def test_prefilter_refuses_invalid_slots_and_roles(argv, message, capsys):
     assert message in one_error_line(capsys, ["prefilter", *argv])
 
 
 # --- build-dsl options ---------------------------------------------------------------------------------------
+
 
 def test_build_dsl_defaults_reproduce_the_committed_files(tmp_path, capsys):
     assert main(["build-dsl", "--out", str(tmp_path)]) == 0
@@ -184,10 +210,10 @@ def test_build_dsl_defaults_reproduce_the_committed_files(tmp_path, capsys):
 
 
 def test_build_dsl_with_more_slots_a_language_and_a_persona(tmp_path, capsys):
+    from citations import acl_prefilter
     from gcite.authoring.chatflows import condition_count
     from gcite.local.runner import Services, run_chatflow
     from gcite.local.web_search import SampleSearchHttpClient
-    from citations import acl_prefilter
 
     persona = "You are Ada, the help desk assistant of Example Ltd."
     assert main(["build-dsl", "--slots", "5", "--lang", "en", "--persona", persona, "--out", str(tmp_path)]) == 0
@@ -195,13 +221,16 @@ def test_build_dsl_with_more_slots_a_language_and_a_persona(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gcite_chatflow.en.yml", "gcite_chatflow_code.en.yml"]
     assert condition_count(5) == 3 + 16 * 5 == 83 and condition_count(3) == 51
     for path in tmp_path.iterdir():
-        nodes = {n["id"]: n["data"] for n in yaml.safe_load(path.read_text(encoding="utf-8"))["workflow"]["graph"]["nodes"]}
+        nodes = {
+            n["id"]: n["data"] for n in yaml.safe_load(path.read_text(encoding="utf-8"))["workflow"]["graph"]["nodes"]
+        }
         assert nodes["llm"]["prompt_template"][0]["text"].split("\n")[:2] == ["# Role", persona]
         assert len(nodes["kr"]["metadata_filtering_conditions"]["conditions"]) == 83
         assert list(nodes["acl_roles"]["outputs"]) == [f"role_{n}" for n in range(1, 6)] + ["role_count"]
         code = nodes["acl_roles"]["code"]
         assert code == (ROOT / "nodes" / "acl_prefilter.py").read_text(encoding="utf-8").replace(
-            "DEFAULT_ROLE_SLOTS = 3\n", "DEFAULT_ROLE_SLOTS = 5\n")
+            "DEFAULT_ROLE_SLOTS = 3\n", "DEFAULT_ROLE_SLOTS = 5\n"
+        )
         namespace: dict = {}
         exec(compile(code, "acl_roles", "exec"), namespace)  # noqa: S102 - the generated Code node, run as Dify would
         assert namespace["main"]("a,b,c,d,e")["role_5"] == "e"
@@ -211,24 +240,37 @@ def test_build_dsl_with_more_slots_a_language_and_a_persona(tmp_path, capsys):
     # five roles fill every slot and the chatflow runs to the end on the runner
     svc = Services(search_http=SampleSearchHttpClient(fail=True))
     try:
-        events = list(run_chatflow((tmp_path / "gcite_chatflow_code.en.yml").read_text(encoding="utf-8"),
-                                   "会议室怎么预约？", {"user_roles": "前台,保安,访客,运维,财务"}, svc))
+        events = list(
+            run_chatflow(
+                (tmp_path / "gcite_chatflow_code.en.yml").read_text(encoding="utf-8"),
+                "会议室怎么预约？",
+                {"user_roles": "前台,保安,访客,运维,财务"},
+                svc,
+            )
+        )
     finally:
         svc.close()
-    roles = next(e["data"]["outputs"] for e in events if e["event"] == "node_finished"
-                 and e["data"]["node_id"] == "acl_roles")
+    roles = next(
+        e["data"]["outputs"] for e in events if e["event"] == "node_finished" and e["data"]["node_id"] == "acl_roles"
+    )
     assert roles["role_count"] == 5 and [e["event"] for e in events][-2:] == ["message_end", "workflow_finished"]
     assert not any(e["event"] == "error" for e in events)
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--slots", "4"], "--slots and --persona need --out DIR"),
-    (["--persona", "x"], "--slots and --persona need --out DIR"),
-    (["--slots", "0", "--out", "OUT"], "--slots: expected a whole number from 1 to 20, got 0"),
-    (["--slots", "21", "--out", "OUT"], "--slots: expected a whole number from 1 to 20"),
-    (["--persona", " ", "--out", "OUT"], "--persona: must not be empty"),
-    (["--persona", "I am {{#sys.query#}}", "--out", "OUT"], "--persona: must not contain a Dify variable reference"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--slots", "4"], "--slots and --persona need --out DIR"),
+        (["--persona", "x"], "--slots and --persona need --out DIR"),
+        (["--slots", "0", "--out", "OUT"], "--slots: expected a whole number from 1 to 20, got 0"),
+        (["--slots", "21", "--out", "OUT"], "--slots: expected a whole number from 1 to 20"),
+        (["--persona", " ", "--out", "OUT"], "--persona: must not be empty"),
+        (
+            ["--persona", "I am {{#sys.query#}}", "--out", "OUT"],
+            "--persona: must not contain a Dify variable reference",
+        ),
+    ],
+)
 def test_build_dsl_refuses_bad_options(argv, message, tmp_path, capsys):
     argv = [str(tmp_path / "out") if a == "OUT" else a for a in argv]
     assert message in one_error_line(capsys, ["build-dsl", *argv])
@@ -243,6 +285,7 @@ def test_build_dsl_refuses_an_unknown_language(capsys):
 
 # --- demo options ---------------------------------------------------------------------------------------------
 
+
 def test_demo_takes_a_query_roles_and_the_code_chatflow(capsys):
     assert main(["demo", "--query", "访客怎么登记？", "--roles", "前台", "--dsl", "code"]) == 0
     out = capsys.readouterr().out
@@ -251,16 +294,30 @@ def test_demo_takes_a_query_roles_and_the_code_chatflow(capsys):
     assert "访客管理制度" in out.split("-- cited sources")[1]  # 前台 may see the visitor policy, and it is cited
 
 
-@pytest.mark.parametrize("edit,message", [
-    (lambda d: next(n for n in d["workflow"]["graph"]["nodes"] if n["data"]["type"] == "start")["data"]
-     .__setitem__("variables", "x"), "the Start node's variables are not valid: expected a list, got str"),
-    (lambda d: next(n for n in d["workflow"]["graph"]["nodes"] if n["data"]["type"] == "start")["data"]
-     .__setitem__("variables", [{"variable": "q", "label": "Q", "type": "no-such-type"}]),
-     "the Start node's variables are not valid: variables[0]: type: Input should be"),
-    (lambda d: d.__setitem__("app", "x"), "not a chatflow DSL (app is str, not a mapping)"),
-    (lambda d: next(n for n in d["workflow"]["graph"]["nodes"] if n["data"]["type"] == "llm")["data"]
-     .__setitem__("context", "yes"), "ValidationError: context: Input should be a valid dictionary"),
-])
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (
+            lambda d: next(n for n in d["workflow"]["graph"]["nodes"] if n["data"]["type"] == "start")[
+                "data"
+            ].__setitem__("variables", "x"),
+            "the Start node's variables are not valid: expected a list, got str",
+        ),
+        (
+            lambda d: next(n for n in d["workflow"]["graph"]["nodes"] if n["data"]["type"] == "start")[
+                "data"
+            ].__setitem__("variables", [{"variable": "q", "label": "Q", "type": "no-such-type"}]),
+            "the Start node's variables are not valid: variables[0]: type: Input should be",
+        ),
+        (lambda d: d.__setitem__("app", "x"), "not a chatflow DSL (app is str, not a mapping)"),
+        (
+            lambda d: next(n for n in d["workflow"]["graph"]["nodes"] if n["data"]["type"] == "llm")[
+                "data"
+            ].__setitem__("context", "yes"),
+            "ValidationError: context: Input should be a valid dictionary",
+        ),
+    ],
+)
 def test_a_dsl_value_of_the_wrong_shape_is_one_line_naming_the_field(edit, message, tmp_path, capsys):
     document = yaml.safe_load((ROOT / "dsl" / "gcite_chatflow.en.yml").read_text(encoding="utf-8"))
     edit(document)
@@ -297,20 +354,24 @@ def test_demo_refuses_a_file_that_is_not_a_chatflow(tmp_path, capsys):
 
 # --- the sample questions' language, your own knowledge base (issue 35, point 5) ------------------------------
 
-@pytest.mark.parametrize("environ,asked,chosen", [
-    ({}, None, ("en", "no LANG set")),
-    ({"LANG": "en_US.UTF-8"}, None, ("en", "LANG=en_US.UTF-8")),
-    ({"LANG": "zh_CN.UTF-8"}, None, ("zh", "LANG=zh_CN.UTF-8")),
-    ({"LANG": "zh_TW"}, None, ("zh", "LANG=zh_TW")),
-    ({"LANG": "C.UTF-8"}, None, ("en", "LANG=C.UTF-8")),
-    ({"LANG": "de_DE.UTF-8"}, None, ("en", "LANG=de_DE.UTF-8")),  # neither: English, the README's language
-    ({"LC_ALL": "zh_CN.UTF-8", "LANG": "en_US.UTF-8"}, None, ("zh", "LC_ALL=zh_CN.UTF-8")),  # as programs read it
-    ({"LC_MESSAGES": "en_GB", "LANG": "zh_CN.UTF-8"}, None, ("en", "LC_MESSAGES=en_GB")),
-    ({"LC_ALL": "", "LANG": "zh_CN.UTF-8"}, None, ("zh", "LANG=zh_CN.UTF-8")),  # an empty variable is not set
-    ({"DEMO_LANG": "zh", "LANG": "en_US.UTF-8"}, None, ("zh", "DEMO_LANG=zh")),
-    ({"DEMO_LANG": "EN", "LC_ALL": "zh_CN.UTF-8"}, None, ("en", "DEMO_LANG=EN")),
-    ({"DEMO_LANG": "en", "LANG": "zh_CN.UTF-8"}, "zh", ("zh", "--lang zh")),
-])
+
+@pytest.mark.parametrize(
+    "environ,asked,chosen",
+    [
+        ({}, None, ("en", "no LANG set")),
+        ({"LANG": "en_US.UTF-8"}, None, ("en", "LANG=en_US.UTF-8")),
+        ({"LANG": "zh_CN.UTF-8"}, None, ("zh", "LANG=zh_CN.UTF-8")),
+        ({"LANG": "zh_TW"}, None, ("zh", "LANG=zh_TW")),
+        ({"LANG": "C.UTF-8"}, None, ("en", "LANG=C.UTF-8")),
+        ({"LANG": "de_DE.UTF-8"}, None, ("en", "LANG=de_DE.UTF-8")),  # neither: English, the README's language
+        ({"LC_ALL": "zh_CN.UTF-8", "LANG": "en_US.UTF-8"}, None, ("zh", "LC_ALL=zh_CN.UTF-8")),  # as programs read it
+        ({"LC_MESSAGES": "en_GB", "LANG": "zh_CN.UTF-8"}, None, ("en", "LC_MESSAGES=en_GB")),
+        ({"LC_ALL": "", "LANG": "zh_CN.UTF-8"}, None, ("zh", "LANG=zh_CN.UTF-8")),  # an empty variable is not set
+        ({"DEMO_LANG": "zh", "LANG": "en_US.UTF-8"}, None, ("zh", "DEMO_LANG=zh")),
+        ({"DEMO_LANG": "EN", "LC_ALL": "zh_CN.UTF-8"}, None, ("en", "DEMO_LANG=EN")),
+        ({"DEMO_LANG": "en", "LANG": "zh_CN.UTF-8"}, "zh", ("zh", "--lang zh")),
+    ],
+)
 def test_the_demo_language_comes_from_lang_or_demo_lang(environ, asked, chosen):
     from gcite.cli.demo import SAMPLE_TURNS, demo_language, language_note
 
@@ -335,8 +396,9 @@ def test_the_demo_asks_in_the_language_it_names(capsys, monkeypatch):
     monkeypatch.setenv("LANG", "zh_CN.UTF-8")
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0] == ("Sample questions in Chinese (LANG=zh_CN.UTF-8); for English: make demo "
-                                   "DEMO_LANG=en, or gcite demo --lang en")
+    assert out.splitlines()[0] == (
+        "Sample questions in Chinese (LANG=zh_CN.UTF-8); for English: make demo DEMO_LANG=en, or gcite demo --lang en"
+    )
     assert "===== turn 1: 巡更时发现异常怎么上报？" in out and "===== turn 2: 会议室怎么预约？" in out
     assert main(["demo", "--lang", "en"]) == 0
     out = capsys.readouterr().out
@@ -348,19 +410,55 @@ def test_the_demo_asks_in_the_language_it_names(capsys, monkeypatch):
 def a_knowledge_base(tmp_path):
     """A knowledge base of one document no sample holds, in the sample's format."""
     path = tmp_path / "kb.json"
-    path.write_text(json.dumps({"dataset_id": "mine", "dataset_name": "我的知识库", "documents": [{
-        "document_id": "doc-roof", "document_name": "roof.md",
-        "doc_metadata": {"document_title": "屋顶花园开放规定", "access_roles": "", "updated": "2026-01-01"},
-        "segments": [{"segment_id": "seg-roof-1", "content": "屋顶花园每天早上八点开放，晚上六点关闭，雨天不开放。"}]}]},
-        ensure_ascii=False), encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            {
+                "dataset_id": "mine",
+                "dataset_name": "我的知识库",
+                "documents": [
+                    {
+                        "document_id": "doc-roof",
+                        "document_name": "roof.md",
+                        "doc_metadata": {
+                            "document_title": "屋顶花园开放规定",
+                            "access_roles": "",
+                            "updated": "2026-01-01",
+                        },
+                        "segments": [
+                            {
+                                "segment_id": "seg-roof-1",
+                                "content": "屋顶花园每天早上八点开放，晚上六点关闭，雨天不开放。",
+                            }
+                        ],
+                    }
+                ],
+            },
+            ensure_ascii=False,
+        ),
+        encoding="utf-8",
+    )
     return path
 
 
 def test_run_and_demo_take_your_knowledge_base(tmp_path, capsys):
     kb = str(a_knowledge_base(tmp_path))
     question = "屋顶花园几点开放？"
-    assert main(["run", str(ROOT / "dsl" / "gcite_chatflow.yml"), "--query", question, "--inputs",
-                 '{"user_roles": "前台"}', "--knowledge-base", kb, "--pretty"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(ROOT / "dsl" / "gcite_chatflow.yml"),
+                "--query",
+                question,
+                "--inputs",
+                '{"user_roles": "前台"}',
+                "--knowledge-base",
+                kb,
+                "--pretty",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "屋顶花园开放规定" in out.split("-- cited sources")[1] and "巡更" not in out.split("-- cited sources")[1]
     assert main(["demo", "--query", question, "--knowledge-base", kb]) == 0
@@ -369,14 +467,22 @@ def test_run_and_demo_take_your_knowledge_base(tmp_path, capsys):
     assert "[1] 屋顶花园开放规定" in out.split("-- cited sources")[1]
 
 
-@pytest.mark.parametrize("command", [
-    ["run", str(ROOT / "dsl" / "gcite_chatflow.yml"), "--query", "q"], ["demo"], ["demo", "--query", "q"]])
-@pytest.mark.parametrize("name,content,message", [
-    ("bad.json", "{bad\n", "not a JSON file (Expecting property name enclosed in double quotes at line 1, column 2)"),
-    ("list.json", "[1]", "not a knowledge base (expected a JSON object with a \"documents\" list"),
-    ("nope.json", None, "cannot read it (No such file or directory)"),
-    ("latin1.json", b"\xe9", "not a JSON file (not UTF-8 text)"),
-])
+@pytest.mark.parametrize(
+    "command", [["run", str(ROOT / "dsl" / "gcite_chatflow.yml"), "--query", "q"], ["demo"], ["demo", "--query", "q"]]
+)
+@pytest.mark.parametrize(
+    "name,content,message",
+    [
+        (
+            "bad.json",
+            "{bad\n",
+            "not a JSON file (Expecting property name enclosed in double quotes at line 1, column 2)",
+        ),
+        ("list.json", "[1]", 'not a knowledge base (expected a JSON object with a "documents" list'),
+        ("nope.json", None, "cannot read it (No such file or directory)"),
+        ("latin1.json", b"\xe9", "not a JSON file (not UTF-8 text)"),
+    ],
+)
 def test_run_and_demo_refuse_a_bad_knowledge_base_as_serve_does(command, name, content, message, tmp_path, capsys):
     path = tmp_path / name
     if content is not None:
@@ -389,26 +495,41 @@ def test_run_and_demo_refuse_a_bad_knowledge_base_as_serve_does(command, name, c
 
 # --- the Makefile ---------------------------------------------------------------------------------------------
 
+
 def test_make_demo_passes_query_roles_and_dsl(tmp_path):
     import shutil
+
     if not shutil.which("make"):
         pytest.skip("make is not installed")
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("QUERY", "ROLES", "DSL", "DEMO")}
-    done = subprocess.run(["make", "-s", "demo", "QUERY=What's the visitor \"rule\"?", "ROLES=前台", "DSL=code", "DEMO=cli"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run(
+        ["make", "-s", "demo", 'QUERY=What\'s the visitor "rule"?', "ROLES=前台", "DSL=code", "DEMO=cli"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     assert "Chatflow: gcite_chatflow_code.yml" in done.stdout and "user_roles = 前台" in done.stdout
-    assert "===== turn 1: What's the visitor \"rule\"?" in done.stdout and "turn 2" not in done.stdout
+    assert '===== turn 1: What\'s the visitor "rule"?' in done.stdout and "turn 2" not in done.stdout
 
 
 def test_make_demo_takes_demo_lang_over_lang():
     import os
     import shutil
+
     if not shutil.which("make"):
         pytest.skip("make is not installed")
     env = {k: v for k, v in os.environ.items() if k not in ("QUERY", "ROLES", "DSL", "DEMO", "LC_ALL", "LC_MESSAGES")}
-    done = subprocess.run(["make", "-s", "demo", "DEMO=cli", "DEMO_LANG=en"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, env={**env, "LANG": "zh_CN.UTF-8"})
+    done = subprocess.run(
+        ["make", "-s", "demo", "DEMO=cli", "DEMO_LANG=en"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**env, "LANG": "zh_CN.UTF-8"},
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Sample questions in English (DEMO_LANG=en); for Chinese: make demo DEMO_LANG=zh")
     assert "===== turn 2: How do I book a meeting room?" in done.stdout
@@ -416,10 +537,12 @@ def test_make_demo_takes_demo_lang_over_lang():
 
 def test_the_set_up_announces_each_step():
     import shutil
+
     if not shutil.which("make"):
         pytest.skip("make is not installed")
-    done = subprocess.run(["make", "-n", "-W", "requirements-dev.txt", "venv"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        ["make", "-n", "-W", "requirements-dev.txt", "venv"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     steps = [line for line in done.stdout.splitlines() if line.startswith('echo "==> set-up')]
     assert [s.split("]")[0] for s in steps[:4]] == [f'echo "==> set-up [{n}/4' for n in range(1, 5)]
     assert any("set-up done" in line for line in done.stdout.splitlines())
@@ -428,6 +551,7 @@ def test_the_set_up_announces_each_step():
 
 
 # --- rough edges: no traceback, no silently ignored flag (issue 14, point 7) ----------------------------------
+
 
 def test_a_bare_command_line_prints_the_help(capsys):
     assert main([]) == 2
@@ -456,13 +580,25 @@ def test_out_that_is_a_file_or_under_one_is_a_one_line_error(command, tmp_path, 
 def test_run_with_an_unreachable_llm_keeps_the_engine_log_off_stderr_unless_verbose(capsys):
     import logging
 
-    args = ["run", str(ROOT / "dsl" / "gcite_chatflow_code.yml"), "--query", "会议室怎么预约？",
-            "--inputs", '{"user_roles": "前台"}', "--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m"]
+    args = [
+        "run",
+        str(ROOT / "dsl" / "gcite_chatflow_code.yml"),
+        "--query",
+        "会议室怎么预约？",
+        "--inputs",
+        '{"user_roles": "前台"}',
+        "--llm-base-url",
+        "http://127.0.0.1:9/v1",
+        "--llm-model",
+        "m",
+    ]
     before = [(logging.getLogger(n).propagate, list(logging.getLogger(n).handlers)) for n in ("graphon", "dify_plugin")]
     assert main(args) == 1
     captured = capsys.readouterr()
     assert captured.err == "" and '"event":"workflow_finished"' in captured.out and '"status":"failed"' in captured.out
-    assert [(logging.getLogger(n).propagate, logging.getLogger(n).handlers) for n in ("graphon", "dify_plugin")] == before
+    assert [
+        (logging.getLogger(n).propagate, logging.getLogger(n).handlers) for n in ("graphon", "dify_plugin")
+    ] == before
     assert main([*args, "--verbose"]) == 1
     err = capsys.readouterr().err
     assert "error while executing llm node" in err.lower() and "Traceback" in err  # the engine's own log, on request

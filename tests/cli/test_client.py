@@ -8,16 +8,24 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from gcite import client, protocol
-from gcite.cli.main import main as gcite_main
-from gcite.client import Cite, Done, Error, Ready, Replace, Sources, Text
 from gcite.authoring.chatflows import PLUGIN_DSL
+from gcite.cli.main import main as gcite_main
+from gcite.client import Cite, Done, Error, Ready, Sources, Text
 from gcite.local.runner import dify_sse, run_chatflow
 from gcite.local.services import local_services
 from tests.support.local_http import origin, start_server, stop_server
 
 QUERY = "巡更时发现异常怎么上报？"
-SOURCE = {"id": "4", "source_type": "web", "document_title": "标题", "display_subtitle": "example.com",
-          "site_name": "", "published_date": "", "url": "https://example.com/a", "snippet": "片段"}
+SOURCE = {
+    "id": "4",
+    "source_type": "web",
+    "document_title": "标题",
+    "display_subtitle": "example.com",
+    "site_name": "",
+    "published_date": "",
+    "url": "https://example.com/a",
+    "snippet": "片段",
+}
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +41,13 @@ def gcite_sse(*events) -> list[str]:
 
 def test_raw_dify_stream_and_gcite_protocol_give_the_same_events(raw_stream):
     from_raw = list(client.sse_events("".join(dify_sse(e) for e in raw_stream).splitlines(keepends=True)))
-    from_protocol = list(client.sse_events(
-        (": open\n\n" + "".join(protocol.gcite_sse(n, d) for n, d in protocol.translate(raw_stream))).splitlines(True)))
+    from_protocol = list(
+        client.sse_events(
+            (": open\n\n" + "".join(protocol.gcite_sse(n, d) for n, d in protocol.translate(raw_stream))).splitlines(
+                True
+            )
+        )
+    )
     assert from_raw == from_protocol
     assert isinstance(from_raw[0], Ready) and isinstance(from_raw[1], Sources) and isinstance(from_raw[-1], Done)
     cites = [e for e in from_raw if isinstance(e, Cite)]
@@ -43,26 +56,53 @@ def test_raw_dify_stream_and_gcite_protocol_give_the_same_events(raw_stream):
     assert "[C:" not in text and text.startswith("巡检过程中如发现异常")
     assert "- [C:1]" not in text  # the Answer node's appended source list is not answer text
     done = from_raw[-1]
-    assert done.status == "cited" and [c["document_title"] for c in done.citations] == ["巡更操作指南 v2.1",
-                                                                                        "物业巡检流程标准：日常巡检、专项巡检与应急巡检"]
+    assert done.status == "cited" and [c["document_title"] for c in done.citations] == [
+        "巡更操作指南 v2.1",
+        "物业巡检流程标准：日常巡检、专项巡检与应急巡检",
+    ]
 
 
 def test_chunk_list_is_found_in_any_node_carrying_chunk_metadata(raw_stream):
-    renamed = [{**e, "data": {**e["data"], "node_id": "my_own_merge"}}
-               if e["event"] == "node_finished" and e["data"]["node_id"] == "merge" else e for e in raw_stream]
+    renamed = [
+        {**e, "data": {**e["data"], "node_id": "my_own_merge"}}
+        if e["event"] == "node_finished" and e["data"]["node_id"] == "merge"
+        else e
+        for e in raw_stream
+    ]
     events = list(client.dify_events(renamed))
     assert events == list(client.dify_events(raw_stream))
     assert isinstance(events[-1], Done) and len(events[-1].citations) == 2
 
 
 def test_ping_comments_and_unknown_events_are_skipped():
-    lines = gcite_sse(("ready", {}), ("sources", {"sources": [SOURCE]})) + [
-        ": keep-alive\n", "\n", "event: ping\n", "data: {}\n", "\n", "event: future_event\n", 'data: {"x": 1}\n', "\n",
-    ] + gcite_sse(("text", {"text": "答案"}), ("cite", {"numbers": [1], "ids": ["4"], "new": [1]}),
-                  ("done", {"status": "cited", "citations": [{"number": 1, "id": "4", "count": 1, **SOURCE,
-                                                              "support": 0.9, "weak": False}],
-                            "invalid_ids": [], "conversation": "h", "message_id": "m",
-                            "citation_recall_proxy": 1.0}))
+    lines = (
+        gcite_sse(("ready", {}), ("sources", {"sources": [SOURCE]}))
+        + [
+            ": keep-alive\n",
+            "\n",
+            "event: ping\n",
+            "data: {}\n",
+            "\n",
+            "event: future_event\n",
+            'data: {"x": 1}\n',
+            "\n",
+        ]
+        + gcite_sse(
+            ("text", {"text": "答案"}),
+            ("cite", {"numbers": [1], "ids": ["4"], "new": [1]}),
+            (
+                "done",
+                {
+                    "status": "cited",
+                    "citations": [{"number": 1, "id": "4", "count": 1, **SOURCE, "support": 0.9, "weak": False}],
+                    "invalid_ids": [],
+                    "conversation": "h",
+                    "message_id": "m",
+                    "citation_recall_proxy": 1.0,
+                },
+            ),
+        )
+    )
     events = list(client.sse_events(line.replace("\n", "\r\n") for line in lines))  # CRLF too
     assert [type(e) for e in events] == [Ready, Sources, Text, Cite, Done]
     assert events[-1].extra == {"citation_recall_proxy": 1.0}
@@ -70,9 +110,16 @@ def test_ping_comments_and_unknown_events_are_skipped():
 
 
 def test_error_event_ends_the_stream():
-    events = list(client.gcite_events(gcite_sse(("ready", {}), ("text", {"text": "半"}),
-                                                ("error", {"code": "app_error", "message": "出错了"}),
-                                                ("text", {"text": "never"}))))
+    events = list(
+        client.gcite_events(
+            gcite_sse(
+                ("ready", {}),
+                ("text", {"text": "半"}),
+                ("error", {"code": "app_error", "message": "出错了"}),
+                ("text", {"text": "never"}),
+            )
+        )
+    )
     assert events[-1] == Error("app_error", "出错了") and Text("never") not in events
 
 
@@ -81,21 +128,32 @@ def test_a_cut_stream_ends_with_incomplete_both_ways(raw_stream):
     assert list(client.dify_events(cut))[-1].code == "incomplete"
     lines = gcite_sse(("ready", {}), ("text", {"text": "半句"}))
     assert list(client.gcite_events(lines))[-1] == Error("incomplete", client.INCOMPLETE)
-    half = gcite_sse(("ready", {}))[0:1] + ['event: text\n', 'data: {"text": "未完']  # cut inside an event
+    half = gcite_sse(("ready", {}))[0:1] + ["event: text\n", 'data: {"text": "未完']  # cut inside an event
     assert list(client.gcite_events(half))[-1].code in ("incomplete", "bad_stream")
 
 
 def test_replace_drops_what_was_shown():
-    result = client.collect(client.gcite_events(gcite_sse(
-        ("ready", {}), ("text", {"text": "old"}), ("cite", {"numbers": [1], "ids": ["4"], "new": [1]}),
-        ("replace", {"text": "new text"}),
-        ("done", {"status": "uncited", "citations": [], "invalid_ids": [], "conversation": "", "message_id": ""}))))
+    result = client.collect(
+        client.gcite_events(
+            gcite_sse(
+                ("ready", {}),
+                ("text", {"text": "old"}),
+                ("cite", {"numbers": [1], "ids": ["4"], "new": [1]}),
+                ("replace", {"text": "new text"}),
+                (
+                    "done",
+                    {"status": "uncited", "citations": [], "invalid_ids": [], "conversation": "", "message_id": ""},
+                ),
+            )
+        )
+    )
     assert result["answer"] == "new text" and result["status"] == "uncited"
 
 
 def run_cli(argv, stdin_text=""):
     out, err = io.StringIO(), io.StringIO()
     import sys
+
     saved = sys.stdin, sys.stdout, sys.stderr
     sys.stdin, sys.stdout, sys.stderr = io.StringIO(stdin_text), out, err
     try:
@@ -120,8 +178,10 @@ def test_cli_renders_live_with_superscripts_and_the_sources(raw_stream):
     assert code == 0 and err == ""
     assert "主管¹。" in out and "[C:" not in out
     assert "[1] 巡更操作指南 v2.1 · 楼宇运营知识库 (knowledge base)" in out
-    assert ("[2] 物业巡检流程标准：日常巡检、专项巡检与应急巡检 · 知乎 · 2025-08-12 (web)  "
-            "https://www.zhihu.com/question/123/answer/456") in out
+    assert (
+        "[2] 物业巡检流程标准：日常巡检、专项巡检与应急巡检 · 知乎 · 2025-08-12 (web)  "
+        "https://www.zhihu.com/question/123/answer/456"
+    ) in out
 
 
 def test_cli_cut_connection_is_a_clear_error(raw_stream):
@@ -151,7 +211,10 @@ class _Server:
 
             def do_POST(self):
                 outer.path = self.path
-                outer.request = (self.headers.get("Authorization"), self.rfile.read(int(self.headers["Content-Length"])))
+                outer.request = (
+                    self.headers.get("Authorization"),
+                    self.rfile.read(int(self.headers["Content-Length"])),
+                )
                 self.send_response(status)
                 self.send_header("Content-Type", "text/event-stream" if status == 200 else "application/json")
                 if not cut:
@@ -169,9 +232,16 @@ class _Server:
 
 
 def test_chat_over_http_sends_token_and_handle_and_reads_errors():
-    body = "".join(gcite_sse(("ready", {}), ("text", {"text": "好"}),
-                             ("done", {"status": "uncited", "citations": [], "invalid_ids": [],
-                                       "conversation": "h2", "message_id": "m"}))).encode()
+    body = "".join(
+        gcite_sse(
+            ("ready", {}),
+            ("text", {"text": "好"}),
+            (
+                "done",
+                {"status": "uncited", "citations": [], "invalid_ids": [], "conversation": "h2", "message_id": "m"},
+            ),
+        )
+    ).encode()
     server = _Server(200, body)
     try:
         events = list(client.chat(server.url, "tok", "问", conversation="h1"))
@@ -193,9 +263,13 @@ def test_chat_over_http_sends_token_and_handle_and_reads_errors():
 
 
 def test_a_unicode_line_separator_in_the_answer_is_text_not_a_line_end():
-    body = "".join(gcite_sse(("ready", {}), ("text", {"text": "a\u2028b\u0085c"}),
-                             ("done", {"status": "uncited", "citations": [], "invalid_ids": [],
-                                       "conversation": "h", "message_id": "m"}))).encode()
+    body = "".join(
+        gcite_sse(
+            ("ready", {}),
+            ("text", {"text": "a\u2028b\u0085c"}),
+            ("done", {"status": "uncited", "citations": [], "invalid_ids": [], "conversation": "h", "message_id": "m"}),
+        )
+    ).encode()
     server = _Server(200, body)
     try:
         events = list(client.chat(server.url, "tok", "问"))
@@ -211,8 +285,13 @@ def test_service_api_reads_the_raw_stream_over_http(raw_stream):
         events = list(client.service_api(base, "app-key", QUERY, {"user_roles": "物业经理"}, conversation_id="c1"))
         authorization, body = server.request
         assert authorization == "Bearer app-key" and server.path == "/v1/chat-messages"
-        assert json.loads(body) == {"query": QUERY, "inputs": {"user_roles": "物业经理"}, "response_mode": "streaming",
-                                    "user": "gcite-client", "conversation_id": "c1"}
+        assert json.loads(body) == {
+            "query": QUERY,
+            "inputs": {"user_roles": "物业经理"},
+            "response_mode": "streaming",
+            "user": "gcite-client",
+            "conversation_id": "c1",
+        }
         assert events == list(client.dify_events(raw_stream))
     finally:
         server.close()
@@ -230,26 +309,35 @@ def one_error_line(argv, stdin_text=""):
     return err.strip()
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["q", "--url", URL, "--token", "t", "--roles", "前台"], "--roles does not apply to --url: the roles come from the token"),
-    (["q", "--url", URL, "--token", "t", "--api-key", "k"], "--api-key does not apply to --url"),
-    (["q", "--url", URL, "--token", "t", "--dsl", "code"], "--dsl does not apply to --url"),
-    (["q", "--url", URL, "--token", "t", "--user", "guest"], "--user and --token both give the caller: use one"),
-    (["q", "--url", URL], "--url needs --token (or --user with gcite serve)"),
-    (["q", "--service-api", URL, "--api-key", "k", "--token", "t"], "--token does not apply to --service-api"),
-    (["q", "--service-api", URL, "--api-key", "k", "--dsl", "code"], "--dsl does not apply to --service-api"),
-    (["q", "--token", "t"], "--token does not apply to a local run"),
-    (["q", "--user", "guest"], "--user does not apply to a local run"),
-    (["q", "--api-key", "k"], "--api-key does not apply to a local run"),
-    (["q", "--conversation", "c1"], "local conversations do not persist across invocations"),
-    (["q", "--stdin"], "--stdin reads a recorded answer: give no question"),
-    (["--stdin", "--roles", "前台"], "--roles does not apply to --stdin"),
-    (["--stdin", "--conversation", "c1"], "--conversation does not apply to --stdin"),
-    ([], "the question is missing"),
-    ([""], "error: the question is empty"),
-    (["  ", "--url", URL, "--token", "t"], "error: the question is empty"),
-    (["q", "--dsl", "/nonexistent/chatflow.yml"], "error: /nonexistent/chatflow.yml: cannot read it (FileNotFoundError"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (
+            ["q", "--url", URL, "--token", "t", "--roles", "前台"],
+            "--roles does not apply to --url: the roles come from the token",
+        ),
+        (["q", "--url", URL, "--token", "t", "--api-key", "k"], "--api-key does not apply to --url"),
+        (["q", "--url", URL, "--token", "t", "--dsl", "code"], "--dsl does not apply to --url"),
+        (["q", "--url", URL, "--token", "t", "--user", "guest"], "--user and --token both give the caller: use one"),
+        (["q", "--url", URL], "--url needs --token (or --user with gcite serve)"),
+        (["q", "--service-api", URL, "--api-key", "k", "--token", "t"], "--token does not apply to --service-api"),
+        (["q", "--service-api", URL, "--api-key", "k", "--dsl", "code"], "--dsl does not apply to --service-api"),
+        (["q", "--token", "t"], "--token does not apply to a local run"),
+        (["q", "--user", "guest"], "--user does not apply to a local run"),
+        (["q", "--api-key", "k"], "--api-key does not apply to a local run"),
+        (["q", "--conversation", "c1"], "local conversations do not persist across invocations"),
+        (["q", "--stdin"], "--stdin reads a recorded answer: give no question"),
+        (["--stdin", "--roles", "前台"], "--roles does not apply to --stdin"),
+        (["--stdin", "--conversation", "c1"], "--conversation does not apply to --stdin"),
+        ([], "the question is missing"),
+        ([""], "error: the question is empty"),
+        (["  ", "--url", URL, "--token", "t"], "error: the question is empty"),
+        (
+            ["q", "--dsl", "/nonexistent/chatflow.yml"],
+            "error: /nonexistent/chatflow.yml: cannot read it (FileNotFoundError",
+        ),
+    ],
+)
 def test_chat_refuses_options_that_do_not_apply_and_empty_questions(argv, message):
     assert message in one_error_line(["chat", *argv])
 
@@ -258,13 +346,16 @@ def test_chat_dsl_is_checked_like_run_and_takes_plugin_or_code(tmp_path):
     (tmp_path / "workflow.yml").write_text("app:\n  mode: workflow\nworkflow:\n  graph: {}\n", encoding="utf-8")
     (tmp_path / "bad.yml").write_text("app: [1\n", encoding="utf-8")
     assert one_error_line(["chat", "q", "--dsl", str(tmp_path / "workflow.yml")]) == (
-        f"error: {tmp_path / 'workflow.yml'}: not a chatflow DSL (app.mode is 'workflow'; a chatflow has 'advanced-chat')")
+        f"error: {tmp_path / 'workflow.yml'}: not a chatflow DSL (app.mode is 'workflow'; a chatflow has 'advanced-chat')"
+    )
     assert one_error_line(["chat", "q", "--dsl", str(tmp_path / "bad.yml")]).startswith(
-        f"error: {tmp_path / 'bad.yml'}: not a YAML file (")
+        f"error: {tmp_path / 'bad.yml'}: not a YAML file ("
+    )
     text = PLUGIN_DSL.with_name("gcite_chatflow_code.yml").read_text(encoding="utf-8")
     (tmp_path / "unknown.yml").write_text(text.replace("type: code", "type: bogus"), encoding="utf-8")
     assert one_error_line(["chat", "q", "--dsl", str(tmp_path / "unknown.yml")]) == (
-        f"error: {tmp_path / 'unknown.yml'}: DslError: Unsupported DSL node type: bogus")
+        f"error: {tmp_path / 'unknown.yml'}: DslError: Unsupported DSL node type: bogus"
+    )
     code, out, err = run_cli(["chat", QUERY, "--roles", "物业经理", "--dsl", "code"])
     assert code == 0 and err == "" and "[1] " in out
     assert "conversation:" not in out  # a local conversation cannot be continued, so no handle is offered
@@ -281,20 +372,32 @@ def test_chat_local_run_keeps_the_engine_log_off_stderr(monkeypatch):
     monkeypatch.setattr("gcite.local.runner.run_chatflow", failing)
     assert one_error_line(["chat", "q"]) == "error: RuntimeError: the engine broke"
     code, _, err = run_cli(["chat", "q", "--verbose"])
-    assert code == 2 and "[graphon.test] ERROR: engine trouble" in err and err.endswith("error: RuntimeError: the engine broke\n")
+    assert (
+        code == 2
+        and "[graphon.test] ERROR: engine trouble" in err
+        and err.endswith("error: RuntimeError: the engine broke\n")
+    )
 
 
 def test_stdin_stream_cut_mid_line_is_incomplete_and_garbage_inside_is_bad_stream(raw_stream):
     text = "".join(dify_sse(e) for e in raw_stream)
-    cut = text[:text.index('"event": "node_finished"') + 40] if '"event": "node_finished"' in text else None
-    cut = cut or text[:text.index('"event":"node_finished"') + 40]  # inside a data: line, no newline after it
+    cut = text[: text.index('"event": "node_finished"') + 40] if '"event": "node_finished"' in text else None
+    cut = cut or text[: text.index('"event":"node_finished"') + 40]  # inside a data: line, no newline after it
     code, out, _ = run_cli(["chat", "--stdin", "--json"], cut)
     assert code == 1 and json.loads(out)["error"]["code"] == "incomplete"
     garbled = cut + "\n\n" + "".join(dify_sse(e) for e in raw_stream[-2:])
     code, out, _ = run_cli(["chat", "--stdin", "--json"], garbled)
-    assert code == 1 and json.loads(out)["error"] == {"code": "bad_stream", "message": "the server sent an unreadable event"}
+    assert code == 1 and json.loads(out)["error"] == {
+        "code": "bad_stream",
+        "message": "the server sent an unreadable event",
+    }
 
 
 def test_chat_input_dify_would_refuse_is_one_line():
-    assert one_error_line(["chat", "q\ud800"]) == "error: query is not valid Unicode text: lone surrogate U+D800 at character 1"
-    assert one_error_line(["chat", "q", "--roles", "a\ud800"]).startswith("error: inputs.user_roles is not valid Unicode")
+    assert (
+        one_error_line(["chat", "q\ud800"])
+        == "error: query is not valid Unicode text: lone surrogate U+D800 at character 1"
+    )
+    assert one_error_line(["chat", "q", "--roles", "a\ud800"]).startswith(
+        "error: inputs.user_roles is not valid Unicode"
+    )

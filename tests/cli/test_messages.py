@@ -18,14 +18,14 @@ from gcite.cli import serve as serve_cli
 from gcite.cli.chat import chat_command
 from gcite.cli.main import build_parser
 from gcite.local.serve import DEFAULT_PORT, LocalDify
-
 from tests.support import ROOT
 from tests.support.local_http import origin, start_server, stop_server
 
 
 def gcite(*args, **env):
-    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, **env))
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=120, env=dict(os.environ, **env)
+    )
 
 
 def test_a_python_without_our_packages_gets_one_line_naming_the_venv():
@@ -53,6 +53,7 @@ def test_secret_prints_32_random_bytes_once():
 
 # --- gcite serve and make demo: the port ------------------------------------------------------------------
 
+
 @pytest.fixture
 def taken_port():
     with socket.socket() as sock:
@@ -66,7 +67,8 @@ def test_a_taken_port_named_with_port_is_one_line_naming_port(taken_port):
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines() == [
         f"error: port {taken_port} on 127.0.0.1 is already in use (another gcite serve or make demo?): choose another "
-        f"with --port PORT, or --port 0 for any free port"]
+        f"with --port PORT, or --port 0 for any free port"
+    ]
 
 
 def test_when_the_default_port_is_taken_serve_takes_a_free_one_and_prints_it(capsys):
@@ -88,6 +90,7 @@ def test_when_the_default_port_is_taken_serve_takes_a_free_one_and_prints_it(cap
 
 # --- gcite chat --url: a wrong hook, a refused connection --------------------------------------------------
 
+
 class NotFound(BaseHTTPRequestHandler):
     """What a Dify answers for an unknown hook, and any web server for a path it does not have: 404, not JSON."""
 
@@ -107,9 +110,15 @@ class DaemonNotFound(NotFound):
     """What Dify's plugin daemon answers for a hook it does not know (internal/server/endpoint.go): 404 and its JSON."""
 
     def do_POST(self):
-        body = json.dumps({"code": -400, "message": json.dumps({"message": "endpoint not found", "error_type":
-                                                                "PluginDaemonBadRequestError", "args": None}),
-                           "data": None}).encode()
+        body = json.dumps(
+            {
+                "code": -400,
+                "message": json.dumps(
+                    {"message": "endpoint not found", "error_type": "PluginDaemonBadRequestError", "args": None}
+                ),
+                "data": None,
+            }
+        ).encode()
         self.send_response(404)
         self.send_header("Content-Type", "application/json")
         self.end_headers()
@@ -140,9 +149,11 @@ def test_a_wrong_hook_says_so_and_where_dify_shows_the_url(not_found_server):
     url = f"{not_found_server}/e/wronghook/gcite/chat"
     code, out, err = chat("How do I book a meeting room?", "--url", url, "--token", "t")
     assert code == 1 and out == ""
-    assert err.splitlines() == [f"error (http_404): no G-Cite endpoint at {url} (HTTP 404): the hook or the path is "
-                                f"wrong; copy the endpoint's URL from Dify: Plugins → G-Cite citations → Endpoints "
-                                f"(it ends in /e/<hook>/gcite/chat)"]
+    assert err.splitlines() == [
+        f"error (http_404): no G-Cite endpoint at {url} (HTTP 404): the hook or the path is "
+        f"wrong; copy the endpoint's URL from Dify: Plugins → G-Cite citations → Endpoints "
+        f"(it ends in /e/<hook>/gcite/chat)"
+    ]
 
 
 def test_a_hook_difys_daemon_does_not_know_says_so_too(daemon):
@@ -168,17 +179,29 @@ def test_a_refused_connection_is_said_once():
     url = f"http://127.0.0.1:{closed_port()}/e/hook/gcite/chat"
     code, _, err = chat("q", "--url", url, "--token", "t")
     assert code == 1
-    assert err.splitlines() == [f"error (connection): cannot connect to {url}: is the server running, and is --url "
-                                f"right?"]
+    assert err.splitlines() == [
+        f"error (connection): cannot connect to {url}: is the server running, and is --url right?"
+    ]
     code, _, err = chat("q", "--url", url, "--user", "wang")
     assert code == 2 and len(err.splitlines()) == 1 and "is gcite serve running there?" in err
 
 
 # --- acl audit: not Dify's Knowledge API, a refused connection ---------------------------------------------
 
+
 def audit(base_url):
-    return gcite("-m", "gcite", "acl", "audit", "--dataset", "ds-1", "--retries", "2", DIFY_BASE_URL=base_url,
-                 DIFY_DATASET_API_KEY="dataset-secret-key")
+    return gcite(
+        "-m",
+        "gcite",
+        "acl",
+        "audit",
+        "--dataset",
+        "ds-1",
+        "--retries",
+        "2",
+        DIFY_BASE_URL=base_url,
+        DIFY_DATASET_API_KEY="dataset-secret-key",
+    )
 
 
 def test_acl_audit_against_a_server_that_is_not_difys_knowledge_api(not_found_server):
@@ -194,8 +217,10 @@ def test_acl_audit_says_a_refused_connection_once_not_as_a_warning_then_an_error
     base = f"http://127.0.0.1:{closed_port()}/v1"
     done = audit(base)
     assert done.returncode == 5
-    assert done.stderr.splitlines() == [f"error: listing the dataset's metadata fields: cannot connect to {base} "
-                                        f"(connection refused): check --base-url / DIFY_BASE_URL"]
+    assert done.stderr.splitlines() == [
+        f"error: listing the dataset's metadata fields: cannot connect to {base} "
+        f"(connection refused): check --base-url / DIFY_BASE_URL"
+    ]
 
 
 def test_acl_audit_still_retries_a_dropped_connection():

@@ -62,14 +62,30 @@ def test_the_documented_steps_leave_the_clone_clean(clone):
     assert [p.name for p in chatflows] == sorted(p.name for p in (tree / "dsl").glob("*.yml"))
     assert identifier in (home / "gcite-dsl" / "gcite_chatflow.yml").read_text(encoding="utf-8")
     assert done[2].stdout.startswith("verified by ")
-    status = subprocess.run(["git", "status", "--porcelain", "--ignored=no"], cwd=tree, capture_output=True,
-                            text=True, check=True)
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--ignored=no"], cwd=tree, capture_output=True, text=True, check=True
+    )
     assert status.stdout == "", status.stdout
     assert not list(tree.rglob("*.pem")) or all("fixtures" in p.parts for p in tree.rglob("*.pem"))
     # the tests that read dsl/ still pass in the clone (the drift test builds the package again)
-    drift = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                            "tests/release/test_package.py", "-k", "test_dsl_dependency_is_the_current_package"],
-                           cwd=tree, env=env, capture_output=True, text=True, timeout=600)
+    drift = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/release/test_package.py",
+            "-k",
+            "test_dsl_dependency_is_the_current_package",
+        ],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert drift.returncode == 0 and " passed" in drift.stdout, drift.stdout[-2000:]
     assert subprocess.run(["git", "status", "--porcelain"], cwd=tree, capture_output=True, text=True).stdout == ""
 

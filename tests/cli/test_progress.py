@@ -31,8 +31,14 @@ def run_script(tmp_path, *args, **env):
     fake = tmp_path / "python"
     fake.write_text(FAKE_PYTEST)
     fake.chmod(0o755)
-    return subprocess.run(["bash", str(SCRIPT), *args], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PY": str(fake), **env})
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PY": str(fake), **env},
+    )
 
 
 def test_the_shards_say_what_they_run_and_how_far_they_are(tmp_path):
@@ -40,8 +46,10 @@ def test_the_shards_say_what_they_run_and_how_far_they_are(tmp_path):
     out = done.stdout
     assert done.returncode == 1, done.stderr  # a failed shard fails the run
     runs = re.findall(r"^==> shard (\d): (\S+) -m pytest -q -m \"(.+?)\" (.+)$", out, re.M)
-    assert [(n, marks) for n, _, marks, _ in runs] == [("1", "not browser and not fuzz_replay"),
-                                                       ("2", "not browser and not fuzz_replay")]
+    assert [(n, marks) for n, _, marks, _ in runs] == [
+        ("1", "not browser and not fuzz_replay"),
+        ("2", "not browser and not fuzz_replay"),
+    ]
     assert runs[0][3].split()[0] == "tests/local" and runs[1][3].split()[0] == "tests/cli"
     for shard in ("1", "2"):
         lines = re.findall(rf"^\[shard {shard}\] (\d)/3 tests done(?: \((\d) failed\))?, (\d+) s$", out, re.M)
@@ -62,13 +70,15 @@ def test_the_browser_run_is_one_shard_and_a_bad_interval_is_refused(tmp_path):
     for every in ("0", "31", "x"):
         refused = run_script(tmp_path, TEST_PROGRESS_EVERY=every)
         assert refused.returncode == 2 and refused.stdout == ""
-        assert refused.stderr.strip() == (f"scripts/test_fast.sh: TEST_PROGRESS_EVERY={every}: expected a whole number "
-                                          "of seconds from 1 to 30")
+        assert refused.stderr.strip() == (
+            f"scripts/test_fast.sh: TEST_PROGRESS_EVERY={every}: expected a whole number of seconds from 1 to 30"
+        )
     assert run_script(tmp_path, "fast").returncode == 2
 
 
 def test_the_progress_plugin_counts_done_failed_and_total(tmp_path):
-    (tmp_path / "test_sample.py").write_text(textwrap.dedent("""
+    (tmp_path / "test_sample.py").write_text(
+        textwrap.dedent("""
         import pytest
 
         def test_a(): pass
@@ -80,12 +90,31 @@ def test_the_progress_plugin_counts_done_failed_and_total(tmp_path):
             yield
             raise RuntimeError("teardown")
         def test_d(broken): pass
-    """))
+    """)
+    )
     progress = tmp_path / "progress"
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.progress",
-                           "--rootdir", str(tmp_path), "-c", os.devnull, str(tmp_path / "test_sample.py")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "GCITE_TEST_PROGRESS": str(progress)})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "tests.progress",
+            "--rootdir",
+            str(tmp_path),
+            "-c",
+            os.devnull,
+            str(tmp_path / "test_sample.py"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "GCITE_TEST_PROGRESS": str(progress)},
+    )
     assert done.returncode == 1, done.stdout
     assert progress.read_text() == "5 5 2\n"  # 5 tests; test_b failed, test_d failed in its teardown
     assert not (tmp_path / "progress.tmp").exists()

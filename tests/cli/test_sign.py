@@ -18,16 +18,19 @@ REPO = "https://github.com/example-org/gcite"
 
 
 def gcite(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gcite", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run([sys.executable, "-m", "gcite", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory):
     """A copy of the repository's tracked files: `python -m gcite` run from it packages it."""
     root = tmp_path_factory.mktemp("tree") / "gcite"
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                           capture_output=True, check=True).stdout
+    files = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout
     for name in filter(None, files.decode().split("\0")):
         if (ROOT / name).is_file():
             (root / name).parent.mkdir(parents=True, exist_ok=True)
@@ -51,7 +54,9 @@ def test_keygen_says_where_each_key_goes(keys):
     assert stat.S_IMODE(private.stat().st_mode) == 0o600 and public.read_bytes().startswith(b"-----BEGIN RSA PUBLIC")
     lines = out.splitlines()
     assert lines[0].startswith(f"private key: {private} (mode 0600). Keep it with you")
-    assert lines[1].startswith(f"public key:  {public}.") and "THIRD_PARTY_SIGNATURE_VERIFICATION_PUBLIC_KEYS" in lines[1]
+    assert (
+        lines[1].startswith(f"public key:  {public}.") and "THIRD_PARTY_SIGNATURE_VERIFICATION_PUBLIC_KEYS" in lines[1]
+    )
 
 
 def test_keygen_refuses_to_overwrite(keys, tree):
@@ -64,7 +69,9 @@ def test_package_sign_then_verify(keys, tree):
     stem, _ = keys
     done = gcite("package", "--sign", f"{stem}.private.pem", cwd=tree)
     assert done.returncode == 0, done.stderr
-    lines = dict(line.split(":", 1) for line in done.stdout.splitlines() if ":" in line and not line.startswith("updated"))
+    lines = dict(
+        line.split(":", 1) for line in done.stdout.splitlines() if ":" in line and not line.startswith("updated")
+    )
     package = tree / lines["package"].strip()
     identifier = lines["identifier"].strip()
     assert package.name == "gcite-0.1.0.signed.difypkg" and identifier.startswith("gcite/gcite:0.1.0@")
@@ -90,15 +97,20 @@ def test_verify_the_marketplace_fixture_names_the_official_key(tree):
     assert unsigned.returncode == 1 and "unsigned" in unsigned.stdout
 
 
-@pytest.mark.parametrize("args, expected", [
-    (["package", "--category", "partner"], "error: --category is recorded in the signature: it needs --sign"),
-    (["package", "--marketplace", "--sign", "x.pem"], "error: --marketplace packages are submitted unsigned"),
-    (["package", "--repo", "https://example.com/x/y"], "error: --repo 'https://example.com/x/y': expected a "
-                                                       "repository URL on github.com"),
-    (["package", "--contact", "nobody"], "error: --contact 'nobody': expected an e-mail address"),
-    (["package", "--sign", "missing.private.pem"], "error: --sign missing.private.pem: cannot read (No such file"),
-    (["verify", "nothing.difypkg"], "error: nothing.difypkg: cannot read (No such file"),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["package", "--category", "partner"], "error: --category is recorded in the signature: it needs --sign"),
+        (["package", "--marketplace", "--sign", "x.pem"], "error: --marketplace packages are submitted unsigned"),
+        (
+            ["package", "--repo", "https://example.com/x/y"],
+            "error: --repo 'https://example.com/x/y': expected a repository URL on github.com",
+        ),
+        (["package", "--contact", "nobody"], "error: --contact 'nobody': expected an e-mail address"),
+        (["package", "--sign", "missing.private.pem"], "error: --sign missing.private.pem: cannot read (No such file"),
+        (["verify", "nothing.difypkg"], "error: nothing.difypkg: cannot read (No such file"),
+    ],
+)
 def test_bad_options_are_one_line_errors(tree, args, expected):
     done = gcite(*args, cwd=tree)
     assert done.returncode == 2 and done.stderr.startswith(expected) and done.stderr.count("\n") == 1, done.stderr
@@ -109,14 +121,16 @@ def test_a_key_in_the_wrong_format_is_one_line(tree, tmp_path):
     from cryptography.hazmat.primitives.asymmetric import rsa
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    (tmp_path / "pkcs8.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                           serialization.NoEncryption()))
+    (tmp_path / "pkcs8.pem").write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     (tmp_path / "pkcs8.pem").chmod(0o600)
     done = gcite("package", "--sign", str(tmp_path / "pkcs8.pem"), cwd=tree)
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert "'PRIVATE KEY' PEM block, the daemon reads only 'RSA PRIVATE KEY'" in done.stderr
-    (tmp_path / "spki.pem").write_bytes(key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    (tmp_path / "spki.pem").write_bytes(
+        key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
     done = gcite("verify", str(FIXTURES / "dummy_plugin.difypkg"), "--key", str(tmp_path / "spki.pem"), cwd=tree)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "'PUBLIC KEY' PEM block" in done.stderr
 
@@ -125,18 +139,20 @@ def test_marketplace_without_repo_names_each_broken_rule_and_writes_nothing(tree
     done = gcite("package", "--marketplace", "--out", "dist-market", cwd=tree)
     assert done.returncode == 2
     errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
-    assert errors == ["error: [manifest] manifest.yaml: repo is missing (give --repo URL: the project's public "
-                      "repository)",
-                      "error: [manifest] manifest.yaml: contact is missing (give --contact EMAIL)",
-                      "error: [readme] README.md names no source repository (give --repo URL)"]
+    assert errors == [
+        "error: [manifest] manifest.yaml: repo is missing (give --repo URL: the project's public repository)",
+        "error: [manifest] manifest.yaml: contact is missing (give --contact EMAIL)",
+        "error: [readme] README.md names no source repository (give --repo URL)",
+    ]
     assert done.stderr.splitlines()[-1] == "no package written (3 Marketplace rule(s) broken)"
     assert not (tree / "dist-market").exists()
 
 
 def test_marketplace_with_repo_and_contact_passes(tree):
     before = (tree / "dsl" / "gcite_chatflow.yml").read_text(encoding="utf-8")
-    done = gcite("package", "--marketplace", "--repo", REPO, "--contact", "dev@example.org", "--out", "submit",
-                 cwd=tree)
+    done = gcite(
+        "package", "--marketplace", "--repo", REPO, "--contact", "dev@example.org", "--out", "submit", cwd=tree
+    )
     assert done.returncode == 0, done.stderr
     assert "error:" not in done.stderr
     package = tree / "submit" / "gcite-0.1.0.difypkg"
@@ -159,8 +175,13 @@ def test_installing_needs_no_other_tool(page):
     """keygen → package --sign → the daemon's two settings → upload, in that order, and no download of the Go CLI."""
     text = (ROOT / page).read_text(encoding="utf-8")
     assert "dify signature" not in text and "dify-plugin-daemon/releases" not in text
-    steps = ["gcite keygen", "package --sign", "THIRD_PARTY_SIGNATURE_VERIFICATION_ENABLED",
-             "THIRD_PARTY_SIGNATURE_VERIFICATION_PUBLIC_KEYS", "signed.difypkg"]
+    steps = [
+        "gcite keygen",
+        "package --sign",
+        "THIRD_PARTY_SIGNATURE_VERIFICATION_ENABLED",
+        "THIRD_PARTY_SIGNATURE_VERIFICATION_PUBLIC_KEYS",
+        "signed.difypkg",
+    ]
     assert all(step in text for step in steps), page
     at = 0
     for step in steps:  # each step named after the one before it

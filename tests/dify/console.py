@@ -33,14 +33,18 @@ class Console:
         return f"{self.base}/console/api{path}"
 
     def setup_and_login(self) -> None:
-        check(self.http.post(self.url("/setup"), json={"email": EMAIL, "name": "G-Cite admin", "password": PASSWORD}),
-              "console set-up")
+        check(
+            self.http.post(self.url("/setup"), json={"email": EMAIL, "name": "G-Cite admin", "password": PASSWORD}),
+            "console set-up",
+        )
         done = check(self.http.get(self.url("/setup")), "set-up status")
         if done.get("step") != "finished":
             raise DifyError(f"set-up did not finish: {done}")
         password = base64.b64encode(PASSWORD.encode()).decode()
-        check(self.http.post(self.url("/login"), json={"email": EMAIL, "password": password, "remember_me": True}),
-              "console login")
+        check(
+            self.http.post(self.url("/login"), json={"email": EMAIL, "password": password, "remember_me": True}),
+            "console login",
+        )
         csrf = self.http.cookies.get("csrf_token")
         if not csrf or not self.http.cookies.get("access_token"):
             raise DifyError(f"login set no session cookies: {sorted(self.http.cookies.keys())}")
@@ -60,21 +64,31 @@ class Console:
         return current[0]["id"]
 
     def set_llm(self, provider: str, model: str, credentials: Mapping[str, Any]) -> None:
-        self.post(f"/workspaces/current/model-providers/{provider}/credentials", {"credentials": dict(credentials)},
-                  "model provider credentials")
-        self.post("/workspaces/current/default-model",
-                  {"model_settings": [{"model_type": "llm", "provider": provider, "model": model}]}, "default model")
+        self.post(
+            f"/workspaces/current/model-providers/{provider}/credentials",
+            {"credentials": dict(credentials)},
+            "model provider credentials",
+        )
+        self.post(
+            "/workspaces/current/default-model",
+            {"model_settings": [{"model_type": "llm", "provider": provider, "model": model}]},
+            "default model",
+        )
 
     def add_tool_credentials(self, provider: str, credentials: Mapping[str, Any]) -> None:
-        self.post(f"/workspaces/current/tool-provider/builtin/{provider}/add",
-                  {"credentials": dict(credentials), "type": "api-key", "name": "test-dify"}, "tool credentials")
+        self.post(
+            f"/workspaces/current/tool-provider/builtin/{provider}/add",
+            {"credentials": dict(credentials), "type": "api-key", "name": "test-dify"},
+            "tool credentials",
+        )
 
     def dataset_api_key(self) -> str:
         return self.post("/datasets/api-keys", None, "dataset API key")["token"]
 
     def import_app(self, dsl_text: str) -> tuple[str, dict[str, Any]]:
-        result = self.post("/apps/imports", {"mode": "yaml-content", "yaml_content": dsl_text}, "DSL import",
-                           ok=(200, 202))
+        result = self.post(
+            "/apps/imports", {"mode": "yaml-content", "yaml_content": dsl_text}, "DSL import", ok=(200, 202)
+        )
         if result.get("status") == "pending":  # a DSL of another version is imported after a confirmation
             result = self.post(f"/apps/imports/{result['id']}/confirm", None, "DSL import confirm")
         if result.get("status") not in ("completed", "completed-with-warnings") or not result.get("app_id"):
@@ -135,36 +149,75 @@ def sse_events(response: requests.Response) -> Iterator[dict[str, Any]]:
         yield json.loads(buffer.strip()[5:].strip())
 
 
-def chat(base_url: str, app_key: str, query: str, inputs: Mapping[str, Any], *, user: str,
-         conversation_id: str = "", timeout: float = 180) -> tuple[int, list[dict[str, Any]]]:
+def chat(
+    base_url: str,
+    app_key: str,
+    query: str,
+    inputs: Mapping[str, Any],
+    *,
+    user: str,
+    conversation_id: str = "",
+    timeout: float = 180,
+) -> tuple[int, list[dict[str, Any]]]:
     """One streaming turn through `POST /v1/chat-messages`: (HTTP status, every event)."""
-    response = requests.post(f"{base_url.rstrip('/')}/v1/chat-messages", stream=True, timeout=timeout,
-                             headers={"Authorization": f"Bearer {app_key}"},
-                             json={"query": query, "inputs": dict(inputs), "response_mode": "streaming",
-                                   "user": user, "conversation_id": conversation_id})
+    response = requests.post(
+        f"{base_url.rstrip('/')}/v1/chat-messages",
+        stream=True,
+        timeout=timeout,
+        headers={"Authorization": f"Bearer {app_key}"},
+        json={
+            "query": query,
+            "inputs": dict(inputs),
+            "response_mode": "streaming",
+            "user": user,
+            "conversation_id": conversation_id,
+        },
+    )
     if response.status_code != 200:
-        return response.status_code, [{"event": "http_error", "status": response.status_code,
-                                       "body": response.text[:2000]}]
+        return response.status_code, [
+            {"event": "http_error", "status": response.status_code, "body": response.text[:2000]}
+        ]
     return 200, list(sse_events(response))
 
 
-def chat_timed(base_url: str, app_key: str, query: str, inputs: Mapping[str, Any], *, user: str,
-               conversation_id: str = "", timeout: float = 180) -> tuple[int, list[tuple[float, dict[str, Any]]]]:
+def chat_timed(
+    base_url: str,
+    app_key: str,
+    query: str,
+    inputs: Mapping[str, Any],
+    *,
+    user: str,
+    conversation_id: str = "",
+    timeout: float = 180,
+) -> tuple[int, list[tuple[float, dict[str, Any]]]]:
     """Like `chat`, each event with the seconds since the request when it was read."""
     start = time.perf_counter()
-    response = requests.post(f"{base_url.rstrip('/')}/v1/chat-messages", stream=True, timeout=timeout,
-                             headers={"Authorization": f"Bearer {app_key}"},
-                             json={"query": query, "inputs": dict(inputs), "response_mode": "streaming",
-                                   "user": user, "conversation_id": conversation_id})
+    response = requests.post(
+        f"{base_url.rstrip('/')}/v1/chat-messages",
+        stream=True,
+        timeout=timeout,
+        headers={"Authorization": f"Bearer {app_key}"},
+        json={
+            "query": query,
+            "inputs": dict(inputs),
+            "response_mode": "streaming",
+            "user": user,
+            "conversation_id": conversation_id,
+        },
+    )
     if response.status_code != 200:
-        return response.status_code, [(0.0, {"event": "http_error", "status": response.status_code,
-                                             "body": response.text[:2000]})]
+        return response.status_code, [
+            (0.0, {"event": "http_error", "status": response.status_code, "body": response.text[:2000]})
+        ]
     return 200, [(time.perf_counter() - start, event) for event in sse_events(response)]
 
 
 def conversation_messages(base_url: str, app_key: str, conversation_id: str, *, user: str) -> list[dict[str, Any]]:
     """The conversation's saved messages, oldest first (`GET /v1/messages`)."""
-    response = requests.get(f"{base_url.rstrip('/')}/v1/messages", timeout=60,
-                            headers={"Authorization": f"Bearer {app_key}"},
-                            params={"conversation_id": conversation_id, "user": user, "limit": 100})
+    response = requests.get(
+        f"{base_url.rstrip('/')}/v1/messages",
+        timeout=60,
+        headers={"Authorization": f"Bearer {app_key}"},
+        params={"conversation_id": conversation_id, "user": user, "limit": 100},
+    )
     return check(response, "conversation messages")["data"]

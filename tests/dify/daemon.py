@@ -57,10 +57,16 @@ def envelope(data: Any) -> dict[str, Any]:
 
 def plugin_error(error: Mapping[str, Any]) -> dict[str, Any]:
     """A plugin's session error as the daemon reports it: PluginInvokeError wrapping the plugin's own error."""
-    inner = {"error_type": error.get("error_type") or "Exception", "message": error.get("message") or
-             error.get("error") or "", "args": error.get("args")}
-    return {"code": -500, "message": json.dumps({"error_type": "PluginInvokeError", "message": json.dumps(inner)}),
-            "data": None}
+    inner = {
+        "error_type": error.get("error_type") or "Exception",
+        "message": error.get("message") or error.get("error") or "",
+        "args": error.get("args"),
+    }
+    return {
+        "code": -500,
+        "message": json.dumps({"error_type": "PluginInvokeError", "message": json.dumps(inner)}),
+        "data": None,
+    }
 
 
 def i18n(value: Any) -> Any:
@@ -77,37 +83,80 @@ def tool_provider_declaration(plugin_dir: Path) -> dict[str, Any]:
     tools = []
     for path in provider.get("tools") or []:
         tool = yaml.safe_load((plugin_dir / path).read_text(encoding="utf-8"))
-        tools.append({"identity": {**tool["identity"], "provider": provider["identity"]["name"]},
-                      "parameters": tool.get("parameters") or [], "description": tool.get("description"),
-                      "output_schema": tool.get("output_schema") or {}, "has_runtime_parameters": False})
+        tools.append(
+            {
+                "identity": {**tool["identity"], "provider": provider["identity"]["name"]},
+                "parameters": tool.get("parameters") or [],
+                "description": tool.get("description"),
+                "output_schema": tool.get("output_schema") or {},
+                "has_runtime_parameters": False,
+            }
+        )
     return {"identity": provider["identity"], "credentials_schema": credentials, "tools": tools}
 
 
 def model_provider_declaration() -> dict[str, Any]:
     return {
-        "provider": "openai", "label": {"en_US": "OpenAI"},
-        "supported_model_types": ["llm"], "configurate_methods": ["predefined-model"],
-        "provider_credential_schema": {"credential_form_schemas": [
-            {"variable": "openai_api_key", "label": {"en_US": "API Key"}, "type": "secret-input", "required": True}]},
+        "provider": "openai",
+        "label": {"en_US": "OpenAI"},
+        "supported_model_types": ["llm"],
+        "configurate_methods": ["predefined-model"],
+        "provider_credential_schema": {
+            "credential_form_schemas": [
+                {"variable": "openai_api_key", "label": {"en_US": "API Key"}, "type": "secret-input", "required": True}
+            ]
+        },
         "models": [model_schema()],
     }
 
 
 def model_schema() -> dict[str, Any]:
-    return {"model": MODEL, "label": {"en_US": MODEL}, "model_type": "llm", "fetch_from": "predefined-model",
-            "features": [], "model_properties": {"mode": "chat", "context_size": 128000},
-            "parameter_rules": [
-                {"name": "temperature", "use_template": "temperature", "label": {"en_US": "Temperature"},
-                 "type": "float", "min": 0, "max": 2, "default": 1},
-                {"name": "max_tokens", "use_template": "max_tokens", "label": {"en_US": "Max tokens"},
-                 "type": "int", "min": 1, "max": 16384, "default": 512}],
-            "pricing": {"input": "0", "output": "0", "unit": "0.000001", "currency": "USD"}}
+    return {
+        "model": MODEL,
+        "label": {"en_US": MODEL},
+        "model_type": "llm",
+        "fetch_from": "predefined-model",
+        "features": [],
+        "model_properties": {"mode": "chat", "context_size": 128000},
+        "parameter_rules": [
+            {
+                "name": "temperature",
+                "use_template": "temperature",
+                "label": {"en_US": "Temperature"},
+                "type": "float",
+                "min": 0,
+                "max": 2,
+                "default": 1,
+            },
+            {
+                "name": "max_tokens",
+                "use_template": "max_tokens",
+                "label": {"en_US": "Max tokens"},
+                "type": "int",
+                "min": 1,
+                "max": 16384,
+                "default": 512,
+            },
+        ],
+        "pricing": {"input": "0", "output": "0", "unit": "0.000001", "currency": "USD"},
+    }
 
 
 def empty_usage() -> dict[str, Any]:
-    return {"prompt_tokens": 0, "prompt_unit_price": "0.0", "prompt_price_unit": "0.0", "prompt_price": "0.0",
-            "completion_tokens": 0, "completion_unit_price": "0.0", "completion_price_unit": "0.0",
-            "completion_price": "0.0", "total_tokens": 0, "total_price": "0.0", "currency": "USD", "latency": 0.0}
+    return {
+        "prompt_tokens": 0,
+        "prompt_unit_price": "0.0",
+        "prompt_price_unit": "0.0",
+        "prompt_price": "0.0",
+        "completion_tokens": 0,
+        "completion_unit_price": "0.0",
+        "completion_price_unit": "0.0",
+        "completion_price": "0.0",
+        "total_tokens": 0,
+        "total_price": "0.0",
+        "currency": "USD",
+        "latency": 0.0,
+    }
 
 
 def unpack_frames(chunks: Iterator[bytes]) -> Iterator[bytes]:
@@ -121,15 +170,16 @@ def unpack_frames(chunks: Iterator[bytes]) -> Iterator[bytes]:
             start = 4 + header_length
             if len(buffer) < start + length:
                 break
-            yield buffer[start:start + length]
-            buffer = buffer[start + length:]
+            yield buffer[start : start + length]
+            buffer = buffer[start + length :]
     if buffer:
         raise ValueError(f"{len(buffer)} bytes left over after the last length-prefixed frame")
 
 
 class Daemon:
-    def __init__(self, plugin: Any, plugin_dir: Path, *, api_key: str, inner_api_key: str,
-                 plugin_identifier: str) -> None:
+    def __init__(
+        self, plugin: Any, plugin_dir: Path, *, api_key: str, inner_api_key: str, plugin_identifier: str
+    ) -> None:
         """`plugin`: a running `PluginProcess` of OUR plugin."""
         self.plugin = plugin
         self.api_key = api_key
@@ -178,8 +228,9 @@ class Daemon:
         body = h.rfile.read(int(h.headers.get("Content-Length") or 0))
         parts = url.path.strip("/").split("/")
         if parts[0] == "e" and len(parts) >= 2:
-            return self.endpoint(h, method, parts[1], "/" + "/".join(parts[2:]) + (f"?{url.query}" if url.query
-                                                                                   else ""), body)
+            return self.endpoint(
+                h, method, parts[1], "/" + "/".join(parts[2:]) + (f"?{url.query}" if url.query else ""), body
+            )
         if h.headers.get("X-Api-Key") != self.api_key:
             return self.send_json(h, 401, {"code": -401, "message": "unauthorized", "data": None})
         if parts[0] != "plugin" or len(parts) < 3:
@@ -194,19 +245,24 @@ class Daemon:
             ("GET", "management/tools"): lambda: self.send_json(h, 200, envelope([self.tool_provider()])),
             ("GET", "management/tool"): lambda: self.tool(h, query),
             ("POST", "management/installation/missing"): lambda: self.send_json(h, 200, envelope([])),
-            ("POST", "dispatch/model/schema"): lambda: self.send_stream(h, [envelope({"model_schema":
-                                                                                      model_schema()})]),
-            ("POST", "dispatch/model/validate_provider_credentials"):
-                lambda: self.send_stream(h, [envelope({"result": True, "credentials": None})]),
-            ("POST", "dispatch/model/validate_model_credentials"):
-                lambda: self.send_stream(h, [envelope({"result": True, "credentials": None})]),
+            ("POST", "dispatch/model/schema"): lambda: self.send_stream(
+                h, [envelope({"model_schema": model_schema()})]
+            ),
+            ("POST", "dispatch/model/validate_provider_credentials"): lambda: self.send_stream(
+                h, [envelope({"result": True, "credentials": None})]
+            ),
+            ("POST", "dispatch/model/validate_model_credentials"): lambda: self.send_stream(
+                h, [envelope({"result": True, "credentials": None})]
+            ),
             ("POST", "dispatch/llm/num_tokens"): lambda: self.send_stream(h, [envelope({"num_tokens": 0})]),
             ("POST", "dispatch/llm/invoke"): lambda: self.llm(h, data),
             ("POST", "dispatch/tool/invoke"): lambda: self.tool_call(h, "invoke_tool", data),
-            ("POST", "dispatch/tool/validate_credentials"):
-                lambda: self.tool_call(h, "validate_tool_credentials", data),
-            ("POST", "dispatch/tool/get_runtime_parameters"):
-                lambda: self.tool_call(h, "get_tool_runtime_parameters", data),
+            ("POST", "dispatch/tool/validate_credentials"): lambda: self.tool_call(
+                h, "validate_tool_credentials", data
+            ),
+            ("POST", "dispatch/tool/get_runtime_parameters"): lambda: self.tool_call(
+                h, "get_tool_runtime_parameters", data
+            ),
         }.get((method, path))
         if route is None:
             return self.not_found(h, method, url.path)
@@ -215,8 +271,9 @@ class Daemon:
     def not_found(self, h: BaseHTTPRequestHandler, method: str, path: str) -> None:
         with self._lock:
             self.unknown.append(f"{method} {path}")
-        self.send_json(h, 404, {"code": -404, "message": f"the stand-in daemon does not serve {method} {path}",
-                                "data": None})
+        self.send_json(
+            h, 404, {"code": -404, "message": f"the stand-in daemon does not serve {method} {path}", "data": None}
+        )
 
     @staticmethod
     def send_json(h: BaseHTTPRequestHandler, status: int, payload: Any) -> None:
@@ -240,10 +297,19 @@ class Daemon:
 
     def model_providers(self, tenant_id: str) -> list[dict[str, Any]]:
         now = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC).isoformat()
-        return [{"id": str(uuid.uuid5(uuid.NAMESPACE_URL, OPENAI_IDENTIFIER)), "created_at": now, "updated_at": now,
-                 "provider": "openai", "tenant_id": tenant_id, "plugin_unique_identifier": OPENAI_IDENTIFIER,
-                 "plugin_id": OPENAI_PLUGIN_ID, "installation_source": "marketplace",
-                 "declaration": model_provider_declaration()}]
+        return [
+            {
+                "id": str(uuid.uuid5(uuid.NAMESPACE_URL, OPENAI_IDENTIFIER)),
+                "created_at": now,
+                "updated_at": now,
+                "provider": "openai",
+                "tenant_id": tenant_id,
+                "plugin_unique_identifier": OPENAI_IDENTIFIER,
+                "plugin_id": OPENAI_PLUGIN_ID,
+                "installation_source": "marketplace",
+                "declaration": model_provider_declaration(),
+            }
+        ]
 
     def llm(self, h: BaseHTTPRequestHandler, data: dict[str, Any]) -> None:
         with self._lock:
@@ -260,37 +326,77 @@ class Daemon:
             for index, piece in enumerate(pieces):
                 if pace:
                     time.sleep(pace)
-                yield envelope({"model": model, "prompt_messages": [], "delta": {
-                    "index": index, "message": {"role": "assistant", "content": piece}}})
-            yield envelope({"model": model, "prompt_messages": [], "delta": {
-                "index": len(pieces), "message": {"role": "assistant", "content": ""}, "usage": empty_usage(),
-                "finish_reason": "stop"}})
+                yield envelope(
+                    {
+                        "model": model,
+                        "prompt_messages": [],
+                        "delta": {"index": index, "message": {"role": "assistant", "content": piece}},
+                    }
+                )
+            yield envelope(
+                {
+                    "model": model,
+                    "prompt_messages": [],
+                    "delta": {
+                        "index": len(pieces),
+                        "message": {"role": "assistant", "content": ""},
+                        "usage": empty_usage(),
+                        "finish_reason": "stop",
+                    },
+                }
+            )
 
         self.send_stream(h, chunks())
 
     # --- tools (OUR plugin process) -------------------------------------------------------------------------
 
     def tool_provider(self) -> dict[str, Any]:
-        return {"provider": "gcite", "plugin_unique_identifier": self.plugin_identifier, "plugin_id": "gcite/gcite",
-                "declaration": json.loads(json.dumps(self.tool_declaration))}
+        return {
+            "provider": "gcite",
+            "plugin_unique_identifier": self.plugin_identifier,
+            "plugin_id": "gcite/gcite",
+            "declaration": json.loads(json.dumps(self.tool_declaration)),
+        }
 
     def tool(self, h: BaseHTTPRequestHandler, query: dict[str, str]) -> None:
         if query.get("plugin_id") != "gcite/gcite" or query.get("provider") != "gcite":
-            return self.send_json(h, 200, {"code": -404, "message": json.dumps(
-                {"error_type": "PluginNotFoundError", "message": f"tool provider {query} not found"}), "data": None})
+            return self.send_json(
+                h,
+                200,
+                {
+                    "code": -404,
+                    "message": json.dumps(
+                        {"error_type": "PluginNotFoundError", "message": f"tool provider {query} not found"}
+                    ),
+                    "data": None,
+                },
+            )
         self.send_json(h, 200, envelope(self.tool_provider()))
 
     def tool_call(self, h: BaseHTTPRequestHandler, action: str, data: dict[str, Any]) -> None:
         if h.headers.get("X-Plugin-ID") != "gcite/gcite":
-            return self.send_stream(h, [{"code": -404, "message": json.dumps({
-                "error_type": "PluginNotFoundError", "message": f"plugin {h.headers.get('X-Plugin-ID')} not found"}),
-                "data": None}])
+            return self.send_stream(
+                h,
+                [
+                    {
+                        "code": -404,
+                        "message": json.dumps(
+                            {
+                                "error_type": "PluginNotFoundError",
+                                "message": f"plugin {h.headers.get('X-Plugin-ID')} not found",
+                            }
+                        ),
+                        "data": None,
+                    }
+                ],
+            )
         with self._lock:
             self.tool_requests.append({"action": action, **data})
         user_id = data.get("user_id") or ""
         request = {"type": "tool", "action": action, "user_id": user_id, **(data.get("data") or {})}
-        call = self.plugin.start(request, call_class=ToolCall,
-                                 llm_handler=lambda invoke: self.invoke_llm(invoke, user_id))
+        call = self.plugin.start(
+            request, call_class=ToolCall, llm_handler=lambda invoke: self.invoke_llm(invoke, user_id)
+        )
 
         def events() -> Iterator[dict[str, Any]]:
             for message in call.stream(timeout=300):
@@ -307,13 +413,15 @@ class Daemon:
         if settings is None:
             return self.send_json(h, 404, {"code": -404, "message": "endpoint not found", "data": None})
         headers = [(k, v) for k, v in h.headers.items() if k.lower() not in ("host", "content-length", "connection")]
-        raw = daemon_http_request(method, target, headers, body, host=h.headers.get("Host") or "127.0.0.1",
-                                  hook_id=hook_id)
+        raw = daemon_http_request(
+            method, target, headers, body, host=h.headers.get("Host") or "127.0.0.1", hook_id=hook_id
+        )
         call = self.plugin.invoke_endpoint(raw, settings, app_handler=self.invoke_app)
         status = call.wait_head(timeout=120)
         if status is None:
-            return self.send_json(h, 500, {"code": -500, "message": f"plugin failed the request: {call.error}",
-                                           "data": None})
+            return self.send_json(
+                h, 500, {"code": -500, "message": f"plugin failed the request: {call.error}", "data": None}
+            )
         h.send_response(status)
         for name, value in call.headers.items():
             if name.lower() not in ("content-length", "transfer-encoding", "connection"):
@@ -329,8 +437,13 @@ class Daemon:
         body = {**request, "tenant_id": self.tenant_id, "user_id": user_id, "type": "llm"}
         with self._lock:
             self.model_calls.append(body)
-        response = requests.post(f"{self.inner_api_url}/inner/api/invoke/llm", json=body, stream=True, timeout=240,
-                                 headers={"X-Inner-Api-Key": self.inner_api_key, "Content-Type": "application/json"})
+        response = requests.post(
+            f"{self.inner_api_url}/inner/api/invoke/llm",
+            json=body,
+            stream=True,
+            timeout=240,
+            headers={"X-Inner-Api-Key": self.inner_api_key, "Content-Type": "application/json"},
+        )
         if response.status_code != 200:
             raise RuntimeError(f"Dify's inner API answered {response.status_code}: {response.text[:500]}")
         for frame in unpack_frames(response.iter_content(chunk_size=None)):
@@ -347,8 +460,13 @@ class Daemon:
             self.app_requests.append(dict(request))
         # the daemon's body: the request plus tenant_id, type and user_id = the session user ("" for endpoints)
         body = {**request, "tenant_id": self.tenant_id, "type": "app", "user_id": ""}
-        response = requests.post(f"{self.inner_api_url}/inner/api/invoke/app", json=body, stream=True, timeout=240,
-                                 headers={"X-Inner-Api-Key": self.inner_api_key, "Content-Type": "application/json"})
+        response = requests.post(
+            f"{self.inner_api_url}/inner/api/invoke/app",
+            json=body,
+            stream=True,
+            timeout=240,
+            headers={"X-Inner-Api-Key": self.inner_api_key, "Content-Type": "application/json"},
+        )
         if response.status_code != 200:
             raise RuntimeError(f"Dify's inner API answered {response.status_code}: {response.text[:500]}")
         for frame in unpack_frames(response.iter_content(chunk_size=None)):

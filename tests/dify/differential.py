@@ -11,8 +11,16 @@ from typing import Any
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 ID_KEYS_KEPT = {"node_id", "predecessor_node_id"}  # the graph's own ids: the same in both
-TIME_KEYS = {"created_at", "finished_at", "elapsed_time", "latency", "time_to_first_token", "time_to_generate",
-             "upload_date", "last_update_date"}
+TIME_KEYS = {
+    "created_at",
+    "finished_at",
+    "elapsed_time",
+    "latency",
+    "time_to_first_token",
+    "time_to_generate",
+    "upload_date",
+    "last_update_date",
+}
 TOKEN_KEYS = {"total_tokens", "prompt_tokens", "completion_tokens", "tokens"}
 
 
@@ -52,8 +60,10 @@ class Difference:
 
     def __str__(self) -> str:
         where = f"event {self.index} ({self.event}{', ' + self.node_id if self.node_id else ''}) {self.path}"
-        return f"{where}: Dify {json.dumps(self.dify, ensure_ascii=False)[:300]} / runner " \
-               f"{json.dumps(self.runner, ensure_ascii=False)[:300]}"
+        return (
+            f"{where}: Dify {json.dumps(self.dify, ensure_ascii=False)[:300]} / runner "
+            f"{json.dumps(self.runner, ensure_ascii=False)[:300]}"
+        )
 
 
 MISSING = "<missing>"
@@ -77,11 +87,22 @@ def differences(dify: list[dict[str, Any]], runner: list[dict[str, Any]]) -> lis
         a = dify[n] if n < len(dify) else MISSING
         b = runner[n] if n < len(runner) else MISSING
         name = (a if a is not MISSING else b).get("event")
-        node_id = ((a if a is not MISSING else b).get("data") or {}).get("node_id") \
-            if isinstance((a if a is not MISSING else b).get("data"), Mapping) else None
+        node_id = (
+            ((a if a is not MISSING else b).get("data") or {}).get("node_id")
+            if isinstance((a if a is not MISSING else b).get("data"), Mapping)
+            else None
+        )
         if a is MISSING or b is MISSING or a.get("event") != b.get("event"):
-            out.append(Difference(n, str(name), node_id, "event", a if a is MISSING else a.get("event"),
-                                  b if b is MISSING else b.get("event")))
+            out.append(
+                Difference(
+                    n,
+                    str(name),
+                    node_id,
+                    "event",
+                    a if a is MISSING else a.get("event"),
+                    b if b is MISSING else b.get("event"),
+                )
+            )
             continue
         found: list[tuple[str, Any, Any]] = []
         _walk("", a, b, found)
@@ -92,6 +113,7 @@ def differences(dify: list[dict[str, Any]], runner: list[dict[str, Any]]) -> lis
 @dataclass(frozen=True)
 class Known:
     """An accepted difference: `matches(difference)` and why it cannot vanish."""
+
     name: str
     matches: Callable[[Difference], bool]
     reason: str
@@ -135,8 +157,9 @@ def stream_differences(dify: Iterable[Mapping[str, Any]], runner: Iterable[Mappi
     for key in list(a["nodes"]) + [k for k in b["nodes"] if k not in a["nodes"]]:
         x, y = a["nodes"].get(key, MISSING), b["nodes"].get(key, MISSING)
         if x is MISSING or y is MISSING:
-            out.append(Difference(-1, key[1], key[0], "event", x if x is MISSING else key[1],
-                                  y if y is MISSING else key[1]))
+            out.append(
+                Difference(-1, key[1], key[0], "event", x if x is MISSING else key[1], y if y is MISSING else key[1])
+            )
             continue
         found: list[tuple[str, Any, Any]] = []
         _walk("", x, y, found)
@@ -144,6 +167,9 @@ def stream_differences(dify: Iterable[Mapping[str, Any]], runner: Iterable[Mappi
     if a["messages"] != b["messages"]:
         out.append(Difference(-1, "message", None, "messages", a["messages"], b["messages"]))
     if a["finished_before_answer"] != b["finished_before_answer"]:
-        out.append(Difference(-1, "message", None, "finished_before_answer", a["finished_before_answer"],
-                              b["finished_before_answer"]))
+        out.append(
+            Difference(
+                -1, "message", None, "finished_before_answer", a["finished_before_answer"], b["finished_before_answer"]
+            )
+        )
     return out

@@ -10,13 +10,17 @@ import importlib.abc
 import importlib.util
 import sys
 
-MISSING_IN_PYPI_FLASK_RESTX = ("schema_from_parameter", "parameters_and_request_body_for",
-                               "request_body_from_form_params")
+MISSING_IN_PYPI_FLASK_RESTX = (
+    "schema_from_parameter",
+    "parameters_and_request_body_for",
+    "request_body_from_form_params",
+)
 
 
 def _not_in_pypi(name):
     def method(self, *args, **kwargs):
         raise NotImplementedError(f"Swagger.{name} exists only in Dify's flask-restx fork (OpenAPI generation)")
+
     method.__name__ = name
     return method
 
@@ -58,11 +62,14 @@ def main() -> int:
     sys.path.insert(0, ".")
     if program == "gunicorn":
         from gunicorn.app.wsgiapp import run
+
         return run()
     if program == "celery":
         from celery.__main__ import main as celery_main
+
         return celery_main()
     from flask.cli import main as flask_main
+
     return flask_main()
 
 

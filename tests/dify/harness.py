@@ -77,9 +77,13 @@ class DifyRun:
     kb: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
-        for closer in (lambda: self.stack.close(), lambda: self.plugin and self.plugin.close(),
-                       lambda: self.daemon and self.daemon.close(), lambda: self.sandbox and self.sandbox.close(),
-                       lambda: self.search and self.search.stop()):
+        for closer in (
+            lambda: self.stack.close(),
+            lambda: self.plugin and self.plugin.close(),
+            lambda: self.daemon and self.daemon.close(),
+            lambda: self.sandbox and self.sandbox.close(),
+            lambda: self.search and self.search.stop(),
+        ):
             try:
                 closer()
             except Exception as error:  # noqa: BLE001 - stop the rest whatever one does
@@ -124,8 +128,7 @@ def _boot(run: DifyRun, tarball: Path, python: Path, work: Path) -> None:
         run.plugin = PluginProcess(ROOT, sys.executable)
         stack.adopt("plugin", run.plugin._process.pid)  # PluginProcess has no public pid
         identifier = plugin_identifier()
-        run.daemon = Daemon(run.plugin, ROOT, api_key=daemon_key, inner_api_key=inner_key,
-                            plugin_identifier=identifier)
+        run.daemon = Daemon(run.plugin, ROOT, api_key=daemon_key, inner_api_key=inner_key, plugin_identifier=identifier)
         unpacker.join()
         if "api" not in unpacked:
             raise st.StackError(f"could not unpack {tarball}")
@@ -133,9 +136,17 @@ def _boot(run: DifyRun, tarball: Path, python: Path, work: Path) -> None:
     api_port = st.free_port()
     run.base_url = f"http://{st.LOCALHOST}:{api_port}"
     run.daemon.inner_api_url = run.base_url
-    env = st.dify_env(api_port=api_port, pg_port=pg_port, redis_port=redis_port, storage=work / "storage",
-                      sandbox_url=run.sandbox.url, daemon_url=run.daemon.url, daemon_key=daemon_key,
-                      inner_key=inner_key, sandbox_key=sandbox_key)
+    env = st.dify_env(
+        api_port=api_port,
+        pg_port=pg_port,
+        redis_port=redis_port,
+        storage=work / "storage",
+        sandbox_url=run.sandbox.url,
+        daemon_url=run.daemon.url,
+        daemon_key=daemon_key,
+        inner_key=inner_key,
+        sandbox_key=sandbox_key,
+    )
     with phase("Dify's migrations (flask db upgrade)"):
         st.run_migrations(stack, python, api, env)
     with phase("start Dify's api (gunicorn) and Celery worker"):
@@ -156,15 +167,20 @@ def _boot(run: DifyRun, tarball: Path, python: Path, work: Path) -> None:
         for name in DSL_FILES:
             add_app(run, name, dsl_for_dify((ROOT / "dsl" / name).read_text(encoding="utf-8"), run))
     with phase("retrofit a builder's chatflow (gcite retrofit --nodes code), import, publish and key it"):
-        run.retrofitted = retrofit.retrofit(builder_export_for_dify(RETROFIT_FIXTURE.read_text(encoding="utf-8"),
-                                                                    run), RETROFIT_OPTIONS)
+        run.retrofitted = retrofit.retrofit(
+            builder_export_for_dify(RETROFIT_FIXTURE.read_text(encoding="utf-8"), run), RETROFIT_OPTIONS
+        )
         add_app(run, RETROFIT_APP, run.retrofitted.text)  # retrofit's output as it is, nothing edited after
     with phase("a chatflow with cited_answer (tests/support/cited.py), import, publish and key it"):
-        add_app(run, CITED_APP, dsl_for_dify(cited_chatflow((ROOT / "dsl" / DSL_FILES[0]).read_text(encoding="utf-8")),
-                                             run))
+        add_app(
+            run, CITED_APP, dsl_for_dify(cited_chatflow((ROOT / "dsl" / DSL_FILES[0]).read_text(encoding="utf-8")), run)
+        )
     run.daemon.endpoint_settings[HOOK_ID] = {
-        "app": {"app_id": run.apps["gcite_chatflow.yml"].app_id}, "token_secret": ENDPOINT_SECRET,
-        "allowed_origins": "", "snippet_length": "300"}
+        "app": {"app_id": run.apps["gcite_chatflow.yml"].app_id},
+        "token_secret": ENDPOINT_SECRET,
+        "allowed_origins": "",
+        "snippet_length": "300",
+    }
 
 
 def add_app(run: DifyRun, name: str, dsl_text: str) -> App:
@@ -217,8 +233,13 @@ def builder_export_for_dify(text: str, run: DifyRun) -> str:
             continue
         kinds[data["type"]] = kinds.get(data["type"], 0) + 1
     assert set(kinds) == {"knowledge-retrieval", "llm"}, kinds  # both were pointed at this Dify
-    dsl["dependencies"] = [{"current_identifier": None, "type": "marketplace",
-                            "value": {"marketplace_plugin_unique_identifier": OPENAI_IDENTIFIER}}]
+    dsl["dependencies"] = [
+        {
+            "current_identifier": None,
+            "type": "marketplace",
+            "value": {"marketplace_plugin_unique_identifier": OPENAI_IDENTIFIER},
+        }
+    ]
     return yaml.safe_dump(dsl, allow_unicode=True, sort_keys=False)
 
 
@@ -229,8 +250,11 @@ def build_knowledge_base(run: DifyRun) -> None:
     run.kb = load_json("knowledge_base.json")
     run.dataset_key = run.console.dataset_api_key()
     run.knowledge = kb = Knowledge(run.base_url, run.dataset_key)
-    dataset = kb.post("/datasets", {"name": run.kb["dataset_name"], "indexing_technique": "economy",
-                                    "permission": "all_team_members"}, "create dataset")
+    dataset = kb.post(
+        "/datasets",
+        {"name": run.kb["dataset_name"], "indexing_technique": "economy", "permission": "all_team_members"},
+        "create dataset",
+    )
     run.dataset_id = dataset["id"]
     for name in METADATA_FIELDS:
         created = kb.post(f"/datasets/{run.dataset_id}/metadata", {"type": "string", "name": name}, "metadata field")
@@ -238,19 +262,39 @@ def build_knowledge_base(run: DifyRun) -> None:
     batches = []
     for document in run.kb["documents"]:
         text = "\n\n".join(segment["content"] for segment in document["segments"])
-        created = kb.post(f"/datasets/{run.dataset_id}/document/create-by-text", {
-            "name": document["document_name"], "text": text, "indexing_technique": "economy",
-            "doc_form": "text_model", "process_rule": {"mode": "custom", "rules": {
-                "pre_processing_rules": [{"id": "remove_extra_spaces", "enabled": False},
-                                         {"id": "remove_urls_emails", "enabled": False}],
-                "segmentation": {"separator": "\n\n", "max_tokens": 1000, "chunk_overlap": 0}}}},
-            "create document")
+        created = kb.post(
+            f"/datasets/{run.dataset_id}/document/create-by-text",
+            {
+                "name": document["document_name"],
+                "text": text,
+                "indexing_technique": "economy",
+                "doc_form": "text_model",
+                "process_rule": {
+                    "mode": "custom",
+                    "rules": {
+                        "pre_processing_rules": [
+                            {"id": "remove_extra_spaces", "enabled": False},
+                            {"id": "remove_urls_emails", "enabled": False},
+                        ],
+                        "segmentation": {"separator": "\n\n", "max_tokens": 1000, "chunk_overlap": 0},
+                    },
+                },
+            },
+            "create document",
+        )
         run.documents[document["document_id"]] = created["document"]["id"]
         batches.append(created["batch"])
     kb.wait_indexed(run.dataset_id, batches)
-    operations = [{"document_id": run.documents[d["document_id"]], "metadata_list": [
-        {"id": run.metadata_ids[name], "name": name, "value": d["doc_metadata"].get(name)} for name in METADATA_FIELDS]}
-        for d in run.kb["documents"]]
+    operations = [
+        {
+            "document_id": run.documents[d["document_id"]],
+            "metadata_list": [
+                {"id": run.metadata_ids[name], "name": name, "value": d["doc_metadata"].get(name)}
+                for name in METADATA_FIELDS
+            ],
+        }
+        for d in run.kb["documents"]
+    ]
     kb.post(f"/datasets/{run.dataset_id}/documents/metadata", {"operation_data": operations}, "document metadata")
 
 
@@ -258,10 +302,12 @@ def stored_metadata(run: DifyRun) -> dict[str, dict[str, Any]]:
     """Every document's own metadata fields as the Knowledge API returns them, by sample document id."""
     out = {}
     for sample_id, dify_id in run.documents.items():
-        document = run.knowledge.get(f"/datasets/{run.dataset_id}/documents/{dify_id}", "document detail",
-                                     params={"metadata": "only"})
-        out[sample_id] = {m["name"]: m.get("value") for m in document.get("doc_metadata") or []
-                          if m.get("id") != "built-in"}  # Dify's own fields (upload date, …) are not ours
+        document = run.knowledge.get(
+            f"/datasets/{run.dataset_id}/documents/{dify_id}", "document detail", params={"metadata": "only"}
+        )
+        out[sample_id] = {
+            m["name"]: m.get("value") for m in document.get("doc_metadata") or [] if m.get("id") != "built-in"
+        }  # Dify's own fields (upload date, …) are not ours
     return out
 
 

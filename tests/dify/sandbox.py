@@ -15,6 +15,7 @@ import threading
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
 from tests.support.local_http import origin, start_server, stop_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,8 +75,11 @@ class Sandbox:
                 stdout, stderr = done.stdout, done.stderr
             except subprocess.TimeoutExpired as expired:
                 stdout, stderr = expired.stdout or b"", (expired.stderr or b"") + b"error: timeout\n"
-        answer = {"code": 0, "message": "success",
-                  "data": {"stdout": stdout.decode("utf-8", "replace"), "error": stderr.decode("utf-8", "replace")}}
+        answer = {
+            "code": 0,
+            "message": "success",
+            "data": {"stdout": stdout.decode("utf-8", "replace"), "error": stderr.decode("utf-8", "replace")},
+        }
         with self._lock:
             self.runs.append({"request": body, "answer": answer})
         return answer

@@ -37,14 +37,16 @@ def answer(messages: Sequence[Mapping[str, Any]]) -> str:
     """The whole answer for a prompt given as JSON messages ({role, content}), as Dify or an OpenAI client sends."""
     if is_title_request(messages):
         query = text_of(messages[0].get("content")).rsplit("User Input:", 1)[-1].strip()
-        return json.dumps({"Language Type": "scripted", "Your Reasoning": "scripted title",
-                           "Your Output": query[:20] or "G-Cite"}, ensure_ascii=False)
+        return json.dumps(
+            {"Language Type": "scripted", "Your Reasoning": "scripted title", "Your Output": query[:20] or "G-Cite"},
+            ensure_ascii=False,
+        )
     return extractive_answer(prompt_messages(messages))
 
 
 def pieces(text: str) -> list[str]:
     """The answer in streamed pieces of DELTA_SIZE characters, like an LLM's tokens (as the runner's stand-in)."""
-    return [text[i:i + DELTA_SIZE] for i in range(0, len(text), DELTA_SIZE)]
+    return [text[i : i + DELTA_SIZE] for i in range(0, len(text), DELTA_SIZE)]
 
 
 class OpenAICompatibleServer:
@@ -74,8 +76,11 @@ class OpenAICompatibleServer:
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
                 for piece in pieces(text):
-                    event = {"object": "chat.completion.chunk", "model": body.get("model"),
-                             "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+                    event = {
+                        "object": "chat.completion.chunk",
+                        "model": body.get("model"),
+                        "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
+                    }
                     self.wfile.write(f"data: {json.dumps(event, ensure_ascii=False)}\n\n".encode())
                 self.wfile.write(b"data: [DONE]\n\n")
 

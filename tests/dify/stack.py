@@ -77,13 +77,27 @@ class Stack:
         self._pid_file = work / "pids"
         self._procs: list[tuple[str, subprocess.Popen]] = []
 
-    def start(self, name: str, argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: Path | None = None,
-              user: str | None = None) -> subprocess.Popen:
+    def start(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        user: str | None = None,
+    ) -> subprocess.Popen:
         log = (self.logs / f"{name}.log").open("ab")
         try:
-            proc = subprocess.Popen(list(argv), cwd=cwd, env=dict(env) if env is not None else None, stdout=log,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                                    user=user)
+            proc = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                user=user,
+            )
         finally:
             log.close()
         self._procs.append((name, proc))
@@ -102,8 +116,9 @@ class Stack:
 
     def check_alive(self, name: str, proc: subprocess.Popen) -> None:
         if proc.poll() is not None:
-            raise StackError(f"{name} exited with {proc.returncode}; its log ({self.log(name)}):\n"
-                             f"{tail(self.log(name))}")
+            raise StackError(
+                f"{name} exited with {proc.returncode}; its log ({self.log(name)}):\n{tail(self.log(name))}"
+            )
 
     def wait_until(self, name: str, proc: subprocess.Popen, ready: Callable[[], bool], timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -115,8 +130,9 @@ class Stack:
             except Exception:  # noqa: BLE001 - not ready yet
                 pass
             time.sleep(0.2)
-        raise StackError(f"{name} was not ready in {timeout:.0f} s; its log ({self.log(name)}):\n"
-                         f"{tail(self.log(name))}")
+        raise StackError(
+            f"{name} was not ready in {timeout:.0f} s; its log ({self.log(name)}):\n{tail(self.log(name))}"
+        )
 
     def close(self) -> None:
         """SIGTERM every process group, newest first; SIGKILL what is left after 15 s."""
@@ -142,11 +158,14 @@ class Stack:
 
 # --- PostgreSQL and Redis from Debian's packages ---------------------------------------------------------------
 
+
 def postgres_bindir() -> Path:
     found = sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"), key=lambda p: int(p.parent.parent.name))
     if not found:
-        raise StackError("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/postgres); "
-                         "scripts/test_dify.sh installs Debian's postgresql package")
+        raise StackError(
+            "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/postgres); "
+            "scripts/test_dify.sh installs Debian's postgresql package"
+        )
     return found[-1].parent
 
 
@@ -172,22 +191,64 @@ def start_postgres(stack: Stack, database: str) -> int:
         os.chown(data, owner.pw_uid, owner.pw_gid)
     else:
         data.mkdir(mode=0o700)
-    _run([str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C",
-          "--no-sync"], "initdb", user=user, cwd=stack.work)
+    _run(
+        [
+            str(bindir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--no-sync",
+        ],
+        "initdb",
+        user=user,
+        cwd=stack.work,
+    )
     port = free_port()
-    proc = stack.start("postgres", [str(bindir / "postgres"), "-D", str(data), "-p", str(port),
-                                    "-c", f"listen_addresses={LOCALHOST}", "-c", f"unix_socket_directories={data}",
-                                    "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-                                    "-c", "max_connections=200"], user=user, cwd=stack.work)
+    proc = stack.start(
+        "postgres",
+        [
+            str(bindir / "postgres"),
+            "-D",
+            str(data),
+            "-p",
+            str(port),
+            "-c",
+            f"listen_addresses={LOCALHOST}",
+            "-c",
+            f"unix_socket_directories={data}",
+            "-c",
+            "fsync=off",
+            "-c",
+            "synchronous_commit=off",
+            "-c",
+            "full_page_writes=off",
+            "-c",
+            "max_connections=200",
+        ],
+        user=user,
+        cwd=stack.work,
+    )
     psql = shutil.which("psql") or str(bindir / "psql")
 
     def ready() -> bool:
-        return subprocess.run([psql, "-h", LOCALHOST, "-p", str(port), "-U", "postgres", "-tAc", "select 1"],
-                              capture_output=True).returncode == 0
+        return (
+            subprocess.run(
+                [psql, "-h", LOCALHOST, "-p", str(port), "-U", "postgres", "-tAc", "select 1"], capture_output=True
+            ).returncode
+            == 0
+        )
 
     stack.wait_until("postgres", proc, ready, 60)
-    _run([psql, "-h", LOCALHOST, "-p", str(port), "-U", "postgres", "-c", f"create database {database}"],
-         "create database")
+    _run(
+        [psql, "-h", LOCALHOST, "-p", str(port), "-U", "postgres", "-c", f"create database {database}"],
+        "create database",
+    )
     return port
 
 
@@ -198,8 +259,26 @@ def start_redis(stack: Stack) -> int:
     folder = stack.work / "redis"
     folder.mkdir()
     port = free_port()
-    proc = stack.start("redis", [server, "--port", str(port), "--bind", LOCALHOST, "--save", "", "--appendonly",
-                                 "no", "--dir", str(folder), "--daemonize", "no", "--protected-mode", "yes"])
+    proc = stack.start(
+        "redis",
+        [
+            server,
+            "--port",
+            str(port),
+            "--bind",
+            LOCALHOST,
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(folder),
+            "--daemonize",
+            "no",
+            "--protected-mode",
+            "yes",
+        ],
+    )
 
     def ready() -> bool:
         with socket.create_connection((LOCALHOST, port), timeout=1) as s:
@@ -212,6 +291,7 @@ def start_redis(stack: Stack) -> int:
 
 # --- Dify's api --------------------------------------------------------------------------------------------------
 
+
 def unpack_dify(tarball: Path, work: Path) -> Path:
     """The api source from the pinned `git archive`; returns the `api/` folder."""
     target = work / "dify"
@@ -221,34 +301,74 @@ def unpack_dify(tarball: Path, work: Path) -> Path:
     return target / "api"
 
 
-CELERY_QUEUES = ("api_token,dataset,dataset_summary,priority_dataset,priority_pipeline,pipeline,mail,ops_trace,"
-                 "app_deletion,app_rbac,plugin,workflow_storage,conversation,workflow,schedule_poller,"
-                 "schedule_executor,triggered_workflow_dispatcher,trigger_refresh_publisher,trigger_refresh_executor,"
-                 "retention,workflow_based_app_execution")  # api/docker/entrypoint.sh's community-edition list
+CELERY_QUEUES = (
+    "api_token,dataset,dataset_summary,priority_dataset,priority_pipeline,pipeline,mail,ops_trace,"
+    "app_deletion,app_rbac,plugin,workflow_storage,conversation,workflow,schedule_poller,"
+    "schedule_executor,triggered_workflow_dispatcher,trigger_refresh_publisher,trigger_refresh_executor,"
+    "retention,workflow_based_app_execution"
+)  # api/docker/entrypoint.sh's community-edition list
 
 
-def dify_env(*, api_port: int, pg_port: int, redis_port: int, storage: Path, sandbox_url: str, daemon_url: str,
-             daemon_key: str, inner_key: str, sandbox_key: str) -> dict[str, str]:
+def dify_env(
+    *,
+    api_port: int,
+    pg_port: int,
+    redis_port: int,
+    storage: Path,
+    sandbox_url: str,
+    daemon_url: str,
+    daemon_key: str,
+    inner_key: str,
+    sandbox_key: str,
+) -> dict[str, str]:
     """The environment that boots Dify's api (names are Dify's; ../shared/reference/dify-e2e.md)."""
     own = f"http://{LOCALHOST}:{api_port}"
     keep = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR", "TZ")}
     return {
         **keep,
-        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8", "PYTHONPATH": ".",
-        "FLASK_APP": "app.py", "SECRET_KEY": "gcite-test-dify-secret-key-0123456789abcdef",
-        "DEPLOY_ENV": "PRODUCTION", "LOG_LEVEL": "INFO", "MIGRATION_ENABLED": "false",
-        "CONSOLE_API_URL": own, "CONSOLE_WEB_URL": own, "SERVICE_API_URL": own, "APP_WEB_URL": own,
-        "FILES_URL": own, "INTERNAL_FILES_URL": own, "TRIGGER_URL": own,
-        "DB_TYPE": "postgresql", "DB_USERNAME": "postgres", "DB_PASSWORD": "postgres", "DB_HOST": LOCALHOST,
-        "DB_PORT": str(pg_port), "DB_DATABASE": "dify",
-        "REDIS_HOST": LOCALHOST, "REDIS_PORT": str(redis_port), "REDIS_PASSWORD": "", "REDIS_DB": "0",
-        "CELERY_BROKER_URL": f"redis://{LOCALHOST}:{redis_port}/1", "CELERY_BACKEND": "redis",
-        "STORAGE_TYPE": "opendal", "OPENDAL_SCHEME": "fs", "OPENDAL_FS_ROOT": str(storage),
-        "VECTOR_STORE": "", "KEYWORD_DATA_SOURCE_TYPE": "database",
-        "CODE_EXECUTION_ENDPOINT": sandbox_url, "CODE_EXECUTION_API_KEY": sandbox_key,
-        "PLUGIN_DAEMON_URL": daemon_url, "PLUGIN_DAEMON_KEY": daemon_key, "INNER_API_KEY_FOR_PLUGIN": inner_key,
-        "MARKETPLACE_ENABLED": "false", "CHECK_UPDATE_URL": "", "ENABLE_CHECK_UPGRADABLE_PLUGIN_TASK": "false",
-        "ENABLE_OTEL": "false", "SENTRY_DSN": "",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONIOENCODING": "utf-8",
+        "PYTHONPATH": ".",
+        "FLASK_APP": "app.py",
+        "SECRET_KEY": "gcite-test-dify-secret-key-0123456789abcdef",
+        "DEPLOY_ENV": "PRODUCTION",
+        "LOG_LEVEL": "INFO",
+        "MIGRATION_ENABLED": "false",
+        "CONSOLE_API_URL": own,
+        "CONSOLE_WEB_URL": own,
+        "SERVICE_API_URL": own,
+        "APP_WEB_URL": own,
+        "FILES_URL": own,
+        "INTERNAL_FILES_URL": own,
+        "TRIGGER_URL": own,
+        "DB_TYPE": "postgresql",
+        "DB_USERNAME": "postgres",
+        "DB_PASSWORD": "postgres",
+        "DB_HOST": LOCALHOST,
+        "DB_PORT": str(pg_port),
+        "DB_DATABASE": "dify",
+        "REDIS_HOST": LOCALHOST,
+        "REDIS_PORT": str(redis_port),
+        "REDIS_PASSWORD": "",
+        "REDIS_DB": "0",
+        "CELERY_BROKER_URL": f"redis://{LOCALHOST}:{redis_port}/1",
+        "CELERY_BACKEND": "redis",
+        "STORAGE_TYPE": "opendal",
+        "OPENDAL_SCHEME": "fs",
+        "OPENDAL_FS_ROOT": str(storage),
+        "VECTOR_STORE": "",
+        "KEYWORD_DATA_SOURCE_TYPE": "database",
+        "CODE_EXECUTION_ENDPOINT": sandbox_url,
+        "CODE_EXECUTION_API_KEY": sandbox_key,
+        "PLUGIN_DAEMON_URL": daemon_url,
+        "PLUGIN_DAEMON_KEY": daemon_key,
+        "INNER_API_KEY_FOR_PLUGIN": inner_key,
+        "MARKETPLACE_ENABLED": "false",
+        "CHECK_UPDATE_URL": "",
+        "ENABLE_CHECK_UPGRADABLE_PLUGIN_TASK": "false",
+        "ENABLE_OTEL": "false",
+        "SENTRY_DSN": "",
     }
 
 
@@ -257,22 +377,60 @@ def run_migrations(stack: Stack, python: Path, api: Path, env: Mapping[str, str]
     try:
         code = proc.wait(timeout=600)
     except subprocess.TimeoutExpired:
-        raise StackError(f"Dify's migrations did not finish in 600 s; log ({stack.log('migrations')}):\n"
-                         f"{tail(stack.log('migrations'))}") from None
+        raise StackError(
+            f"Dify's migrations did not finish in 600 s; log ({stack.log('migrations')}):\n"
+            f"{tail(stack.log('migrations'))}"
+        ) from None
     if code:
-        raise StackError(f"Dify's migrations failed ({code}); log ({stack.log('migrations')}):\n"
-                         f"{tail(stack.log('migrations'))}")
+        raise StackError(
+            f"Dify's migrations failed ({code}); log ({stack.log('migrations')}):\n{tail(stack.log('migrations'))}"
+        )
 
 
 def start_api(stack: Stack, python: Path, api: Path, env: Mapping[str, str], port: int) -> subprocess.Popen:
     """gunicorn with the gevent websocket worker, as api/docker/entrypoint.sh starts it."""
-    return stack.start("api", [str(python), str(BOOT), "gunicorn", "--no-control-socket", "--bind",
-                               f"{LOCALHOST}:{port}", "--workers", "1", "--worker-class",
-                               "geventwebsocket.gunicorn.workers.GeventWebSocketWorker", "--worker-connections",
-                               "50", "--timeout", "200", "app:socketio_app"], env=env, cwd=api)
+    return stack.start(
+        "api",
+        [
+            str(python),
+            str(BOOT),
+            "gunicorn",
+            "--no-control-socket",
+            "--bind",
+            f"{LOCALHOST}:{port}",
+            "--workers",
+            "1",
+            "--worker-class",
+            "geventwebsocket.gunicorn.workers.GeventWebSocketWorker",
+            "--worker-connections",
+            "50",
+            "--timeout",
+            "200",
+            "app:socketio_app",
+        ],
+        env=env,
+        cwd=api,
+    )
 
 
 def start_worker(stack: Stack, python: Path, api: Path, env: Mapping[str, str]) -> subprocess.Popen:
     """The Celery worker: chat runs (workflow_based_app_execution) and indexing (dataset) run there."""
-    return stack.start("worker", [str(python), str(BOOT), "celery", "-A", "celery_entrypoint.celery", "worker",
-                                  "-P", "solo", "--loglevel", "INFO", "-Q", CELERY_QUEUES], env=env, cwd=api)
+    return stack.start(
+        "worker",
+        [
+            str(python),
+            str(BOOT),
+            "celery",
+            "-A",
+            "celery_entrypoint.celery",
+            "worker",
+            "-P",
+            "solo",
+            "--loglevel",
+            "INFO",
+            "-Q",
+            CELERY_QUEUES,
+        ],
+        env=env,
+        cwd=api,
+    )

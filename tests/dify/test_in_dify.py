@@ -18,12 +18,23 @@ import pytest
 import requests
 import yaml
 
+from gcite.authoring.retrofit import PREFIX, new_id
 from gcite.protocol import EVENTS, parse_gcite_sse
 from tests.dify.console import chat
+from tests.dify.harness import (
+    CITED_APP,
+    DSL_FILES,
+    ENDPOINT_SECRET,
+    HOOK_ID,
+    METADATA_FIELDS,
+    RESTRICTED_QUERIES,
+    RETROFIT_APP,
+    ROOT,
+    dump,
+    restricted_texts,
+    stored_metadata,
+)
 from tests.dify.scripted_llm import is_title_request
-from gcite.authoring.retrofit import PREFIX, new_id
-from tests.dify.harness import (CITED_APP, DSL_FILES, ENDPOINT_SECRET, HOOK_ID, METADATA_FIELDS, RESTRICTED_QUERIES,
-                                RETROFIT_APP, ROOT, dump, restricted_texts, stored_metadata)
 
 MARKER = re.compile(r"\[C:(\d+)\]")
 VISITOR_QUERY = "访客来访需要怎么登记？"  # the visitor document: roles 前台 and 物业经理
@@ -35,9 +46,11 @@ FORTY_UNKNOWN = "访客须在前台出示证件登记" + "".join(f"[C:{i}]" for 
 
 # --- helpers ------------------------------------------------------------------------------------------------------
 
+
 def turn(dify, dsl: str, query: str, roles: str, *, user: str = "tester", conversation_id: str = "") -> list[dict]:
-    status, events = chat(dify.base_url, dify.apps[dsl].key, query, {"user_roles": roles}, user=user,
-                          conversation_id=conversation_id)
+    status, events = chat(
+        dify.base_url, dify.apps[dsl].key, query, {"user_roles": roles}, user=user, conversation_id=conversation_id
+    )
     assert status == 200, events
     return events
 
@@ -85,6 +98,7 @@ def llm_prompt(dify, app_id: str, query: str) -> str:
 
 # --- the operator's set-up ----------------------------------------------------------------------------------------
 
+
 def test_console_setup_imports_all_four_chatflows_and_the_retrofitted_one(dify):
     assert dify.tenant_id and dify.console.http.cookies.get("access_token")
     assert set(dify.apps) == {*DSL_FILES, RETROFIT_APP, CITED_APP}  # CITED_APP: test_cited_answer_in_dify.py
@@ -107,13 +121,15 @@ def test_knowledge_base_holds_the_sample_documents_and_their_metadata(dify):
 
 # --- every chatflow ------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("dsl", DSL_FILES)
 def test_two_turns_cite_existing_chunks_and_turn_two_sees_turn_one(dify, dsl):
     first = turn(dify, dsl, VISITOR_QUERY, "前台")
     chunks, _ = assert_cited_turn(first)
     assert any(c["source_type"] == "rag" and c["document_title"] == "访客管理制度" for c in chunks), chunks
-    conversation = first[-1].get("conversation_id") or next(e["conversation_id"] for e in first
-                                                            if e.get("conversation_id"))
+    conversation = first[-1].get("conversation_id") or next(
+        e["conversation_id"] for e in first if e.get("conversation_id")
+    )
     remembered = finished(first, "validate")["outputs"]["answer_without_markers"]
     second = turn(dify, dsl, FOLLOW_UP, "前台", conversation_id=conversation)
     assert_cited_turn(second)
@@ -156,6 +172,7 @@ def test_forty_unknown_ids_leave_the_validate_node_succeeded(dify, dsl):
 
 # --- a builder's own chatflow after `gcite retrofit --nodes code` (harness: RETROFIT_FIXTURE) -------------------------
 
+
 def test_a_retrofitted_builder_chatflow_cites_in_real_dify(dify):
     document = dify.retrofitted.document
     nodes = {n["id"]: n["data"]["type"] for n in document["workflow"]["graph"]["nodes"]}
@@ -174,8 +191,11 @@ def test_a_retrofitted_builder_chatflow_cites_in_real_dify(dify):
     assert set(checked["outputs"]["id_map"]) == set(MARKER.findall(answer)), checked["outputs"]  # what it cites
     for node_id in builders | {merge}:
         assert finished(events, node_id)["status"] == "succeeded", (node_id, finished(events, node_id).get("error"))
-    calls = [r for r in dify.daemon.llm_requests if r.get("app_id") == dify.apps[RETROFIT_APP].app_id
-             and not is_title_request(r["data"]["prompt_messages"])]
+    calls = [
+        r
+        for r in dify.daemon.llm_requests
+        if r.get("app_id") == dify.apps[RETROFIT_APP].app_id and not is_title_request(r["data"]["prompt_messages"])
+    ]
     assert len(calls) == 1, calls  # the LLM node's; no memory, so the prompt is the builder's system prompt alone
     prompt = "\n".join(m["content"] for m in calls[0]["data"]["prompt_messages"] if m["role"] == "system")
     assert "注意保留图片信息" in prompt and "[C:" in prompt, prompt[-800:]  # the builder's prompt, with the chunks
@@ -183,11 +203,16 @@ def test_a_retrofitted_builder_chatflow_cites_in_real_dify(dify):
 
 # --- gcite acl against the real Knowledge API ------------------------------------------------------------------------
 
+
 def gcite_acl(dify, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gcite", "acl", *args, "--dataset", dify.dataset_id, "--json"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={"PATH": "/usr/bin:/bin", "DIFY_BASE_URL": f"{dify.base_url}/v1",
-                               "DIFY_DATASET_API_KEY": dify.dataset_key})
+    return subprocess.run(
+        [sys.executable, "-m", "gcite", "acl", *args, "--dataset", dify.dataset_id, "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "DIFY_BASE_URL": f"{dify.base_url}/v1", "DIFY_DATASET_API_KEY": dify.dataset_key},
+    )
 
 
 def parking_retrieved(dify) -> bool:
@@ -220,11 +245,15 @@ def test_acl_audit_and_fix_repair_the_json_null_document_in_real_dify(dify):
 
 # --- the plugin's endpoint through the stand-in daemon into Dify's real app -------------------------------------------
 
+
 def endpoint_chat(dify, query: str, roles: list[str], sub: str) -> tuple[int, list[tuple[str, Any]], str]:
-    token = jwt.encode({"sub": sub, "roles": roles, "exp": int(time.time()) + 600}, ENDPOINT_SECRET,
-                       algorithm="HS256")
-    response = requests.post(f"{dify.daemon.url}/e/{HOOK_ID}/gcite/chat", json={"query": query}, timeout=240,
-                             headers={"Authorization": f"Bearer {token}"})
+    token = jwt.encode({"sub": sub, "roles": roles, "exp": int(time.time()) + 600}, ENDPOINT_SECRET, algorithm="HS256")
+    response = requests.post(
+        f"{dify.daemon.url}/e/{HOOK_ID}/gcite/chat",
+        json={"query": query},
+        timeout=240,
+        headers={"Authorization": f"Bearer {token}"},
+    )
     return response.status_code, list(parse_gcite_sse(response.text)), response.text
 
 
@@ -246,6 +275,7 @@ def test_endpoint_streams_the_gcite_protocol_from_dify_and_hides_restricted_text
 
 
 # --- a broken chatflow fails here: the checks above can fail in real Dify -------------------------------------------
+
 
 def shipped(dify, dsl: str) -> dict[str, Any]:
     return yaml.safe_load(dify.apps[dsl].dsl_text)
@@ -311,6 +341,7 @@ def test_a_broken_chatflow_fails_the_checks_in_real_dify(dify, breakage):
 
 
 # --- the stand-ins were used as Dify uses the real programs -----------------------------------------------------------
+
 
 def test_dify_made_only_the_daemon_calls_the_stand_in_serves_and_ran_code_in_the_sandbox(dify):
     assert dify.daemon.unknown == []

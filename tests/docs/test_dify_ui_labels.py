@@ -77,11 +77,15 @@ def ui_labels(markdown: str, lang: str) -> list[tuple[str, list[str]]]:
     found = []
     for m in BOLD.finditer(body):
         inner = " ".join(m.group(1).split())
-        before = body[max(0, m.start() - 20):m.start()]  # the most the verb and node rules read
+        before = body[max(0, m.start() - 20) : m.start()]  # the most the verb and node rules read
         if "→" in inner:
             found.append((inner, [part.strip() for part in inner.split("→")]))
-        elif (ARROW_BEFORE.search(body, 0, m.start()) or ARROW_AFTER.match(body, m.end()) or VERB.search(before)
-              or NODE.search(before[-10:])):
+        elif (
+            ARROW_BEFORE.search(body, 0, m.start())
+            or ARROW_AFTER.match(body, m.end())
+            or VERB.search(before)
+            or NODE.search(before[-10:])
+        ):
             found.append((inner, [inner]))
     for m in BOLD.finditer(keys_steps(body, KEYS_SECTION[lang])):
         inner = " ".join(m.group(1).split())
@@ -132,8 +136,10 @@ def test_every_record_names_its_source():
 
 
 def test_an_unchecked_label_is_found():
-    page = ("1. **Plugins → Install plugin → Local package file**; then click **Authorize**.\n"
-            "2. **Plugins → G-Cite → Endpoints**, and **Tools → G-Cite → Web search** (`**Not → UI**`).\n")
+    page = (
+        "1. **Plugins → Install plugin → Local package file**; then click **Authorize**.\n"
+        "2. **Plugins → G-Cite → Endpoints**, and **Tools → G-Cite → Web search** (`**Not → UI**`).\n"
+    )
     assert unknown(ui_labels(page, "en"), "en") == [
         "**Plugins → Install plugin → Local package file**: 'Local package file'",
         "**Authorize**: 'Authorize'",
@@ -141,5 +147,7 @@ def test_an_unchecked_label_is_found():
         "**Tools → G-Cite → Web search**: 'Tools'",
     ]
     assert unknown(ui_labels("**插件 → 安装插件 → 本地插件包**，点击 **授权**", "zh"), "zh") == [
-        "**插件 → 安装插件 → 本地插件包**: '本地插件包'", "**授权**: '授权'"]
+        "**插件 → 安装插件 → 本地插件包**: '本地插件包'",
+        "**授权**: '授权'",
+    ]
     assert not unknown(ui_labels("**Plugins → G-Cite citations → API Key Authorization Configuration**", "en"), "en")

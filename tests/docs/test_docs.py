@@ -11,8 +11,19 @@ from tests.support import ROOT
 from tests.support.docs import DOCS, FENCE, READMES, all_docs, anchors, links, pages, slug, text
 
 # the subjects of the manual (issue 23); pages other work adds come on top of these
-SUBJECTS = {"merge-node", "validator", "chatflows", "access-control", "web-search", "endpoint", "protocol", "page",
-            "packaging", "cli", "development"}
+SUBJECTS = {
+    "merge-node",
+    "validator",
+    "chatflows",
+    "access-control",
+    "web-search",
+    "endpoint",
+    "protocol",
+    "page",
+    "packaging",
+    "cli",
+    "development",
+}
 
 
 def test_the_front_pages_are_short():
@@ -61,16 +72,19 @@ def test_every_relative_link_resolves(path):
         assert file.exists(), f"{path.name}: [{label}]({target}): no file {file}"
         if anchor:
             assert file.suffix == ".md", f"{path.name}: [{label}]({target}): an anchor into a file that is not markdown"
-            assert anchor in anchors(text(file)), (f"{path.name}: [{label}]({target}): {file.name} has no heading "
-                                                   f"with anchor #{anchor}")
+            assert anchor in anchors(text(file)), (
+                f"{path.name}: [{label}]({target}): {file.name} has no heading with anchor #{anchor}"
+            )
         checked += 1
     assert checked, f"{path.name} links nothing"
 
 
 def test_the_anchor_rule_is_githubs():
     assert slug("The merge node (`nodes/merge_chunks.py`)") == "the-merge-node-nodesmerge_chunkspy"
-    assert slug("Checking stored ACL values: `python -m gcite acl audit` / `acl fix`") == \
-        "checking-stored-acl-values-python--m-gcite-acl-audit--acl-fix"
+    assert (
+        slug("Checking stored ACL values: `python -m gcite acl audit` / `acl fix`")
+        == "checking-stored-acl-values-python--m-gcite-acl-audit--acl-fix"
+    )
     assert slug("检查与修正：`acl audit` / `acl fix`") == "检查与修正acl-audit--acl-fix"
     assert slug("知识库引用的链接（source_file_url）") == "知识库引用的链接source_file_url"
     assert anchors("# A\n## Notes\n```\n# not a heading\n```\n## Notes\n") == {"a", "notes", "notes-1"}

@@ -9,7 +9,6 @@ import yaml
 
 from gcite.cli.main import build_parser
 from gcite.protocol import EVENTS
-
 from tests.support import ROOT
 from tests.support.docs import DOCS, READMES, ZH, all_docs, all_text, section, text
 

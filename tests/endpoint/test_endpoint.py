@@ -8,23 +8,55 @@ import time
 
 import pytest
 
-from gcite.local.app_host import AppHost, sample_services
+from citations.filter import parse_roles
 from gcite.authoring.chatflows import CODE_DSL, PLUGIN_DSL
+from gcite.local.app_host import AppHost, sample_services
 from gcite.local.knowledge import load_json
 from gcite.local.plugin_process import PluginProcess
-from citations.filter import parse_roles
 from tests.support import ROOT
-from tests.support.endpoint import (ORIGIN, SECRET, SETTINGS, Canned, answer_text, assert_protocol, chunk,
-                                         dify_stream, envelope, events_of, node, post, raw_token, token,
-                                         unsigned_token)
+from tests.support.endpoint import (
+    ORIGIN,
+    SECRET,
+    SETTINGS,
+    Canned,
+    answer_text,
+    assert_protocol,
+    chunk,
+    dify_stream,
+    envelope,
+    events_of,
+    node,
+    post,
+    raw_token,
+    token,
+    unsigned_token,
+)
 
 KNOWLEDGE = load_json("knowledge_base.json")
 SAMPLE_USERS = {"guest": [], "frontdesk": ["前台"], "engineer": ["运维工程师"], "manager": ["物业经理"]}
 RESTRICTED_QUERIES = ("冷水机组供水温度设定为多少？", "访客来访需要怎么登记？")
 # what another node's outputs or Dify's envelope would put on the wire; none of it may reach the caller
-NEVER_SENT = ("formatted_chunks", "chunk_metadata", "access_roles", "user_roles", "sys.", "role_1", "seg-", "doc-",
-              "ds-building-ops", "oss://", "[C:", "【C", "workflow_run_id", "node_id", "segment_id", "dataset",
-              "gcite:no-role", "task_id", "score")
+NEVER_SENT = (
+    "formatted_chunks",
+    "chunk_metadata",
+    "access_roles",
+    "user_roles",
+    "sys.",
+    "role_1",
+    "seg-",
+    "doc-",
+    "ds-building-ops",
+    "oss://",
+    "[C:",
+    "【C",
+    "workflow_run_id",
+    "node_id",
+    "segment_id",
+    "dataset",
+    "gcite:no-role",
+    "task_id",
+    "score",
+)
 
 
 @pytest.fixture(scope="module")
@@ -57,18 +89,23 @@ def restricted_texts(roles: list[str]) -> list[str]:
 
 
 def windows(text: str, size: int = 8) -> set[str]:
-    return {text[i:i + size] for i in range(max(1, len(text) - size + 1))}
+    return {text[i : i + size] for i in range(max(1, len(text) - size + 1))}
 
 
-PUBLIC_WINDOWS = set().union(*(windows(page["title"]) | windows(page["content"])
-                               for page in load_json("web_corpus.json")))
+PUBLIC_WINDOWS = set().union(
+    *(windows(page["title"]) | windows(page["content"]) for page in load_json("web_corpus.json"))
+)
 
 
 # --- end to end on the shipped chatflows --------------------------------------------------------------------------
 
+
 def test_no_restricted_byte_reaches_any_sample_user_on_the_shipped_chatflow(plugin, plugin_dsl_host):
-    calls = {(user, query): post(plugin, {"query": query}, bearer=token(user, roles), handler=plugin_dsl_host)
-             for user, roles in SAMPLE_USERS.items() for query in RESTRICTED_QUERIES}
+    calls = {
+        (user, query): post(plugin, {"query": query}, bearer=token(user, roles), handler=plugin_dsl_host)
+        for user, roles in SAMPLE_USERS.items()
+        for query in RESTRICTED_QUERIES
+    }
     seen_restricted = {}
     for (user, query), call in calls.items():
         events = events_of(call)
@@ -112,23 +149,30 @@ def test_a_cited_answer_streams_without_the_answer_nodes_reference_list(plugin, 
 
 
 def test_the_conversation_continues_with_the_handle_and_only_for_its_caller(plugin, plugin_dsl_host):
-    first = events_of(post(plugin, {"query": "巡更时发现异常怎么上报？"}, bearer=token("carol", ["前台"]),
-                           handler=plugin_dsl_host))
+    first = events_of(
+        post(plugin, {"query": "巡更时发现异常怎么上报？"}, bearer=token("carol", ["前台"]), handler=plugin_dsl_host)
+    )
     handle = first[-1][1]["conversation"]
     conversation_id = handle.rsplit(".", 1)[0]
     assert conversation_id in plugin_dsl_host.conversations
-    second = post(plugin, {"query": "会议室怎么预约？", "conversation": handle}, bearer=token("carol", ["前台"]),
-                  handler=plugin_dsl_host)
+    second = post(
+        plugin,
+        {"query": "会议室怎么预约？", "conversation": handle},
+        bearer=token("carol", ["前台"]),
+        handler=plugin_dsl_host,
+    )
     events = events_of(second)
     assert events[-1][0] == "done" and events[-1][1]["conversation"] == handle
     assert second.app_requests[0]["conversation_id"] == conversation_id
     assert plugin_dsl_host.conversations[conversation_id].dialogue_count == 2
     # another caller, a tampered id, a forged signature: 403 and no app call
-    for bearer, forged in ((token("mallory", ["前台"]), handle),
-                           (token("carol", ["前台"]), ("1" if handle[0] == "0" else "0") + handle[1:]),
-                           (token("carol", ["前台"]), handle[:-4] + ("BBBB" if handle.endswith("AAAA") else "AAAA")),
-                           (token("carol", ["前台"]), "no-signature"),
-                           (token("carol", ["前台"]), conversation_id)):
+    for bearer, forged in (
+        (token("mallory", ["前台"]), handle),
+        (token("carol", ["前台"]), ("1" if handle[0] == "0" else "0") + handle[1:]),
+        (token("carol", ["前台"]), handle[:-4] + ("BBBB" if handle.endswith("AAAA") else "AAAA")),
+        (token("carol", ["前台"]), "no-signature"),
+        (token("carol", ["前台"]), conversation_id),
+    ):
         canned = Canned(dify_stream(["x"], []))
         call = post(plugin, {"query": "q", "conversation": forged}, bearer=bearer, handler=canned)
         assert call.wait_head() == 403 and json.loads(call.read())["code"] == "forbidden"
@@ -136,6 +180,7 @@ def test_the_conversation_continues_with_the_handle_and_only_for_its_caller(plug
 
 
 # --- who the caller is --------------------------------------------------------------------------------------------
+
 
 def bad_tokens():
     now = int(time.time())
@@ -183,16 +228,24 @@ def test_the_audience_setting_requires_that_audience(plugin):
     settings = {**SETTINGS, "jwt_audience": "gcite-chat"}
     stream = dify_stream(["ok"], [])
     assert post(plugin, {"query": "q"}, bearer=token(), handler=Canned(stream), settings=settings).wait_head() == 401
-    assert post(plugin, {"query": "q"}, bearer=token(aud="other"), handler=Canned(stream),
-                settings=settings).wait_head() == 401
+    assert (
+        post(plugin, {"query": "q"}, bearer=token(aud="other"), handler=Canned(stream), settings=settings).wait_head()
+        == 401
+    )
     call = post(plugin, {"query": "q"}, bearer=token(aud="gcite-chat"), handler=Canned(stream), settings=settings)
     assert call.wait_head() == 200 and events_of(call)[-1][0] == "done"
 
 
 def test_roles_come_only_from_the_token_never_from_the_body(plugin):
     canned = Canned(dify_stream(["ok"], []))
-    body = {"query": "访客怎么登记？", "roles": ["物业经理"], "user_roles": "物业经理",
-            "inputs": {"user_roles": '["物业经理"]'}, "conversation_id": "conv-of-someone", "user": "bob"}
+    body = {
+        "query": "访客怎么登记？",
+        "roles": ["物业经理"],
+        "user_roles": "物业经理",
+        "inputs": {"user_roles": '["物业经理"]'},
+        "conversation_id": "conv-of-someone",
+        "user": "bob",
+    }
     call = post(plugin, body, bearer=token("dave", ["前台", "访客"]), handler=canned)
     assert events_of(call)[-1][0] == "done"
     request = canned.requests[0]
@@ -201,28 +254,56 @@ def test_roles_come_only_from_the_token_never_from_the_body(plugin):
     assert request["app_id"] == "app-gcite" and request["response_mode"] == "streaming"
 
 
-@pytest.mark.parametrize("body", [b"not json", b"[1, 2]", b"{}", b'{"query": ""}', b'{"query": "   "}',
-                                  b'{"query": 42}', b'{"query": "q", "conversation": 7}', "x" * 70000,
-                                  json.dumps({"query": "长" * 4001}), b"\xff\xfe"],
-                         ids=["not-json", "array", "no-query", "empty", "blank", "number", "conversation-number",
-                              "too-large", "query-too-long", "not-utf8"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b"[1, 2]",
+        b"{}",
+        b'{"query": ""}',
+        b'{"query": "   "}',
+        b'{"query": 42}',
+        b'{"query": "q", "conversation": 7}',
+        "x" * 70000,
+        json.dumps({"query": "长" * 4001}),
+        b"\xff\xfe",
+    ],
+    ids=[
+        "not-json",
+        "array",
+        "no-query",
+        "empty",
+        "blank",
+        "number",
+        "conversation-number",
+        "too-large",
+        "query-too-long",
+        "not-utf8",
+    ],
+)
 def test_a_body_that_is_not_a_question_is_400(plugin, body):
     canned = Canned([])
     call = post(plugin, body, bearer=token(), handler=canned)
     too_long = isinstance(body, str) and body.startswith('{"query"')
-    assert call.wait_head() == 400 and json.loads(call.read())["code"] == ("query_too_long" if too_long else "bad_request")
+    assert call.wait_head() == 400 and json.loads(call.read())["code"] == (
+        "query_too_long" if too_long else "bad_request"
+    )
     assert canned.requests == []
 
 
 def test_misconfigured_settings_are_a_500_json_error_not_an_sdk_page(plugin):
-    for settings in ({**SETTINGS, "token_secret": "short"}, {**SETTINGS, "app": None},
-                     {**SETTINGS, "snippet_length": "lots"}):
+    for settings in (
+        {**SETTINGS, "token_secret": "short"},
+        {**SETTINGS, "app": None},
+        {**SETTINGS, "snippet_length": "lots"},
+    ):
         call = post(plugin, {"query": "q"}, bearer=token(), handler=Canned([]), settings=settings)
         assert call.wait_head() == 500 and json.loads(call.read())["code"] == "not_configured"
         assert "short" not in call.text
 
 
 # --- CORS ---------------------------------------------------------------------------------------------------------
+
 
 def preflight(plugin, origin):
     headers = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization,content-type"}
@@ -260,16 +341,24 @@ def test_cors_headers_on_posts_only_for_allowed_origins(plugin):
     assert not any(h.startswith("Access-Control") for h in evil.headers) and canned.requests == []
     server = post(plugin, {"query": "q"}, bearer=token(), handler=Canned(stream))  # no Origin: a back end
     assert server.wait_head() == 200 and not any(h.startswith("Access-Control") for h in server.headers)
-    everyone = post(plugin, {"query": "q"}, bearer=token(), headers={"Origin": "https://any.example"},
-                    handler=Canned(stream), settings={**SETTINGS, "allowed_origins": "*"})
+    everyone = post(
+        plugin,
+        {"query": "q"},
+        bearer=token(),
+        headers={"Origin": "https://any.example"},
+        handler=Canned(stream),
+        settings={**SETTINGS, "allowed_origins": "*"},
+    )
     assert everyone.wait_head() == 200 and everyone.headers["Access-Control-Allow-Origin"] == "https://any.example"
 
 
 # --- the stream's error paths (canned Dify streams) ---------------------------------------------------------------
 
-CHUNKS = [chunk(1, "巡更需先打卡。", url="oss://kb/raw.pdf"),
-          chunk(2, "网页说异常要上报。", source_type="web", url="javascript:alert(1)", title="<img src=x onerror=1>"),
-          chunk(3, "第三个来源" * 100, source_type="web", url="https://example.com/a?b=1")]
+CHUNKS = [
+    chunk(1, "巡更需先打卡。", url="oss://kb/raw.pdf"),
+    chunk(2, "网页说异常要上报。", source_type="web", url="javascript:alert(1)", title="<img src=x onerror=1>"),
+    chunk(3, "第三个来源" * 100, source_type="web", url="https://example.com/a?b=1"),
+]
 SECRET_DETAIL = "database password hunter2 at 10.0.0.5"
 
 
@@ -283,8 +372,11 @@ def run_canned(plugin, handler, settings=SETTINGS):
 
 
 def test_a_canned_stream_gives_whitelisted_sources_cut_snippets_and_safe_urls(plugin):
-    events = run_canned(plugin, Canned(dify_stream(["巡更需先打卡[C:1]，", "异常要上报[C:2][C", ":3]。"], CHUNKS)),
-                        {**SETTINGS, "snippet_length": "40"})
+    events = run_canned(
+        plugin,
+        Canned(dify_stream(["巡更需先打卡[C:1]，", "异常要上报[C:2][C", ":3]。"], CHUNKS)),
+        {**SETTINGS, "snippet_length": "40"},
+    )
     sources = events[1][1]["sources"]
     assert [s["url"] for s in sources] == ["", "", "https://example.com/a?b=1"]
     assert sources[1]["document_title"] == "<img src=x onerror=1>"  # text; the page shows it as text
@@ -296,16 +388,28 @@ def test_a_canned_stream_gives_whitelisted_sources_cut_snippets_and_safe_urls(pl
     assert done["citations"][2]["snippet"] == sources[2]["snippet"]
 
 
-@pytest.mark.parametrize("stream,code", [
-    (dify_stream(["部分回答"], CHUNKS, end=False), "incomplete"),
-    (dify_stream(["部分回答"], CHUNKS)[:5] + [envelope("error", status=500, code="internal_server_error",
-                                                      message=SECRET_DETAIL)], "app_error"),
-    (dify_stream(["x"], CHUNKS)[:5] + [envelope("workflow_finished", data={"status": "failed", "error": SECRET_DETAIL})],
-     "app_error"),
-    ([node("node_finished", "merge", "tool", {"chunk_metadata": [{"id": "one", "content": SECRET_DETAIL}]})],
-     "app_error"),
-    ([], "incomplete"),
-], ids=["no-message-end", "app-error-event", "workflow-failed", "malformed-chunk-list", "empty-stream"])
+@pytest.mark.parametrize(
+    "stream,code",
+    [
+        (dify_stream(["部分回答"], CHUNKS, end=False), "incomplete"),
+        (
+            dify_stream(["部分回答"], CHUNKS)[:5]
+            + [envelope("error", status=500, code="internal_server_error", message=SECRET_DETAIL)],
+            "app_error",
+        ),
+        (
+            dify_stream(["x"], CHUNKS)[:5]
+            + [envelope("workflow_finished", data={"status": "failed", "error": SECRET_DETAIL})],
+            "app_error",
+        ),
+        (
+            [node("node_finished", "merge", "tool", {"chunk_metadata": [{"id": "one", "content": SECRET_DETAIL}]})],
+            "app_error",
+        ),
+        ([], "incomplete"),
+    ],
+    ids=["no-message-end", "app-error-event", "workflow-failed", "malformed-chunk-list", "empty-stream"],
+)
 def test_every_failure_of_the_app_ends_the_stream_with_an_error_event(plugin, stream, code):
     events = run_canned(plugin, Canned(stream))
     assert events[-1] == ("error", {"code": code, "message": events[-1][1]["message"]})
@@ -348,16 +452,17 @@ def test_the_reference_list_is_dropped_also_without_variable_selectors(plugin):
 
 # --- load -----------------------------------------------------------------------------------------------------------
 
+
 def test_fifty_concurrent_streams_over_one_plugin_process_none_lost_or_mixed(plugin):
     def stream(request):
         n = request["query"].split()[-1]
         deltas = [f"answer {n} ", "part two", f"[C:1] end {n}."]
-        return dify_stream(deltas, [chunk(1, f"chunk text {n}", title=f"title {n}")], conversation=f"conv-{n}",
-                           message=f"msg-{n}")
+        return dify_stream(
+            deltas, [chunk(1, f"chunk text {n}", title=f"title {n}")], conversation=f"conv-{n}", message=f"msg-{n}"
+        )
 
     canned = Canned(stream, pause=0.01)
-    calls = [post(plugin, {"query": f"question {n}"}, bearer=token(f"user-{n}", []), handler=canned)
-             for n in range(50)]
+    calls = [post(plugin, {"query": f"question {n}"}, bearer=token(f"user-{n}", []), handler=canned) for n in range(50)]
     for n, call in enumerate(calls):
         events = events_of(call)
         assert_protocol(call.text, events)
@@ -370,8 +475,14 @@ def test_fifty_concurrent_streams_over_one_plugin_process_none_lost_or_mixed(plu
 
 
 def test_a_request_the_sdk_cannot_parse_fails_that_session_only(plugin):
-    call = plugin.request("POST", "/gcite/chat", headers={"X_Under": "1", "Authorization": f"Bearer {token()}"},
-                          body=b'{"query": "q"}', settings=SETTINGS, app_handler=Canned([]))
+    call = plugin.request(
+        "POST",
+        "/gcite/chat",
+        headers={"X_Under": "1", "Authorization": f"Bearer {token()}"},
+        body=b'{"query": "q"}',
+        settings=SETTINGS,
+        app_handler=Canned([]),
+    )
     call.read()
     assert call.status is None and "header" in call.error["message"].lower()
     follow = post(plugin, {"query": "q"}, bearer=token(), handler=Canned(dify_stream(["ok"], [])))
@@ -379,8 +490,14 @@ def test_a_request_the_sdk_cannot_parse_fails_that_session_only(plugin):
 
 
 def test_the_app_host_refuses_unknown_conversations_and_apps_like_dify(plugin, plugin_dsl_host):
-    canned = events_of(post(plugin, {"query": "q"}, bearer=token("frank", []),
-                            handler=Canned(dify_stream(["ok"], [], conversation="conv-elsewhere"))))
+    canned = events_of(
+        post(
+            plugin,
+            {"query": "q"},
+            bearer=token("frank", []),
+            handler=Canned(dify_stream(["ok"], [], conversation="conv-elsewhere")),
+        )
+    )
     handle = canned[-1][1]["conversation"]  # signed for frank, but the chatflow host never saw that conversation
     call = post(plugin, {"query": "q", "conversation": handle}, bearer=token("frank", []), handler=plugin_dsl_host)
     assert [n for n, _ in events_of(call)] == ["ready", "error"] and events_of(call)[-1][1]["code"] == "app_unavailable"

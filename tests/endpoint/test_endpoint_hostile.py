@@ -25,10 +25,16 @@ def plugin():
 def ask(plugin, headers, host="dify.example.com", settings=SETTINGS):
     """A question as the daemon hands it over for `<host>/e/<hook>/gcite/chat`; (status, code or None, canned)."""
     canned = Canned(dify_stream(["ok"], []))
-    call = plugin.request("POST", "/gcite/chat", headers={"Content-Type": "application/json",
-                                                          "Authorization": f"Bearer {token()}", **headers},
-                          body=json.dumps({"query": "会议室怎么预约？"}), settings=settings, app_handler=canned,
-                          host=host, hook_id=HOOK)
+    call = plugin.request(
+        "POST",
+        "/gcite/chat",
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token()}", **headers},
+        body=json.dumps({"query": "会议室怎么预约？"}),
+        settings=settings,
+        app_handler=canned,
+        host=host,
+        hook_id=HOOK,
+    )
     status = call.wait_head()
     if status == 200:
         assert events_of(call)[-1][0] == "done"
@@ -37,6 +43,7 @@ def ask(plugin, headers, host="dify.example.com", settings=SETTINGS):
 
 
 # --- 9. the page's own origin -----------------------------------------------------------------------------------
+
 
 def test_the_page_served_by_dify_may_call_its_endpoint_without_being_in_allowed_origins(plugin):
     assert DIFY not in SETTINGS["allowed_origins"]
@@ -60,15 +67,18 @@ def test_the_browser_saying_same_origin_is_the_pages_own_origin(plugin):
     assert status == 200
 
 
-@pytest.mark.parametrize("origin,extra", [
-    ("https://evil.example.net", {}),
-    ("https://evil.example.net", {"Sec-Fetch-Site": "cross-site"}),
-    ("https://sub.dify.example.com", {"Sec-Fetch-Site": "same-site"}),
-    ("http://dify.example.com", {}),  # another scheme
-    ("https://dify.example.com:8443", {}),  # another port
-    ("https://dify.example.com.evil.example", {}),
-    ("null", {}),
-])
+@pytest.mark.parametrize(
+    "origin,extra",
+    [
+        ("https://evil.example.net", {}),
+        ("https://evil.example.net", {"Sec-Fetch-Site": "cross-site"}),
+        ("https://sub.dify.example.com", {"Sec-Fetch-Site": "same-site"}),
+        ("http://dify.example.com", {}),  # another scheme
+        ("https://dify.example.com:8443", {}),  # another port
+        ("https://dify.example.com.evil.example", {}),
+        ("null", {}),
+    ],
+)
 def test_another_sites_page_is_refused_before_any_app_call(plugin, origin, extra):
     headers = {"Origin": origin, "Dify-Hook-Url": f"{DIFY}/e/{HOOK}/gcite/chat", **extra}
     status, code, canned, call = ask(plugin, headers)
@@ -87,6 +97,7 @@ def test_a_malformed_allowed_origins_is_a_setting_error_naming_it(plugin):
 
 
 # --- 11. what a client may send -----------------------------------------------------------------------------------
+
 
 def test_a_body_nested_thousands_deep_is_400_not_500(plugin):
     body = '{"query": "q", "extra": ' + '{"a": ' * 3000 + "1" + "}" * 3000 + "}"
@@ -115,14 +126,18 @@ def claims(**changes):
     return {k: v for k, v in base.items() if v is not None}
 
 
-@pytest.mark.parametrize("payload", [
-    claims(exp=str(int(time.time()) + 600)),
-    claims(exp=True),
-    claims(exp=[int(time.time()) + 600]),
-    claims(nbf=str(int(time.time()) - 10)),
-    claims(aud=[]),
-    claims(aud=""),
-], ids=["exp-string", "exp-bool", "exp-list", "nbf-string", "aud-empty-list", "aud-empty-string"])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        claims(exp=str(int(time.time()) + 600)),
+        claims(exp=True),
+        claims(exp=[int(time.time()) + 600]),
+        claims(nbf=str(int(time.time()) - 10)),
+        claims(aud=[]),
+        claims(aud=""),
+    ],
+    ids=["exp-string", "exp-bool", "exp-list", "nbf-string", "aud-empty-list", "aud-empty-string"],
+)
 @pytest.mark.parametrize("audience", [None, "gcite-chat"])
 def test_claims_of_the_wrong_type_are_401(plugin, payload, audience):
     settings = {**SETTINGS, "jwt_audience": audience} if audience else SETTINGS
@@ -135,8 +150,8 @@ def test_claims_of_the_wrong_type_are_401(plugin, payload, audience):
 
 def test_a_float_exp_and_a_listed_audience_are_still_accepted(plugin):
     settings = {**SETTINGS, "jwt_audience": "gcite-chat"}
-    for payload, used in ((claims(exp=time.time() + 600.5), SETTINGS),
-                          (claims(aud=["other", "gcite-chat"]), settings)):
-        call = post(plugin, {"query": "q"}, bearer=raw_token(payload), handler=Canned(dify_stream(["ok"], [])),
-                    settings=used)
+    for payload, used in ((claims(exp=time.time() + 600.5), SETTINGS), (claims(aud=["other", "gcite-chat"]), settings)):
+        call = post(
+            plugin, {"query": "q"}, bearer=raw_token(payload), handler=Canned(dify_stream(["ok"], [])), settings=used
+        )
         assert call.wait_head() == 200 and events_of(call)[-1][0] == "done"

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gcite.release.package import build, collect_files, package_entries, validate
 from gcite.local.plugin_process import PluginProcess
+from gcite.release.package import build, collect_files, package_entries, validate
 from tests.support import ROOT
-from tests.support.package_env import package_python, unpack
 from tests.support.endpoint import Canned, answer_text, assert_protocol, chunk, dify_stream, events_of, post, token
+from tests.support.package_env import package_python, unpack
 
 LANGS = ("en_US", "zh_Hans")
 
@@ -27,8 +27,10 @@ def test_the_manifest_declares_the_endpoint_group_and_its_permissions():
     assert manifest["resource"]["permission"]["endpoint"]["enabled"] is True
     assert manifest["resource"]["permission"]["app"]["enabled"] is True
     group = load("group/gcite_endpoint.yaml")
-    routes = [(load(path)["method"], load(path)["path"], load(path)["extra"]["python"]["source"])
-              for path in group["endpoints"]]
+    routes = [
+        (load(path)["method"], load(path)["path"], load(path)["extra"]["python"]["source"])
+        for path in group["endpoints"]
+    ]
     assert ("POST", "/gcite/chat", "endpoints/chat.py") in routes
     assert ("OPTIONS", "/gcite/chat", "endpoints/chat.py") in routes
 
@@ -69,34 +71,74 @@ def test_the_shipped_declarations_pass(tree):
     assert problems_of(tree) == []
 
 
-@pytest.mark.parametrize("breakage,expected", [
-    (lambda t: edit_yaml(t / "endpoints/chat.yaml", lambda d: d.update(method="PATCH")), "method: 'PATCH'"),
-    (lambda t: edit_yaml(t / "endpoints/chat.yaml", lambda d: d.update(method="post")), "method: 'post'"),
-    (lambda t: edit_yaml(t / "endpoints/chat.yaml", lambda d: d.pop("path")), "path: required"),
-    (lambda t: edit_yaml(t / "endpoints/chat.yaml", lambda d: d.pop("extra")), "extra.python.source"),
-    (lambda t: edit_yaml(t / "endpoints/chat.yaml", lambda d: d.update(path="/gcite/<bad")), "not a valid route"),
-    (lambda t: edit_yaml(t / "endpoints/chat_preflight.yaml", lambda d: d.update(method="POST")), "already declared"),
-    (lambda t: (t / "endpoints/chat_preflight.yaml").unlink(), "endpoints/chat_preflight.yaml"),
-    (lambda t: edit_yaml(t / "group/gcite_endpoint.yaml", lambda d: d["settings"][0].update(scope="chatty")),
-     "scope: 'chatty'"),
-    (lambda t: edit_yaml(t / "group/gcite_endpoint.yaml", lambda d: d["settings"][4].update(type="number")),
-     "type: 'number'"),
-    (lambda t: edit_yaml(t / "group/gcite_endpoint.yaml", lambda d: d["settings"][1]["label"].pop("en_US")),
-     "label.en_US"),
-    (lambda t: edit_yaml(t / "group/gcite_endpoint.yaml", lambda d: d["settings"][2].update(name="app")),
-     "declared twice"),
-    (lambda t: edit_yaml(t / "manifest.yaml", lambda d: d["resource"]["permission"].pop("endpoint")),
-     "permission.endpoint.enabled"),
-    (lambda t: edit_yaml(t / "manifest.yaml", lambda d: d["resource"]["permission"].pop("app")),
-     "permission.app.enabled"),
-    (lambda t: edit_yaml(t / "manifest.yaml", lambda d: d["plugins"]["endpoints"].append("group/gcite_endpoint.yaml")),
-     "keeps only the last"),
-    (lambda t: (t / "endpoints/chat.py").write_text((ROOT / "endpoints/chat.py").read_text(encoding="utf-8")
-                                                    + "\n\nclass Another(Endpoint):\n    pass\n"),
-     "2 Endpoint subclasses"),
-], ids=["patch", "lowercase-method", "no-path", "no-source", "bad-route", "duplicate-route", "missing-file",
-        "bad-scope", "number-setting", "no-english-label", "duplicate-setting", "no-endpoint-permission",
-        "no-app-permission", "two-groups", "two-classes"])
+@pytest.mark.parametrize(
+    "breakage,expected",
+    [
+        (lambda t: edit_yaml(t / "endpoints/chat.yaml", lambda d: d.update(method="PATCH")), "method: 'PATCH'"),
+        (lambda t: edit_yaml(t / "endpoints/chat.yaml", lambda d: d.update(method="post")), "method: 'post'"),
+        (lambda t: edit_yaml(t / "endpoints/chat.yaml", lambda d: d.pop("path")), "path: required"),
+        (lambda t: edit_yaml(t / "endpoints/chat.yaml", lambda d: d.pop("extra")), "extra.python.source"),
+        (lambda t: edit_yaml(t / "endpoints/chat.yaml", lambda d: d.update(path="/gcite/<bad")), "not a valid route"),
+        (
+            lambda t: edit_yaml(t / "endpoints/chat_preflight.yaml", lambda d: d.update(method="POST")),
+            "already declared",
+        ),
+        (lambda t: (t / "endpoints/chat_preflight.yaml").unlink(), "endpoints/chat_preflight.yaml"),
+        (
+            lambda t: edit_yaml(t / "group/gcite_endpoint.yaml", lambda d: d["settings"][0].update(scope="chatty")),
+            "scope: 'chatty'",
+        ),
+        (
+            lambda t: edit_yaml(t / "group/gcite_endpoint.yaml", lambda d: d["settings"][4].update(type="number")),
+            "type: 'number'",
+        ),
+        (
+            lambda t: edit_yaml(t / "group/gcite_endpoint.yaml", lambda d: d["settings"][1]["label"].pop("en_US")),
+            "label.en_US",
+        ),
+        (
+            lambda t: edit_yaml(t / "group/gcite_endpoint.yaml", lambda d: d["settings"][2].update(name="app")),
+            "declared twice",
+        ),
+        (
+            lambda t: edit_yaml(t / "manifest.yaml", lambda d: d["resource"]["permission"].pop("endpoint")),
+            "permission.endpoint.enabled",
+        ),
+        (
+            lambda t: edit_yaml(t / "manifest.yaml", lambda d: d["resource"]["permission"].pop("app")),
+            "permission.app.enabled",
+        ),
+        (
+            lambda t: edit_yaml(
+                t / "manifest.yaml", lambda d: d["plugins"]["endpoints"].append("group/gcite_endpoint.yaml")
+            ),
+            "keeps only the last",
+        ),
+        (
+            lambda t: (t / "endpoints/chat.py").write_text(
+                (ROOT / "endpoints/chat.py").read_text(encoding="utf-8") + "\n\nclass Another(Endpoint):\n    pass\n"
+            ),
+            "2 Endpoint subclasses",
+        ),
+    ],
+    ids=[
+        "patch",
+        "lowercase-method",
+        "no-path",
+        "no-source",
+        "bad-route",
+        "duplicate-route",
+        "missing-file",
+        "bad-scope",
+        "number-setting",
+        "no-english-label",
+        "duplicate-setting",
+        "no-endpoint-permission",
+        "no-app-permission",
+        "two-groups",
+        "two-classes",
+    ],
+)
 def test_broken_declarations_are_reported_like_the_daemon_would(tree, breakage, expected):
     breakage(tree)
     problems = problems_of(tree)
@@ -106,12 +148,14 @@ def test_broken_declarations_are_reported_like_the_daemon_would(tree, breakage, 
 def test_the_package_command_refuses_a_broken_endpoint(tree, tmp_path):
     edit_yaml(tree / "endpoints/chat.yaml", lambda d: d.update(method="PATCH"))
     from gcite.release.package import PackageError
+
     with pytest.raises(PackageError) as raised:
         build(tree, tmp_path / "dist")
     assert any("PATCH" in p for p in raised.value.problems)
 
 
 # --- the packaged plugin ----------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def packaged_plugin(tmp_path_factory):

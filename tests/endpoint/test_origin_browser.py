@@ -12,12 +12,22 @@ from gcite.local.serve import LocalDify
 from tests.support.local_http import origin, start_server, stop_server
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not Path(CHROMIUM).exists() and not os.environ.get("CI"),
-                                 reason="Debian's chromium is not installed (make test installs it; in CI this fails)")]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists() and not os.environ.get("CI"),
+        reason="Debian's chromium is not installed (make test installs it; in CI this fails)",
+    ),
+]
 
 ASK = """async ([url, token, type]) => {
   const headers = {"Content-Type": type};
@@ -41,6 +51,7 @@ def local():
 @pytest.fixture(scope="module")
 def elsewhere():
     """Another site: a blank page on another port of 127.0.0.1."""
+
     class Blank(BaseHTTPRequestHandler):
         def log_message(self, *args):
             pass
@@ -120,6 +131,7 @@ ASK_WITH_CLIENT = """async ([url, users]) => {
 def app():
     """An app in development: its own origin (another port of 127.0.0.1), serving a blank page and the client
     module as an app that installed @gcite/client would."""
+
     class App(BaseHTTPRequestHandler):
         def log_message(self, *args):
             pass
@@ -145,8 +157,9 @@ def test_an_app_on_another_origin_asks_through_the_js_client_once_its_origin_is_
     try:
         page = browser.new_page()
         page.goto(f"{app}/")
-        answer = page.evaluate(ASK_WITH_CLIENT, [f"{allowed.base}/gcite/chat",
-                                                 f"http://127.0.0.1:{allowed.port}/local/users"])
+        answer = page.evaluate(
+            ASK_WITH_CLIENT, [f"{allowed.base}/gcite/chat", f"http://127.0.0.1:{allowed.port}/local/users"]
+        )
         assert answer["users"] == "read"  # /local/users answers the allowed origin (CORS)
         result = answer["result"]
         assert result["status"] == "cited" and "[1]" in result["answer"], result
@@ -155,14 +168,18 @@ def test_an_app_on_another_origin_asks_through_the_js_client_once_its_origin_is_
 
         # the same app, against a gcite serve that was not given its origin: refused, the sample tokens unread
         before = len(local.app.conversations)
-        refused = page.evaluate(ASK_WITH_CLIENT, [f"{local.base}/gcite/chat",
-                                                  f"http://127.0.0.1:{local.port}/local/users"])
+        refused = page.evaluate(
+            ASK_WITH_CLIENT, [f"{local.base}/gcite/chat", f"http://127.0.0.1:{local.port}/local/users"]
+        )
         assert refused == {"users": "TypeError: Failed to fetch"}
         token = local.users[0]["token"]
-        refused = page.evaluate("""async ([url, token]) => {
+        refused = page.evaluate(
+            """async ([url, token]) => {
           const { Chat } = await import("/gcite-client.js");
           return new Chat({ url, token }).ask("巡更时发现异常怎么上报？");
-        }""", [f"{local.base}/gcite/chat", token])
+        }""",
+            [f"{local.base}/gcite/chat", token],
+        )
         assert refused["status"] == "error" and refused["error"]["code"] == "connection", refused
         assert len(local.app.conversations) == before  # the preflight was refused: the app was never called
         page.close()

@@ -26,14 +26,17 @@ def get(endpoint, values, settings=None):
     return endpoint.invoke(request, values, settings or {})
 
 
-@pytest.mark.parametrize("asset, content_type, path", [
-    (None, "text/html; charset=utf-8", PAGE / "index.html"),
-    ("index.html", "text/html; charset=utf-8", PAGE / "index.html"),
-    ("gcite.css", "text/css; charset=utf-8", PAGE / "gcite.css"),
-    ("gcite.js", "text/javascript; charset=utf-8", PAGE / "gcite.js"),
-    # the stream client the page imports: the JS client package's module itself, not a copy
-    ("gcite-client.js", "text/javascript; charset=utf-8", ROOT / "clients" / "js" / "gcite-client.js"),
-])
+@pytest.mark.parametrize(
+    "asset, content_type, path",
+    [
+        (None, "text/html; charset=utf-8", PAGE / "index.html"),
+        ("index.html", "text/html; charset=utf-8", PAGE / "index.html"),
+        ("gcite.css", "text/css; charset=utf-8", PAGE / "gcite.css"),
+        ("gcite.js", "text/javascript; charset=utf-8", PAGE / "gcite.js"),
+        # the stream client the page imports: the JS client package's module itself, not a copy
+        ("gcite-client.js", "text/javascript; charset=utf-8", ROOT / "clients" / "js" / "gcite-client.js"),
+    ],
+)
 def test_serves_each_file_with_its_type_and_safe_headers(endpoint, asset, content_type, path):
     response = get(endpoint, {"asset": asset} if asset else {})
     assert response.status_code == 200
@@ -47,11 +50,27 @@ def test_serves_each_file_with_its_type_and_safe_headers(endpoint, asset, conten
     assert response.headers["Referrer-Policy"] == "no-referrer"
 
 
-@pytest.mark.parametrize("asset", [
-    "../page.py", "../../manifest.yaml", "page/../gcite.js", "%2e%2e/page.py", "..%2Fpage.py", "/etc/passwd",
-    "GCITE.JS", "gcite.js/", "index.html/../../main.py", "chat", "page.yaml", ".",
-    "package.json", "gcite-client.d.ts", "../clients/js/gcite-client.js", "clients/js/gcite-client.js",
-])
+@pytest.mark.parametrize(
+    "asset",
+    [
+        "../page.py",
+        "../../manifest.yaml",
+        "page/../gcite.js",
+        "%2e%2e/page.py",
+        "..%2Fpage.py",
+        "/etc/passwd",
+        "GCITE.JS",
+        "gcite.js/",
+        "index.html/../../main.py",
+        "chat",
+        "page.yaml",
+        ".",
+        "package.json",
+        "gcite-client.d.ts",
+        "../clients/js/gcite-client.js",
+        "clients/js/gcite-client.js",
+    ],
+)
 def test_anything_else_is_404_without_content(endpoint, asset):
     response = get(endpoint, {"asset": asset})
     assert response.status_code == 404
@@ -65,11 +84,20 @@ def ancestors_of(endpoint, allowed):
 
 
 def test_frame_ancestors_take_the_allowed_origins_as_browsers_write_them(endpoint):
-    allowed = ("https://app.example.com, http://localhost:3000 HTTPS://Upper.Example.COM/ https://a.example.com:443 "
-               "http://127.0.0.1:8765 http://[::1]:8080 https://xn--fiq228c.example")
+    allowed = (
+        "https://app.example.com, http://localhost:3000 HTTPS://Upper.Example.COM/ https://a.example.com:443 "
+        "http://127.0.0.1:8765 http://[::1]:8080 https://xn--fiq228c.example"
+    )
     assert ancestors_of(endpoint, allowed) == [
-        "'self'", "https://app.example.com", "http://localhost:3000", "https://upper.example.com",
-        "https://a.example.com", "http://127.0.0.1:8765", "http://[::1]:8080", "https://xn--fiq228c.example"]
+        "'self'",
+        "https://app.example.com",
+        "http://localhost:3000",
+        "https://upper.example.com",
+        "https://a.example.com",
+        "http://127.0.0.1:8765",
+        "http://[::1]:8080",
+        "https://xn--fiq228c.example",
+    ]
     assert ancestors_of(endpoint, "*") == ["'self'"]  # every site may call the endpoint; none may frame the page
 
 
@@ -91,12 +119,30 @@ def test_a_key_pasted_into_allowed_origins_is_not_echoed():
         assert str(caught.value).startswith(f"setting allowed_origins: an entry of {len(key)} letters and digits")
 
 
-@pytest.mark.parametrize("entry", [
-    "http://*", "https://*.example.com", "http://;report-uri", "https://a.example.com';", "javascript:alert(1)",
-    "https://x.example.com/path", "https://x.example.com?q", "https://x.example.com#f", "ftp://x.example.com",
-    "https://", "http://:80", "https://user@x.example.com", "https://x.example.com:99999", "https://x.example.com:",
-    "https://-x.example.com", "https://例子.example", "'self'", "data:", "https://x.example.com:80:80",
-])
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "http://*",
+        "https://*.example.com",
+        "http://;report-uri",
+        "https://a.example.com';",
+        "javascript:alert(1)",
+        "https://x.example.com/path",
+        "https://x.example.com?q",
+        "https://x.example.com#f",
+        "ftp://x.example.com",
+        "https://",
+        "http://:80",
+        "https://user@x.example.com",
+        "https://x.example.com:99999",
+        "https://x.example.com:",
+        "https://-x.example.com",
+        "https://例子.example",
+        "'self'",
+        "data:",
+        "https://x.example.com:80:80",
+    ],
+)
 def test_frame_ancestors_refuse_a_malformed_setting_with_a_message_naming_it(endpoint, entry):
     from endpoints.settings import SettingError, allowed_origins, logger
 
@@ -110,9 +156,13 @@ def test_frame_ancestors_refuse_a_malformed_setting_with_a_message_naming_it(end
         logger.removeHandler(handler)
     assert [r.getMessage() for r in records] == [
         f"gcite page: setting allowed_origins: {entry} is not an origin; write each site as scheme://host[:port], "
-        "e.g. https://chat.example.com, or * for every site; the page may be framed only by itself"]
-    with pytest.raises(SettingError, match=r"^setting allowed_origins: .* is not an origin; write each site as "
-                                           r"scheme://host\[:port\]"):
+        "e.g. https://chat.example.com, or * for every site; the page may be framed only by itself"
+    ]
+    with pytest.raises(
+        SettingError,
+        match=r"^setting allowed_origins: .* is not an origin; write each site as "
+        r"scheme://host\[:port\]",
+    ):
         allowed_origins({"allowed_origins": f"https://app.example.com, {entry}"})
 
 
@@ -124,17 +174,23 @@ def test_gcite_serve_allow_origin_takes_what_this_setting_takes():
 
     assert serve_cli.ORIGIN.pattern == settings.ORIGIN.pattern
     assert serve_cli.MIN_SECRET_BYTES == settings.MIN_SECRET_BYTES
-    for given, origin in (("http://localhost:3000", "http://localhost:3000"),
-                          ("HTTP://LocalHost:3000/", "http://localhost:3000"),
-                          ("https://app.example.com:443", "https://app.example.com"),
-                          ("http://127.0.0.1:80", "http://127.0.0.1"), ("http://[::1]:5173", "http://[::1]:5173")):
+    for given, origin in (
+        ("http://localhost:3000", "http://localhost:3000"),
+        ("HTTP://LocalHost:3000/", "http://localhost:3000"),
+        ("https://app.example.com:443", "https://app.example.com"),
+        ("http://127.0.0.1:80", "http://127.0.0.1"),
+        ("http://[::1]:5173", "http://[::1]:5173"),
+    ):
         assert serve_cli.origin_of(given) == (origin, None)
         assert settings.allowed_origins({"allowed_origins": origin}) == [origin] == [settings.normal_origin(given)]
 
 
 def test_a_csp_injection_through_the_setting_never_reaches_the_header(endpoint):
-    for allowed in ("http://;report-uri https://evil.example/r", "http://a.example.com;script-src *",
-                    "https://a.example.com\u000d\u000aSet-Cookie: x=1"):
+    for allowed in (
+        "http://;report-uri https://evil.example/r",
+        "http://a.example.com;script-src *",
+        "https://a.example.com\u000d\u000aSet-Cookie: x=1",
+    ):
         csp = get(endpoint, {}, {"allowed_origins": allowed}).headers["Content-Security-Policy"]
         assert csp.endswith("frame-ancestors 'self'") and "report-uri" not in csp and csp.count(";") == 7
 
@@ -154,10 +210,13 @@ def test_the_page_imports_only_the_files_it_is_served_with():
     be a 404 in Dify), and the client module imports nothing."""
     from endpoints.page import FILES
 
-    imports = re.findall(r'^import .* from "\./([^"]+)";$', (PAGE / "gcite.js").read_text(encoding="utf-8"), re.MULTILINE)
+    imports = re.findall(
+        r'^import .* from "\./([^"]+)";$', (PAGE / "gcite.js").read_text(encoding="utf-8"), re.MULTILINE
+    )
     assert imports == ["gcite-client.js"] and set(imports) <= set(FILES)
-    assert not re.search(r"^\s*(import|export) .* from ", (ROOT / "clients/js/gcite-client.js").read_text(encoding="utf-8"),
-                         re.MULTILINE)
+    assert not re.search(
+        r"^\s*(import|export) .* from ", (ROOT / "clients/js/gcite-client.js").read_text(encoding="utf-8"), re.MULTILINE
+    )
 
 
 def test_the_endpoint_declarations_route_to_the_page_module():

@@ -8,7 +8,6 @@ never reaching a user without the role, the insufficient-evidence and error stat
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,16 +15,22 @@ from pathlib import Path
 import pytest
 import requests
 
+from citations.validate import main as validate
 from gcite import ROOT
 from gcite.authoring.chatflows import PLUGIN_DSL
 from gcite.local.knowledge import load_json
 from gcite.local.runner import run_chatflow
 from gcite.local.services import local_services
-from citations.validate import main as validate
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 QUERY = "巡更时发现异常怎么上报？"
 FOLLOW_UP = "会议室怎么预约？"
 RESTRICTED_QUERY = "冷水机组供水温度设定是多少？"
@@ -37,9 +42,13 @@ HOSTILE_TEXT = '电梯困人时<img src=x onerror="window.__pwned=3">请按下�
 HALF_MARKER = re.compile(r"[\[【［]\s*[Cc]\s*[:：]|[\[【［]\s*[Cc]\s*$|[\[【［]\s*$")
 SCREENSHOT = ROOT / "docs" / "page-cited-answer.png"
 
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not Path(CHROMIUM).exists() and not os.environ.get("CI"),
-                                 reason="Debian's chromium is not installed (make test installs it; in CI this fails)")]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists() and not os.environ.get("CI"),
+        reason="Debian's chromium is not installed (make test installs it; in CI this fails)",
+    ),
+]
 
 RECORDER = """
 window.__texts = [];
@@ -53,16 +62,41 @@ new MutationObserver(() => {
 def served(tmp_path_factory):
     """`python -m gcite serve` with a knowledge base that adds a hostile document, stopped at the end."""
     kb = load_json("knowledge_base.json")
-    kb["documents"].append({
-        "document_id": "doc-hostile", "document_name": "hostile.md",
-        "doc_metadata": {"document_title": HOSTILE_TITLE, "source_file_url": "javascript:window.__pwned=4",
-                         "access_roles": "", "updated": "2026-01-01"},
-        "segments": [{"segment_id": "seg-hostile-1", "content": HOSTILE_TEXT}]})
+    kb["documents"].append(
+        {
+            "document_id": "doc-hostile",
+            "document_name": "hostile.md",
+            "doc_metadata": {
+                "document_title": HOSTILE_TITLE,
+                "source_file_url": "javascript:window.__pwned=4",
+                "access_roles": "",
+                "updated": "2026-01-01",
+            },
+            "segments": [{"segment_id": "seg-hostile-1", "content": HOSTILE_TEXT}],
+        }
+    )
     path = tmp_path_factory.mktemp("serve") / "kb.json"
     path.write_text(json.dumps(kb, ensure_ascii=False), encoding="utf-8")
-    process = subprocess.Popen([sys.executable, "-m", "gcite", "serve", "--port", "0", "--pace", "0.01",
-                                "--knowledge-base", str(path), "--fail-on", FAIL_WORD],
-                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gcite",
+            "serve",
+            "--port",
+            "0",
+            "--pace",
+            "0.01",
+            "--knowledge-base",
+            str(path),
+            "--fail-on",
+            FAIL_WORD,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         first = process.stdout.readline()
         assert first.startswith("G-Cite page:"), first + process.stderr.read()
@@ -112,8 +146,11 @@ class Visit:
         count = page.locator(".gc-answer").count()
         page.fill("#gc-query", query)
         page.click("#gc-send")
-        page.wait_for_function(f"document.querySelectorAll('.gc-answer').length > {count} && "
-                               "!document.querySelector('.gc-answer.gc-streaming')", timeout=60_000)
+        page.wait_for_function(
+            f"document.querySelectorAll('.gc-answer').length > {count} && "
+            "!document.querySelector('.gc-answer.gc-streaming')",
+            timeout=60_000,
+        )
         return page.locator(".gc-answer").nth(count)
 
     def received(self) -> str:
@@ -133,14 +170,22 @@ def expected_citations(query, roles):
     finished = {e["data"]["node_id"]: e["data"]["outputs"] for e in events if e["event"] == "node_finished"}
     result = validate(finished["llm"]["text"], finished["merge"]["chunk_metadata"])
     chunks = {c["id"]: c for c in finished["merge"]["chunk_metadata"]}
-    return [(c["index"], c["source_type"], c["document_title"], c["display_subtitle"], chunks[c["id"]])
-            for c in result["citations"]]
+    return [
+        (c["index"], c["source_type"], c["document_title"], c["display_subtitle"], chunks[c["id"]])
+        for c in result["citations"]
+    ]
 
 
 def chips(answer):
-    return [(int(chip.get_attribute("data-number")), "web" if "gc-web" in chip.get_attribute("class") else "rag",
-             chip.locator(".gc-title").text_content(), chip.locator(".gc-sub").text_content())
-            for chip in answer.locator(".gc-source").all()]
+    return [
+        (
+            int(chip.get_attribute("data-number")),
+            "web" if "gc-web" in chip.get_attribute("class") else "rag",
+            chip.locator(".gc-title").text_content(),
+            chip.locator(".gc-sub").text_content(),
+        )
+        for chip in answer.locator(".gc-source").all()
+    ]
 
 
 def superscripts(answer):
@@ -174,7 +219,10 @@ def test_cited_answer_streams_with_numbers_in_order_and_exact_sources(served, br
     link = popover.locator("a")
     assert link.count() == 1
     assert (link.get_attribute("href"), link.get_attribute("target"), link.get_attribute("rel")) == (
-        expected[1][4]["url"], "_blank", "noopener noreferrer")
+        expected[1][4]["url"],
+        "_blank",
+        "noopener noreferrer",
+    )
     shot = visit.page.screenshot(full_page=True)
     assert len(shot) > 10_000
     if os.environ.get("GCITE_UPDATE_SCREENSHOT"):
@@ -246,8 +294,9 @@ def test_error_states(served, browser):
     assert "RuntimeError" not in visit.received()
     visit.close()
 
-    forged = Visit(browser, served["page"].replace("#local", "#token=eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0."),
-                   locale="en-US")
+    forged = Visit(
+        browser, served["page"].replace("#local", "#token=eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0."), locale="en-US"
+    )
     assert forged.page.locator("#gc-send").text_content() == "Ask"
     answer = forged.ask(QUERY)
     assert answer.locator(".gc-error").text_content().startswith("Your session is not valid")
@@ -261,8 +310,11 @@ def test_second_turn_continues_the_conversation(served, browser):
     first_text = first.text_content()
     second = visit.ask(FOLLOW_UP)
     bodies = [json.loads(r.post_data) for r in visit.requests]
-    done = [json.loads(block.split("data: ", 1)[1]) for block in visit.responses[0].body().decode().split("\n\n")
-            if block.startswith("event: done")][0]
+    done = [
+        json.loads(block.split("data: ", 1)[1])
+        for block in visit.responses[0].body().decode().split("\n\n")
+        if block.startswith("event: done")
+    ][0]
     assert bodies == [{"query": QUERY}, {"query": FOLLOW_UP, "conversation": done["conversation"]}]
     assert visit.responses[1].status == 200
     assert first.text_content() == first_text
@@ -279,13 +331,24 @@ def sse(events):
 def answer_with(visit, events):
     """The chat endpoint answers the next questions with these protocol events (a stream the test writes)."""
     visit.page.unroute("**/gcite/chat")
-    visit.page.route("**/gcite/chat", lambda route: route.fulfill(status=200, body=sse(events),
-                                                                  headers={"Content-Type": "text/event-stream"}))
+    visit.page.route(
+        "**/gcite/chat",
+        lambda route: route.fulfill(status=200, body=sse(events), headers={"Content-Type": "text/event-stream"}),
+    )
 
 
 def source(n, **extra):
-    return {"id": str(n), "source_type": "rag", "document_title": f"来源{n}", "display_subtitle": "",
-            "site_name": "", "published_date": "", "url": "", "snippet": f"片段{n}", **extra}
+    return {
+        "id": str(n),
+        "source_type": "rag",
+        "document_title": f"来源{n}",
+        "display_subtitle": "",
+        "site_name": "",
+        "published_date": "",
+        "url": "",
+        "snippet": f"片段{n}",
+        **extra,
+    }
 
 
 def citation(n, **extra):
@@ -293,28 +356,53 @@ def citation(n, **extra):
 
 
 def done(citations, status="cited"):
-    return "done", {"status": status, "citations": citations, "invalid_ids": [], "conversation": "h",
-                    "message_id": "m"}
+    return "done", {"status": status, "citations": citations, "invalid_ids": [], "conversation": "h", "message_id": "m"}
 
 
 def test_weak_citations_are_hollow_and_can_be_hidden_and_replace_redraws(served, browser):
-    source = {"id": "1", "source_type": "rag", "document_title": "甲", "display_subtitle": "库", "site_name": "",
-              "published_date": "", "url": "", "snippet": "甲的片段"}
+    source = {
+        "id": "1",
+        "source_type": "rag",
+        "document_title": "甲",
+        "display_subtitle": "库",
+        "site_name": "",
+        "published_date": "",
+        "url": "",
+        "snippet": "甲的片段",
+    }
     web = {**source, "id": "2", "source_type": "web", "document_title": "乙", "url": "https://example.com/b"}
     same_document = {**source, "id": "3", "snippet": "甲的另一段"}
-    events = [("ready", {}), ("sources", {"sources": [source, web, same_document]}), ("text", {"text": "旧文本"}),
-              ("cite", {"numbers": [1], "ids": ["1"], "new": [1]}), ("replace", {"text": "新的**正文**"}),
-              ("text", {"text": "第一句"}), ("cite", {"numbers": [1, 2], "ids": ["1", "2"], "new": [1, 2]}),
-              ("text", {"text": "第二句"}), ("cite", {"numbers": [3], "ids": ["3"], "new": [3]}),
-              ("done", {"status": "cited", "invalid_ids": [], "conversation": "h", "message_id": "m",
-                        "citations": [{"number": 1, "id": "1", "count": 1, **source, "support": 0.8, "weak": False},
-                                      {"number": 2, "id": "2", "count": 1, **web, "support": 0.05, "weak": True},
-                                      {"number": 3, "id": "3", "count": 1, **same_document, "support": 0.7,
-                                       "weak": False}]})]
+    events = [
+        ("ready", {}),
+        ("sources", {"sources": [source, web, same_document]}),
+        ("text", {"text": "旧文本"}),
+        ("cite", {"numbers": [1], "ids": ["1"], "new": [1]}),
+        ("replace", {"text": "新的**正文**"}),
+        ("text", {"text": "第一句"}),
+        ("cite", {"numbers": [1, 2], "ids": ["1", "2"], "new": [1, 2]}),
+        ("text", {"text": "第二句"}),
+        ("cite", {"numbers": [3], "ids": ["3"], "new": [3]}),
+        (
+            "done",
+            {
+                "status": "cited",
+                "invalid_ids": [],
+                "conversation": "h",
+                "message_id": "m",
+                "citations": [
+                    {"number": 1, "id": "1", "count": 1, **source, "support": 0.8, "weak": False},
+                    {"number": 2, "id": "2", "count": 1, **web, "support": 0.05, "weak": True},
+                    {"number": 3, "id": "3", "count": 1, **same_document, "support": 0.7, "weak": False},
+                ],
+            },
+        ),
+    ]
     body = "".join(f"event: {n}\ndata: {json.dumps(d, ensure_ascii=False)}\n\n" for n, d in events)
     visit = Visit(browser, served["page"]).as_user(served, "wang")
-    visit.page.route("**/gcite/chat", lambda route: route.fulfill(status=200, body=body.encode(),
-                                                                  headers={"Content-Type": "text/event-stream"}))
+    visit.page.route(
+        "**/gcite/chat",
+        lambda route: route.fulfill(status=200, body=body.encode(), headers={"Content-Type": "text/event-stream"}),
+    )
     answer = visit.ask("任意问题")
     assert answer.locator(".gc-body").text_content() == "新的正文第一句12第二句3"
     assert answer.locator(".gc-body strong").text_content() == "正文"
@@ -353,8 +441,9 @@ def embed(browser, served, host, parent, user="wang"):
     page = context.new_page()
     src = served["page"].replace("#local", f"#parent={parent}")
     html = EMBEDDER.format(src=src, token=json.dumps(served["users"][user]["token"]), target=served["origin"])
-    page.route(f"{host}/embed.html", lambda route: route.fulfill(status=200, body=html,
-                                                                 headers={"Content-Type": "text/html"}))
+    page.route(
+        f"{host}/embed.html", lambda route: route.fulfill(status=200, body=html, headers={"Content-Type": "text/html"})
+    )
     page.goto(f"{host}/embed.html")
     return context, page
 
@@ -398,26 +487,28 @@ def test_without_a_token_the_page_says_how_to_get_one(served, browser):
 
 MODULE = "import(new URL('gcite.js', document.baseURI).href)"
 # "@" is a citation; each construct below is followed by one (or holds one)
-CONSTRUCTS = ("## 标题@\n"
-              "巡检发现异常应立即上报@。\n"
-              "```python@\n"                      # a fence's info string
-              "report('异常')@\n"                 # inside a code block
-              "```@\n"                            # right after a closing code fence
-              "- 列表项@\n"
-              "  续行@\n"                          # a list item's continuation
-              "1. 有序项@\n"
-              "**加粗@**与*强调@*，`代码@`后@\n"
-              "**未闭合的加粗@\n"
-              "> 引用@\n"
-              "| 表 | 格 |@\n"
-              "---@\n"
-              "[链接](https://example.com)@\n"
-              "\n"
-              "```\n"
-              "```\n"
-              "@段落@\n"
-              "```\n"
-              "未闭合的代码块@")
+CONSTRUCTS = (
+    "## 标题@\n"
+    "巡检发现异常应立即上报@。\n"
+    "```python@\n"  # a fence's info string
+    "report('异常')@\n"  # inside a code block
+    "```@\n"  # right after a closing code fence
+    "- 列表项@\n"
+    "  续行@\n"  # a list item's continuation
+    "1. 有序项@\n"
+    "**加粗@**与*强调@*，`代码@`后@\n"
+    "**未闭合的加粗@\n"
+    "> 引用@\n"
+    "| 表 | 格 |@\n"
+    "---@\n"
+    "[链接](https://example.com)@\n"
+    "\n"
+    "```\n"
+    "```\n"
+    "@段落@\n"
+    "```\n"
+    "未闭合的代码块@"
+)
 SEQUENCE_RECORDER = """
 window.__sequences = [];
 new MutationObserver(() => window.__sequences.push(
@@ -431,7 +522,7 @@ def cited_stream(text, piece=3):
     count = text.count("@")
     events = [("ready", {}), ("sources", {"sources": [source(n) for n in range(1, count + 1)]})]
     for k, part in enumerate(text.split("@")):
-        events += [("text", {"text": part[i:i + piece]}) for i in range(0, len(part), piece)]
+        events += [("text", {"text": part[i : i + piece]}) for i in range(0, len(part), piece)]
         if k < count:
             events.append(("cite", {"numbers": [k + 1], "ids": [str(k + 1)], "new": [k + 1]}))
     return events + [done([citation(n) for n in range(1, count + 1)])]
@@ -459,7 +550,8 @@ def test_numbering_stays_right_after_every_markdown_construct(served, browser):
     visit.close()
 
 
-INCREMENTAL = """async ([texts, seed]) => {
+INCREMENTAL = (
+    """async ([texts, seed]) => {
   const { Markdown } = await %s;
   let state = seed;
   const random = () => (state = (state * 16807) %% 2147483647) / 2147483647;
@@ -476,17 +568,26 @@ INCREMENTAL = """async ([texts, seed]) => {
     for (let i = 0; i < text.length;) { const n = 1 + Math.floor(random() * 7); pieces.push(text.slice(i, i + n)); i += n; }
     return [whole, chars, draw(text, pieces), (whole.match(/<sup>/g) || []).length];
   });
-}""" % MODULE
+}"""
+    % MODULE
+)
 
 
 def test_appending_draws_what_drawing_the_whole_text_draws(served, browser):
     visit = Visit(browser, served["page"]).as_user(served, "wang")
-    texts = [CONSTRUCTS.replace("@", "\ue000"), "第一段\n\n- a\n- b\n  c\n\n1. x\n2. y\n\n# 题\n*em* __strong__ `co`de`",
-             "```\nno end", "**a** *b* _c_ **d*", "\n\n\n", "x\n```js\ny\n```\n\n\ue000\ue000。\n",
-             "巡检发现异常应立即上报\ue000。" * 40 + "\n- " + "列表项很长\ue000，" * 30 + "\n   续行\ue000」。",
-             "5 * 3 = 15, a_b and * c " * 20 + "**粗\ue000**。*斜*`码\ue000`" * 10 + "未闭合*" + "后文" * 30,
-             "#" * 7 + " 不是标题 " * 5 + "\n12345678901. 不是列表\n1234. 是列表 " * 3 + "\n      ```\n代码\n  ```\ue000。",
-             "**" + "很长的未闭合加粗" * 40 + "\ue000。", "` 码 `" * 20 + "_a_b_" * 20]
+    texts = [
+        CONSTRUCTS.replace("@", "\ue000"),
+        "第一段\n\n- a\n- b\n  c\n\n1. x\n2. y\n\n# 题\n*em* __strong__ `co`de`",
+        "```\nno end",
+        "**a** *b* _c_ **d*",
+        "\n\n\n",
+        "x\n```js\ny\n```\n\n\ue000\ue000。\n",
+        "巡检发现异常应立即上报\ue000。" * 40 + "\n- " + "列表项很长\ue000，" * 30 + "\n   续行\ue000」。",
+        "5 * 3 = 15, a_b and * c " * 20 + "**粗\ue000**。*斜*`码\ue000`" * 10 + "未闭合*" + "后文" * 30,
+        "#" * 7 + " 不是标题 " * 5 + "\n12345678901. 不是列表\n1234. 是列表 " * 3 + "\n      ```\n代码\n  ```\ue000。",
+        "**" + "很长的未闭合加粗" * 40 + "\ue000。",
+        "` 码 `" * 20 + "_a_b_" * 20,
+    ]
     drawn = visit.page.evaluate(INCREMENTAL, [texts, 7])
     for text, (whole, chars, pieces, sups) in zip(texts, drawn):
         assert chars == whole and pieces == whole  # fed a character at a time, or in random pieces
@@ -494,7 +595,8 @@ def test_appending_draws_what_drawing_the_whole_text_draws(served, browser):
     visit.close()
 
 
-STREAM_COST = """async ([sizes, observe, oneLine, layout]) => {
+STREAM_COST = (
+    """async ([sizes, observe, oneLine, layout]) => {
   const { Answer } = await %s;
   const doc = "## 巡更异常上报\\n巡检过程中如发现异常情况，应立即通过对讲机向值班经理报告@。同时在巡更系统中登记异常的" +
     "时间、地点和现象@，必要时拍照留存。\\n\\n- 消防通道被占用：先劝离，再记录@；\\n- 设备异常：**不要自行处理**，" +
@@ -536,7 +638,9 @@ STREAM_COST = """async ([sizes, observe, oneLine, layout]) => {
   const out = [];
   for (const n of sizes) out.push(await run(n));
   return out;
-}""" % MODULE
+}"""
+    % MODULE
+)
 
 
 def test_streaming_cost_is_linear_in_the_answer(served, browser, capsys):
@@ -557,8 +661,11 @@ def test_streaming_cost_is_linear_in_the_answer(served, browser, capsys):
         small = min(r["ms"] for r in runs if r["n"] == 5000)
         large = min(r["ms"] for r in runs if r["n"] == 20000)
         with capsys.disabled():
-            print(f"\n{shape}: 20,000 deltas {large:.0f} ms of main thread, 5,000 {small:.0f} ms: ratio "
-                  f"{large / small:.1f} (linear 4, quadratic 16)", end="")
+            print(
+                f"\n{shape}: 20,000 deltas {large:.0f} ms of main thread, 5,000 {small:.0f} ms: ratio "
+                f"{large / small:.1f} (linear 4, quadratic 16)",
+                end="",
+            )
         assert large / small < 10, shape  # linear is 4; quadratic is 16
     with capsys.disabled():
         print(f"; nodes inserted: {nodes[20000]['added']} / {nodes[5000]['added']}")
@@ -567,7 +674,8 @@ def test_streaming_cost_is_linear_in_the_answer(served, browser, capsys):
 
 # --- what the reader sees: punctuation, errors, examples, chips, why a citation is weak --------------------------
 
-LINE_BREAKS = """async ([glued]) => {
+LINE_BREAKS = (
+    """async ([glued]) => {
   const { Answer } = await %s;
   const box = document.getElementById("gc-thread").appendChild(document.createElement("div"));
   const answer = new Answer(box, document.getElementById("gc-popover"));
@@ -594,7 +702,9 @@ LINE_BREAKS = """async ([glued]) => {
   }
   box.remove();
   return wraps;
-}""" % MODULE
+}"""
+    % MODULE
+)
 
 
 def test_closing_punctuation_never_wraps_alone_after_a_superscript(served, browser):
@@ -621,17 +731,21 @@ def test_an_unknown_error_code_shows_the_pages_message(served, browser):
     visit.close()
 
 
-EXAMPLES = {"wang": ["巡更时发现异常怎么上报？", "冷水机组供水温度设定是多少？", "会议室怎么预约？", "第四个不显示"],
-            "guest": ["电梯困人怎么办？", "会议室怎么预约？"],
-            "chen": {"zh": ["访客怎么登记？"], "en": ["How do I register a visitor?", "How do I book a meeting room?"]}}
+EXAMPLES = {
+    "wang": ["巡更时发现异常怎么上报？", "冷水机组供水温度设定是多少？", "会议室怎么预约？", "第四个不显示"],
+    "guest": ["电梯困人怎么办？", "会议室怎么预约？"],
+    "chen": {"zh": ["访客怎么登记？"], "en": ["How do I register a visitor?", "How do I book a meeting room?"]},
+}
 
 
 def with_examples(page):
     """/local/users as `gcite serve` lists it, each sample user with example questions (`examples`)."""
+
     def handle(route):
         response = route.fetch()
         users = [{**u, "examples": EXAMPLES.get(u["id"], [])} for u in response.json()]
         route.fulfill(response=response, json=users)
+
     page.route("**/local/users", handle)
 
 
@@ -642,8 +756,9 @@ def test_an_empty_page_offers_the_users_example_questions(served, browser):
     assert examples.locator(".gc-example").all_text_contents() == EXAMPLES["wang"][:3]
     assert examples.text_content().startswith("可以这样问")
     examples.locator(".gc-example").nth(0).click()  # clicking one asks it
-    visit.page.wait_for_function("document.querySelector('.gc-answer') && "
-                                 "!document.querySelector('.gc-answer.gc-streaming')", timeout=60_000)
+    visit.page.wait_for_function(
+        "document.querySelector('.gc-answer') && !document.querySelector('.gc-answer.gc-streaming')", timeout=60_000
+    )
     assert json.loads(visit.requests[0].post_data) == {"query": EXAMPLES["wang"][0]}
     assert visit.page.locator(".gc-question").text_content() == EXAMPLES["wang"][0]
     assert visit.page.locator(".gc-body .gc-num").count() > 0 and not examples.is_visible()
@@ -665,10 +780,21 @@ def test_source_chips_use_their_room_before_cutting_a_title(served, browser):
     fits = "物业服务中心关于地下车库夜间巡更路线与异常情况上报流程的补充说明（第二版）"
     too_long = "超长标题" * 60
     visit = Visit(browser, served["page"]).as_user(served, "wang")
-    answer_with(visit, [("ready", {}), ("sources", {"sources": [source(1), source(2)]}),
-                        ("text", {"text": "答案"}), ("cite", {"numbers": [1, 2], "ids": ["1", "2"]}),
-                        done([citation(1, document_title=fits, display_subtitle="库 · 2026-01-01"),
-                              citation(2, document_title=too_long, display_subtitle="很长的副标题" * 20)])])
+    answer_with(
+        visit,
+        [
+            ("ready", {}),
+            ("sources", {"sources": [source(1), source(2)]}),
+            ("text", {"text": "答案"}),
+            ("cite", {"numbers": [1, 2], "ids": ["1", "2"]}),
+            done(
+                [
+                    citation(1, document_title=fits, display_subtitle="库 · 2026-01-01"),
+                    citation(2, document_title=too_long, display_subtitle="很长的副标题" * 20),
+                ]
+            ),
+        ],
+    )
     answer = visit.ask("任意问题")
     sizes = answer.locator(".gc-source").evaluate_all("""chips => chips.map((chip) => {
       const title = chip.querySelector('.gc-title');
@@ -682,26 +808,50 @@ def test_source_chips_use_their_room_before_cutting_a_title(served, browser):
 
 
 def test_a_weak_citations_popover_says_why(served, browser):
-    weak = [citation(1, weak=True, support=0.1, reasons=[{"kind": "missing", "items": ["460 mm", "橡木"]},
-                                                          {"kind": "number", "claim": "7", "source": "12"}],
-                     reason='missing: ["460 mm", "橡木"]; number: 7 ≠ 12'),
-            citation(2, weak=True, support=0.2, reasons=[{"kind": "antonym", "claim": "末", "source": "首"},
-                                                          {"kind": "negation", "claim": "不"}]),
-            citation(3, weak=True, support=0.2, reason="roles: a比b/b比a"),  # only the one-line text
-            citation(4, weak=True, support=0.2, reasons=[{"kind": "__proto__"}]),
-            citation(5, support=0.9, reasons=[])]
+    weak = [
+        citation(
+            1,
+            weak=True,
+            support=0.1,
+            reasons=[
+                {"kind": "missing", "items": ["460 mm", "橡木"]},
+                {"kind": "number", "claim": "7", "source": "12"},
+            ],
+            reason='missing: ["460 mm", "橡木"]; number: 7 ≠ 12',
+        ),
+        citation(
+            2,
+            weak=True,
+            support=0.2,
+            reasons=[{"kind": "antonym", "claim": "末", "source": "首"}, {"kind": "negation", "claim": "不"}],
+        ),
+        citation(3, weak=True, support=0.2, reason="roles: a比b/b比a"),  # only the one-line text
+        citation(4, weak=True, support=0.2, reasons=[{"kind": "__proto__"}]),
+        citation(5, support=0.9, reasons=[]),
+    ]
     events = [("ready", {}), ("sources", {"sources": [source(n) for n in range(1, 6)]})]
     for n in range(1, 6):
         events += [("text", {"text": f"第{n}句"}), ("cite", {"numbers": [n], "ids": [str(n)]})]
     events.append(done(weak))
     expected = {
-        "zh-CN": [["来源中未找到：“460 mm”、“橡木”", "数字不同：句中是 7，来源是 12"],
-                  ["意思相反：句中是“末”，来源是“首”", "句子作了否定（“不”），来源没有"],
-                  ["roles: a比b/b比a"], ["__proto__"], []],
-        "en-US": [["Not found in the source: “460 mm”, “橡木”", "Another number: 7 in the sentence, 12 in the source"],
-                  ["Opposite words: “末” in the sentence, “首” in the source",
-                   "The sentence negates it (“不”), the source does not"],
-                  ["roles: a比b/b比a"], ["__proto__"], []]}
+        "zh-CN": [
+            ["来源中未找到：“460 mm”、“橡木”", "数字不同：句中是 7，来源是 12"],
+            ["意思相反：句中是“末”，来源是“首”", "句子作了否定（“不”），来源没有"],
+            ["roles: a比b/b比a"],
+            ["__proto__"],
+            [],
+        ],
+        "en-US": [
+            ["Not found in the source: “460 mm”, “橡木”", "Another number: 7 in the sentence, 12 in the source"],
+            [
+                "Opposite words: “末” in the sentence, “首” in the source",
+                "The sentence negates it (“不”), the source does not",
+            ],
+            ["roles: a比b/b比a"],
+            ["__proto__"],
+            [],
+        ],
+    }
     for locale, lines in expected.items():
         visit = Visit(browser, served["page"], locale=locale).as_user(served, "wang")
         answer_with(visit, events)

@@ -7,13 +7,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import endpoints.chat_protocol as chat_protocol
-from gcite import protocol
-from gcite.local.app_host import sample_services
-from gcite.authoring.chatflows import CODE_DSL, PLUGIN_DSL
-from gcite.protocol import (SOURCE_KEYS, ProtocolError, Translator, parse_gcite_sse, safe_url, source_of, gcite_sse, translate)
-from gcite.local.runner import run_chatflow
 from citations import validate as validate_citations
 from citations.stream import CitationStream
+from gcite import protocol
+from gcite.authoring.chatflows import CODE_DSL, PLUGIN_DSL
+from gcite.local.app_host import sample_services
+from gcite.local.runner import run_chatflow
+from gcite.protocol import (
+    SOURCE_KEYS,
+    ProtocolError,
+    Translator,
+    gcite_sse,
+    parse_gcite_sse,
+    safe_url,
+    source_of,
+    translate,
+)
 from tests.support.endpoint import answer_text, assert_protocol, chunk, dify_stream, envelope, node
 
 CHUNKS = [chunk(1, "第一段"), chunk(2, "第二段", source_type="web", url="https://example.com/2"), chunk(3, "第三段")]
@@ -36,8 +45,9 @@ def merged(events):
 
 # --- the wire format ----------------------------------------------------------------------------------------------
 
+
 def test_sse_round_trips_and_knows_only_the_protocols_events():
-    data = {"text": "第一行\n第二行 \"quoted\" </script>"}
+    data = {"text": '第一行\n第二行 "quoted" </script>'}
     wire = protocol.OPEN_COMMENT + gcite_sse("ready", {}) + gcite_sse("text", data)
     assert wire.count("\ndata: ") == 2 and "\n\n" not in gcite_sse("text", data)[:-2]
     assert list(parse_gcite_sse(wire)) == [("ready", {}), ("text", data)]
@@ -46,24 +56,45 @@ def test_sse_round_trips_and_knows_only_the_protocols_events():
         gcite_sse("node_finished", {})
 
 
-@pytest.mark.parametrize("url,safe", [
-    ("https://example.com/a?b=1#c", "https://example.com/a?b=1#c"), ("HTTP://Example.com", "HTTP://Example.com"),
-    ("  https://example.com/x  ", "https://example.com/x"), ("javascript:alert(1)", ""), ("oss://bucket/file", ""),
-    ("data:text/html,<b>", ""), ("https://", ""), ("//example.com/x", ""), ("https://exa mple.com", ""),
-    ("https://example.com/\nx", ""), (None, ""), (42, ""), ("", ""), ("http://[::1", ""),
-])
+@pytest.mark.parametrize(
+    "url,safe",
+    [
+        ("https://example.com/a?b=1#c", "https://example.com/a?b=1#c"),
+        ("HTTP://Example.com", "HTTP://Example.com"),
+        ("  https://example.com/x  ", "https://example.com/x"),
+        ("javascript:alert(1)", ""),
+        ("oss://bucket/file", ""),
+        ("data:text/html,<b>", ""),
+        ("https://", ""),
+        ("//example.com/x", ""),
+        ("https://exa mple.com", ""),
+        ("https://example.com/\nx", ""),
+        (None, ""),
+        (42, ""),
+        ("", ""),
+        ("http://[::1", ""),
+    ],
+)
 def test_only_http_urls_with_a_host_pass(url, safe):
     assert safe_url(url) == safe
 
 
 def test_a_source_has_exactly_the_documented_keys_all_text():
-    source = source_of({**chunk(7, "正文" * 200, url="https://x.example/1"), "published_date": None,
-                        "site_name": 5, "extra": "secret"}, snippet_length=10)
+    source = source_of(
+        {
+            **chunk(7, "正文" * 200, url="https://x.example/1"),
+            "published_date": None,
+            "site_name": 5,
+            "extra": "secret",
+        },
+        snippet_length=10,
+    )
     assert tuple(source) == SOURCE_KEYS and all(isinstance(v, str) for v in source.values())
     assert source["snippet"] == "正文" * 5 and source["site_name"] == "5" and source["published_date"] == ""
 
 
 # --- sources -----------------------------------------------------------------------------------------------------
+
 
 def test_sources_come_from_the_first_node_with_a_chunk_metadata_list_before_any_text():
     stream = dify_stream(["答[C:2]"], CHUNKS)
@@ -105,8 +136,16 @@ def test_a_chunk_list_after_the_answer_started_is_ignored():
     assert events[1] == ("sources", {"sources": []}) and [n for n, _ in events].count("sources") == 1
 
 
-@pytest.mark.parametrize("bad", [[{"id": "x"}], [{"id": "1", "source_type": "rag"}, {"id": "01", "source_type": "rag"}],
-                                 [{"id": "1", "source_type": "book"}], ["text"], "{not json"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [{"id": "x"}],
+        [{"id": "1", "source_type": "rag"}, {"id": "01", "source_type": "rag"}],
+        [{"id": "1", "source_type": "book"}],
+        ["text"],
+        "{not json",
+    ],
+)
 def test_a_malformed_chunk_list_is_an_app_error(bad):
     stream = [node("node_finished", "merge", "tool", {"chunk_metadata": bad}), envelope("message_end", id="m")]
     events = run(stream, source_node="merge")
@@ -114,6 +153,7 @@ def test_a_malformed_chunk_list_is_an_app_error(bad):
 
 
 # --- the answer text ---------------------------------------------------------------------------------------------
+
 
 def test_the_answer_nodes_appended_reference_list_is_not_answer_text():
     for selectors in (True, False):
@@ -139,8 +179,10 @@ def test_an_answer_templates_own_text_before_the_retrieval_waits_for_the_chunk_l
 
 
 def test_held_text_is_shown_at_the_end_when_no_chunk_list_and_no_llm_text_come():
-    stream = [envelope("message", id="m", answer="你好[C:1]", from_variable_selector=["answer", "answer"]),
-              envelope("message_end", id="m")]
+    stream = [
+        envelope("message", id="m", answer="你好[C:1]", from_variable_selector=["answer", "answer"]),
+        envelope("message_end", id="m"),
+    ]
     events = run(stream)
     assert [n for n, _ in events] == ["ready", "sources", "text", "done"] and events[1][1]["sources"] == []
     assert answer_text(events) == "你好" and events[-1][1]["invalid_ids"] == ["1"]
@@ -149,8 +191,10 @@ def test_held_text_is_shown_at_the_end_when_no_chunk_list_and_no_llm_text_come()
     assert replaced[2][1]["text"] == "已替换" and answer_text(replaced) == ""
 
 
-@pytest.mark.parametrize("deltas", [["先看[C:3]。上报[C:1][C:3]。"], ["先看[C:3]。上报[C:1]", "[C:3]。"],
-                                    ["先看[C:3]。上报[C:1]", "[C:", "3]", "。"]])
+@pytest.mark.parametrize(
+    "deltas",
+    [["先看[C:3]。上报[C:1][C:3]。"], ["先看[C:3]。上报[C:1]", "[C:3]。"], ["先看[C:3]。上报[C:1]", "[C:", "3]", "。"]],
+)
 def test_adjacent_markers_are_one_citation_with_its_numbers_ascending(deltas):
     """`[C:1][C:3]` (how the prompt asks for several sources) is one `cite`, as `[C:1,3]` is, however it is split;
     a marker after text is a citation of its own."""
@@ -181,8 +225,13 @@ def test_done_carries_the_validator_support_flags_when_it_provides_them(monkeypa
             result = super().result(support)
             for citation in result["citations"]:
                 citation.update(support=0.25, weak=True)
-            return {**result, "uncited_sentences": ["无引用的句子"], "citation_recall_proxy": 0.5,
-                    "citation_precision_proxy": 1.0, "internal_only": "never sent"}
+            return {
+                **result,
+                "uncited_sentences": ["无引用的句子"],
+                "citation_recall_proxy": 0.5,
+                "citation_precision_proxy": 1.0,
+                "internal_only": "never sent",
+            }
 
     monkeypatch.setattr(chat_protocol, "CitationStream", Flagging)
     done = run(dify_stream(["答[C:2]"], CHUNKS))[-1][1]
@@ -202,6 +251,7 @@ def with_validate_outputs(stream, outputs):
 
 def test_done_takes_the_support_flags_from_the_validate_node_without_checking_again(monkeypatch):
     from citations import stream as citation_stream
+
     answer = "第二段说的是这个[C:2]。第一段[C:1]。"
     outputs = validate_citations.main(answer, CHUNKS)
     outputs["citations"][0].update(support=0.123, weak=True, reasons=[{"kind": "negation"}], reason="negation")
@@ -217,6 +267,7 @@ def test_done_takes_the_support_flags_from_the_validate_node_without_checking_ag
 
 def test_done_checks_support_itself_when_the_validate_node_does_not_cover_every_citation(monkeypatch):
     from citations import stream as citation_stream
+
     answer = "第二段[C:2]。第一段[C:1]。"
     outputs = validate_citations.main(answer, CHUNKS)
     outputs["citations"] = outputs["citations"][:1]  # as when the node's list was capped
@@ -234,6 +285,7 @@ def test_insufficient_evidence_status():
 
 
 # --- failures ----------------------------------------------------------------------------------------------------
+
 
 def test_translate_turns_every_failure_into_one_error_event_and_tells_the_log():
     told = []
@@ -301,6 +353,7 @@ def test_the_protocol_stream_equals_the_batch_for_every_split(answer, cuts):
 
 # --- the shipped chatflows ---------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def services():
     shared = sample_services()
@@ -310,12 +363,17 @@ def services():
 
 @pytest.mark.parametrize("dsl", [PLUGIN_DSL, CODE_DSL], ids=["plugin-dsl", "code-dsl"])
 def test_on_the_shipped_chatflows_the_text_is_what_the_validator_node_made_of_the_llms_text(dsl, services):
-    raw = list(run_chatflow(dsl.read_text(encoding="utf-8"), "巡更时发现异常怎么上报？",
-                            {"user_roles": '["物业经理"]'}, services))
-    validate = next(e["data"]["outputs"] for e in raw if e["event"] == "node_finished"
-                    and e["data"]["node_id"] == "validate")
-    appended = "".join(e["answer"] for e in raw if e["event"] == "message"
-                       and e.get("from_variable_selector", [""])[0] == "validate")
+    raw = list(
+        run_chatflow(
+            dsl.read_text(encoding="utf-8"), "巡更时发现异常怎么上报？", {"user_roles": '["物业经理"]'}, services
+        )
+    )
+    validate = next(
+        e["data"]["outputs"] for e in raw if e["event"] == "node_finished" and e["data"]["node_id"] == "validate"
+    )
+    appended = "".join(
+        e["answer"] for e in raw if e["event"] == "message" and e.get("from_variable_selector", [""])[0] == "validate"
+    )
     assert appended.startswith("- [C:")  # the Answer node does append the raw reference list
     events = run(raw)
     assert answer_text(events) == validate["answer_without_markers"]

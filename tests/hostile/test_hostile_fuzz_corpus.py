@@ -26,9 +26,16 @@ def test_every_target_has_seeds_and_every_corpus_folder_names_a_target():
 KNOWN: dict[str, str] = {}  # reproducers of bugs not fixed yet: "target/file" -> what fails
 
 
-@pytest.mark.parametrize("path", [
-    pytest.param(p, marks=pytest.mark.xfail(reason=KNOWN[f"{p.parent.name}/{p.name}"], strict=False))
-    if f"{p.parent.name}/{p.name}" in KNOWN else p for p in FILES], ids=[f"{p.parent.name}/{p.name}" for p in FILES])
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(p, marks=pytest.mark.xfail(reason=KNOWN[f"{p.parent.name}/{p.name}"], strict=False))
+        if f"{p.parent.name}/{p.name}" in KNOWN
+        else p
+        for p in FILES
+    ],
+    ids=[f"{p.parent.name}/{p.name}" for p in FILES],
+)
 def test_replay(path: Path):
     ALL_TARGETS[path.parent.name](path.read_bytes())
 
@@ -48,8 +55,13 @@ def test_make_fuzz_writes_a_reproducer_when_a_target_fails(tmp_path):
     # The canary target fails on its seed at once; the fuzzer must exit 1 and leave the input in the corpus.
     (tmp_path / "canary").mkdir()
     (tmp_path / "canary" / "seed-1").write_bytes(b"\x00gcite-canary")
-    done = subprocess.run([sys.executable, "-m", "fuzz", "--seconds", "5", "--targets", "canary",
-                           "--corpus-root", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "fuzz", "--seconds", "5", "--targets", "canary", "--corpus-root", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     found = [p for p in (tmp_path / "canary").iterdir() if not p.name.startswith("seed-")]
     assert found and b"gcite-canary" in found[0].read_bytes(), done.stdout

@@ -24,8 +24,16 @@ class RawPluginProcess(PluginProcess):
 
     def send(self, data: dict[str, Any], session_id: str | None = None) -> str:
         session_id = session_id or f"s-{uuid.uuid4().hex[:12]}"
-        request = {"session_id": session_id, "event": "request", "conversation_id": None, "message_id": None,
-                   "app_id": None, "endpoint_id": None, "context": {}, "data": data}
+        request = {
+            "session_id": session_id,
+            "event": "request",
+            "conversation_id": None,
+            "message_id": None,
+            "app_id": None,
+            "endpoint_id": None,
+            "context": {},
+            "data": data,
+        }
         return self.send_line(json.dumps(request).encode("ascii"), session_id)
 
     def send_line(self, line: bytes, session_id: str) -> str:
@@ -63,8 +71,11 @@ def invoke(plugin: RawPluginProcess, tool: str, parameters: dict[str, Any]) -> S
 
 # --- the cases ----------------------------------------------------------------------------------------------------
 
+
 def ten_mb_request_line(plugin: RawPluginProcess) -> None:
-    big = [{"content": "巡更" * (5 * MB // 2), "metadata": {"segment_id": "s", "doc_metadata": {"access_roles": ",a,"}}}]
+    big = [
+        {"content": "巡更" * (5 * MB // 2), "metadata": {"segment_id": "s", "doc_metadata": {"access_roles": ",a,"}}}
+    ]
     done = invoke(plugin, "merge_chunks", {"rag_chunks": big})
     assert done.error is None
     assert len(done.variables["chunk_metadata"][0]["content"]) == 12000
@@ -83,21 +94,31 @@ def deep_json_request(plugin: RawPluginProcess) -> None:
     assert error["event"] == "error"
     done = invoke(plugin, "merge_chunks", {"rag_chunks": "[" * 100_000 + "]" * 100_000})
     assert done.error and done.error["message"].startswith("rag_chunks: JSON nested too deeply")
-    done = invoke(plugin, "filter_chunks", {"rag_chunks": [], "user_roles": "a",
-                                            "condition": '{"not":' * 10_000 + "{}" + "}" * 10_000})
+    done = invoke(
+        plugin,
+        "filter_chunks",
+        {"rag_chunks": [], "user_roles": "a", "condition": '{"not":' * 10_000 + "{}" + "}" * 10_000},
+    )
     assert done.error and done.error["message"].startswith("condition: nested more than 32 levels")
 
 
 def lone_surrogates(plugin: RawPluginProcess) -> None:
     # As a JSON escape in the request itself, the SDK refuses the line (the daemon never sends one: Go's JSON
     # decoder makes it U+FFFD) ...
-    error = plugin.stray_error_after(lambda: plugin.invoke_tool(PROVIDER, "merge_chunks",
-                                                                {"rag_chunks": [{"content": "a\ud800"}]}))
+    error = plugin.stray_error_after(
+        lambda: plugin.invoke_tool(PROVIDER, "merge_chunks", {"rag_chunks": [{"content": "a\ud800"}]})
+    )
     assert error["event"] == "error"
     # ... but inside a parameter's JSON text it reaches the nodes, and no output may carry it (the SDK could not
     # send it: the request would never be answered).
-    text = json.dumps([{"content": "a\ud800 [C:1]", "metadata": {"segment_id": "\udcff", "doc_metadata": {
-        "access_roles": ",a\ud800,", "\ud800k": 1}}}])
+    text = json.dumps(
+        [
+            {
+                "content": "a\ud800 [C:1]",
+                "metadata": {"segment_id": "\udcff", "doc_metadata": {"access_roles": ",a\ud800,", "\ud800k": 1}},
+            }
+        ]
+    )
     merged = invoke(plugin, "merge_chunks", {"rag_chunks": text})
     assert merged.error is None and merged.variables["chunk_metadata"][0]["content"] == "a\ufffd (C:1)"
     public = json.dumps([{"content": "b\udcff", "metadata": {"doc_metadata": {"access_roles": ""}}}])
@@ -109,12 +130,30 @@ def lone_surrogates(plugin: RawPluginProcess) -> None:
 
 
 def huge_numbers_and_nan(plugin: RawPluginProcess) -> None:
-    line = json.dumps({"session_id": "nan", "event": "request", "conversation_id": None, "message_id": None,
-                       "app_id": None, "endpoint_id": None, "context": {}, "data": {
-                           "type": "tool", "action": "invoke_tool", "user_id": "u", "provider": PROVIDER,
-                           "tool": "merge_chunks", "credentials": {}, "credential_type": "api-key",
-                           "tool_parameters": {"rag_chunks": [{"content": "x", "metadata": {"score": float("nan")}}],
-                                               "max_chunks": float("nan")}}})
+    line = json.dumps(
+        {
+            "session_id": "nan",
+            "event": "request",
+            "conversation_id": None,
+            "message_id": None,
+            "app_id": None,
+            "endpoint_id": None,
+            "context": {},
+            "data": {
+                "type": "tool",
+                "action": "invoke_tool",
+                "user_id": "u",
+                "provider": PROVIDER,
+                "tool": "merge_chunks",
+                "credentials": {},
+                "credential_type": "api-key",
+                "tool_parameters": {
+                    "rag_chunks": [{"content": "x", "metadata": {"score": float("nan")}}],
+                    "max_chunks": float("nan"),
+                },
+            },
+        }
+    )
     assert "NaN" in line  # not JSON, but Python's encoder writes it
     session = plugin.wait([plugin.send_line(line.encode(), "nan")], timeout=60)[0]
     assert session.error and session.error["message"].startswith("max_chunks: expected a whole number")
@@ -123,13 +162,24 @@ def huge_numbers_and_nan(plugin: RawPluginProcess) -> None:
     assert done.error is None and done.variables["chunk_metadata"][0]["score"] == 0.0
     done = invoke(plugin, "merge_chunks", {"rag_chunks": score_400_digits, "max_chunks": float("inf")})
     assert done.error and done.error["message"].startswith("max_chunks")
-    done = invoke(plugin, "filter_chunks", {"rag_chunks": [], "user_roles": "a",
-                                            "condition": '{"field": "x", "op": "gt", "value": 1' + "0" * 400 + "}"})
+    done = invoke(
+        plugin,
+        "filter_chunks",
+        {"rag_chunks": [], "user_roles": "a", "condition": '{"field": "x", "op": "gt", "value": 1' + "0" * 400 + "}"},
+    )
     assert done.error and done.error["message"] == "condition: inf is not a finite number"  # 401 digits: a float
 
 
-CASES: dict[str, Callable[[RawPluginProcess], None]] = {f.__name__: f for f in (
-    ten_mb_request_line, ten_mb_line_that_is_not_json, deep_json_request, lone_surrogates, huge_numbers_and_nan)}
+CASES: dict[str, Callable[[RawPluginProcess], None]] = {
+    f.__name__: f
+    for f in (
+        ten_mb_request_line,
+        ten_mb_line_that_is_not_json,
+        deep_json_request,
+        lone_surrogates,
+        huge_numbers_and_nan,
+    )
+}
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,8 @@ from gcite.local.llm import OpenAICompatibleModel
 from gcite.local.runner import Services, run_chatflow
 from gcite.sse import sse_lines
 from tests.support import ROOT
-from tests.support.runner_dsl import minimal_dsl
 from tests.support.local_http import origin, start_server, stop_server
+from tests.support.runner_dsl import minimal_dsl
 
 CODE_DSL = str(chatflows.CODE_DSL)
 
@@ -31,23 +31,31 @@ def cli_run(*args: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-@pytest.mark.parametrize("inputs,message", [
-    ("[" * 100_000 + "]" * 100_000, "error: --inputs is nested too deeply"),
-    ('{"a":' * 50_000 + "1" + "}" * 50_000, "error: --inputs is nested too deeply"),
-    ('{"user_roles": NaN}', "error: --inputs is not JSON: NaN is not a JSON value"),
-    ('{"user_roles": -Infinity}', "error: --inputs is not JSON: -Infinity is not a JSON value"),
-    ('{"user_roles": "\\ud800"}', "error: inputs.user_roles is not valid Unicode text: lone surrogate U+D800 at "
-                                  "character 0"),
-])
+@pytest.mark.parametrize(
+    "inputs,message",
+    [
+        ("[" * 100_000 + "]" * 100_000, "error: --inputs is nested too deeply"),
+        ('{"a":' * 50_000 + "1" + "}" * 50_000, "error: --inputs is nested too deeply"),
+        ('{"user_roles": NaN}', "error: --inputs is not JSON: NaN is not a JSON value"),
+        ('{"user_roles": -Infinity}', "error: --inputs is not JSON: -Infinity is not a JSON value"),
+        (
+            '{"user_roles": "\\ud800"}',
+            "error: inputs.user_roles is not valid Unicode text: lone surrogate U+D800 at character 0",
+        ),
+    ],
+)
 def test_hostile_inputs_are_one_line_errors(inputs, message):
     code, out, err = cli_run(CODE_DSL, "--query", "q", "--inputs", inputs)
     assert (code, out, err) == (2, "", message + "\n")
 
 
-@pytest.mark.parametrize("inputs,message", [
-    ('{"user_roles": ["前台"]}', "(type 'text-input') user_roles in input form must be a string"),
-    (json.dumps({"user_roles": "前台," * 40_000}), "user_roles in input form must be less than 256 characters"),
-])
+@pytest.mark.parametrize(
+    "inputs,message",
+    [
+        ('{"user_roles": ["前台"]}', "(type 'text-input') user_roles in input form must be a string"),
+        (json.dumps({"user_roles": "前台," * 40_000}), "user_roles in input form must be less than 256 characters"),
+    ],
+)
 def test_start_inputs_dify_rejects_are_its_failed_stream(inputs, message):
     code, out, err = cli_run(CODE_DSL, "--query", "q", "--inputs", inputs)
     events = [json.loads(line[5:]) for line in out.splitlines() if line.startswith("data:")]
@@ -57,19 +65,32 @@ def test_start_inputs_dify_rejects_are_its_failed_stream(inputs, message):
 
 def test_a_lone_surrogate_in_the_query_is_a_one_line_error():
     code, out, err = cli_run(CODE_DSL, "--query", "巡更\udcff")
-    assert (code, out, err) == (2, "", "error: --query is not valid Unicode text: lone surrogate U+DCFF at character 2\n")
+    assert (code, out, err) == (
+        2,
+        "",
+        "error: --query is not valid Unicode text: lone surrogate U+DCFF at character 2\n",
+    )
 
 
 def test_undecodable_argv_bytes_give_the_same_error_from_a_real_process():
-    done = subprocess.run([sys.executable, "-m", "gcite", "run", CODE_DSL.encode(), "--query", b"q\xff"],
-                          cwd=ROOT, capture_output=True, timeout=120, env={**os.environ, "LC_ALL": "C.UTF-8"})
+    done = subprocess.run(
+        [sys.executable, "-m", "gcite", "run", CODE_DSL.encode(), "--query", b"q\xff"],
+        cwd=ROOT,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "LC_ALL": "C.UTF-8"},
+    )
     assert done.returncode == 2 and done.stdout == b""
     assert done.stderr == b"error: --query is not valid Unicode text: lone surrogate U+DCFF at character 1\n"
 
 
 def test_nan_and_deep_values_given_to_run_chatflow_are_refused():
-    text = minimal_dsl([{"variable": "n", "label": "n", "type": "number", "required": False},
-                        {"variable": "j", "label": "j", "type": "json_object", "required": False}])
+    text = minimal_dsl(
+        [
+            {"variable": "n", "label": "n", "type": "number", "required": False},
+            {"variable": "j", "label": "j", "type": "json_object", "required": False},
+        ]
+    )
     with pytest.raises(DifyRefusal, match="inputs.n is nan, which is not a JSON number"):
         list(run_chatflow(text, "q", {"n": float("nan")}, Services()))
     deep: dict = {}
@@ -83,8 +104,14 @@ def test_a_huge_query_runs_through_a_code_node(tmp_path):
     """The code DSL's web_body Code node takes the query: 200 KB of it is over argv's 128 KiB."""
     svc = Services()
     try:
-        events = list(run_chatflow(chatflows.CODE_DSL.read_text(encoding="utf-8"), "会议室怎么预约？" + "预" * 200_000,
-                                   {"user_roles": "前台"}, svc))
+        events = list(
+            run_chatflow(
+                chatflows.CODE_DSL.read_text(encoding="utf-8"),
+                "会议室怎么预约？" + "预" * 200_000,
+                {"user_roles": "前台"},
+                svc,
+            )
+        )
     finally:
         svc.close()
     body = next(e["data"] for e in events if e["event"] == "node_finished" and e["data"]["node_id"] == "web_body")
@@ -93,10 +120,11 @@ def test_a_huge_query_runs_through_a_code_node(tmp_path):
 
 # --- the OpenAI-compatible client's SSE decoding --------------------------------------------------------------
 
+
 def test_sse_lines_split_on_lf_only_and_decode_whole_lines():
     text = "data: é\u2028ü\u0085\r\n\ndata: [DONE]"
     raw = text.encode("utf-8")
-    assert list(sse_lines([raw[i:i + 1] for i in range(len(raw))])) == ["data: é\u2028ü\u0085", "", "data: [DONE]"]
+    assert list(sse_lines([raw[i : i + 1] for i in range(len(raw))])) == ["data: é\u2028ü\u0085", "", "data: [DONE]"]
     with pytest.raises(RuntimeError, match="not UTF-8"):
         list(sse_lines([b"data: \xff\n"]))
 
@@ -122,11 +150,16 @@ def run_with_llm_sending(chunks: list[bytes]) -> list[dict]:
     """The plugin chatflow's events when its LLM is an OpenAI-compatible server writing these bytes."""
     server = serve(chunks)
     try:
-        svc = Services(llm=OpenAICompatibleModel(f"{origin(server)}/v1", "m", "k"),
-                       tool_credentials={"langgenius/tavily:": {"tavily_api_key": "tvly-TEST"}})
+        svc = Services(
+            llm=OpenAICompatibleModel(f"{origin(server)}/v1", "m", "k"),
+            tool_credentials={"langgenius/tavily:": {"tavily_api_key": "tvly-TEST"}},
+        )
         try:
-            return list(run_chatflow(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), "会议室怎么预约？",
-                                     {"user_roles": "前台"}, svc))
+            return list(
+                run_chatflow(
+                    chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), "会议室怎么预约？", {"user_roles": "前台"}, svc
+                )
+            )
         finally:
             svc.close()
     finally:
@@ -135,9 +168,14 @@ def run_with_llm_sending(chunks: list[bytes]) -> list[dict]:
 
 def test_an_sse_body_without_charset_is_read_as_utf8_and_u2028_is_not_a_line_end():
     pieces = ["会议室须提前预约", "\u2028第二行", "，é[C:", "1]。"]
-    body = b"".join(f"data: {json.dumps({'choices': [{'delta': {'content': p}}]}, ensure_ascii=False)}\r\n\r\n"
-                    .encode("utf-8") for p in pieces) + b"data: [DONE]\n\n"
-    events = run_with_llm_sending([body[i:i + 7] for i in range(0, len(body), 7)])  # characters split across writes
+    body = (
+        b"".join(
+            f"data: {json.dumps({'choices': [{'delta': {'content': p}}]}, ensure_ascii=False)}\r\n\r\n".encode()
+            for p in pieces
+        )
+        + b"data: [DONE]\n\n"
+    )
+    events = run_with_llm_sending([body[i : i + 7] for i in range(0, len(body), 7)])  # characters split across writes
     llm = next(e["data"] for e in events if e["event"] == "node_finished" and e["data"]["node_id"] == "llm")
     assert llm["outputs"]["text"] == "".join(pieces)
 

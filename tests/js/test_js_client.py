@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -40,10 +39,22 @@ def test_the_client_in_node_against_gcite_serve(tmp_path):
     node = tool("node")
     secret = private_secret_file(tmp_path, "a-local-secret-for-the-js-client-tests-" + "0" * 16)
     with gcite_serve("--pace", "0", "--allow-origin", APP, "--secret-file", str(secret)) as served:
-        env = {**os.environ, "GCITE_CHAT_URL": served["chat"], "GCITE_USERS_URL": f"{served['origin']}/local/users",
-               "GCITE_SECRET_FILE": str(secret), "GCITE_APP_ORIGIN": APP, "NO_COLOR": "1"}
-        done = subprocess.run([node, "--test", "--test-reporter=tap", "tests/js/"], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=600)
+        env = {
+            **os.environ,
+            "GCITE_CHAT_URL": served["chat"],
+            "GCITE_USERS_URL": f"{served['origin']}/local/users",
+            "GCITE_SECRET_FILE": str(secret),
+            "GCITE_APP_ORIGIN": APP,
+            "NO_COLOR": "1",
+        }
+        done = subprocess.run(
+            [node, "--test", "--test-reporter=tap", "tests/js/"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     counts = summary(done.stdout)
     assert done.returncode == 0 and counts.get("fail") == 0, done.stdout[-6000:] + done.stderr[-2000:]
     assert "# SKIP" not in done.stdout  # the tests against gcite serve ran
@@ -54,29 +65,47 @@ def test_the_client_in_node_against_gcite_serve(tmp_path):
 def test_npm_pack_gives_a_tarball_a_fresh_project_installs_offline_and_imports(tmp_path):
     node, npm = tool("node"), tool("npm")
     cache = tmp_path / "npm-cache"  # nothing from the user's npm cache, nothing from the registry
-    npm_env = {**os.environ, "npm_config_cache": str(cache), "npm_config_update_notifier": "false",
-               "npm_config_fund": "false", "npm_config_audit": "false"}
-    packed = subprocess.run([npm, "pack", "--json", "--pack-destination", str(tmp_path)], cwd=CLIENT, env=npm_env,
-                            capture_output=True, text=True, timeout=120)
+    npm_env = {
+        **os.environ,
+        "npm_config_cache": str(cache),
+        "npm_config_update_notifier": "false",
+        "npm_config_fund": "false",
+        "npm_config_audit": "false",
+    }
+    packed = subprocess.run(
+        [npm, "pack", "--json", "--pack-destination", str(tmp_path)],
+        cwd=CLIENT,
+        env=npm_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert packed.returncode == 0, packed.stderr
     info = json.loads(packed.stdout)[0]
-    assert sorted(f["path"] for f in info["files"]) == ["README.md", "gcite-client.d.ts", "gcite-client.js",
-                                                         "package.json"]
+    assert sorted(f["path"] for f in info["files"]) == [
+        "README.md",
+        "gcite-client.d.ts",
+        "gcite-client.js",
+        "package.json",
+    ]
     tarball = tmp_path / info["filename"]
     assert tarball.is_file() and not list(CLIENT.glob("*.tgz"))  # nothing left in the tree
 
     app = tmp_path / "app"
     app.mkdir()
-    (app / "package.json").write_text(json.dumps({"name": "an-app", "version": "1.0.0", "private": True,
-                                                  "type": "module"}))
-    installed = subprocess.run([npm, "install", "--offline", str(tarball)], cwd=app, env=npm_env,
-                               capture_output=True, text=True, timeout=120)
+    (app / "package.json").write_text(
+        json.dumps({"name": "an-app", "version": "1.0.0", "private": True, "type": "module"})
+    )
+    installed = subprocess.run(
+        [npm, "install", "--offline", str(tarball)], cwd=app, env=npm_env, capture_output=True, text=True, timeout=120
+    )
     assert installed.returncode == 0, installed.stdout + installed.stderr
     package = app / "node_modules" / "@gcite" / "client"
     assert (package / "gcite-client.d.ts").is_file()
     assert json.loads((package / "package.json").read_text())["types"] == "./gcite-client.d.ts"
 
-    (app / "main.js").write_text("""
+    (app / "main.js").write_text(
+        """
 import { Chat, collect, readEvents, safeUrl } from "@gcite/client";
 const body = ': open\\n\\nevent: ready\\ndata: {}\\n\\nevent: text\\ndata: {"text":"答案"}\\n\\n'
   + 'event: cite\\ndata: {"numbers":[1],"ids":["4"],"new":[1]}\\n\\n'
@@ -84,7 +113,9 @@ const body = ': open\\n\\nevent: ready\\ndata: {}\\n\\nevent: text\\ndata: {"tex
 const result = await collect(readEvents(new Response(body)));
 console.log(JSON.stringify({ answer: result.answer, status: result.status, chat: typeof Chat,
                              url: safeUrl("javascript:alert(1)") }));
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     ran = subprocess.run([node, "main.js"], cwd=app, capture_output=True, text=True, timeout=60)
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout) == {"answer": "答案[1]", "status": "cited", "chat": "function", "url": ""}

@@ -7,13 +7,13 @@ import re
 import pytest
 import yaml
 
+from citations import merge as merge_chunks
+from citations import web_request as web_search_request
 from gcite.authoring import chatflows
 from gcite.client import Cite, Done, Text, dify_events, parse_dify_sse
 from gcite.local.llm import OpenAICompatibleModel
-from gcite.local.runner import GCITE_PLUGIN, Conversation, Services, run_chatflow, dify_sse
+from gcite.local.runner import GCITE_PLUGIN, Conversation, Services, dify_sse, run_chatflow
 from gcite.local.services import start_local_services
-from citations import merge as merge_chunks
-from citations import web_request as web_search_request
 from tests.support import ROOT
 from tests.support.local_http import origin, start_server, stop_server
 from tests.support.openai_model import streaming_model
@@ -35,8 +35,14 @@ def services(**kwargs) -> Services:
     return start_local_services(tool_credentials={"langgenius/tavily:": {"tavily_api_key": TAVILY_KEY}}, **kwargs)
 
 
-def run(kind: str, query: str, roles: str = "物业经理", svc: Services | None = None,
-        conversation: Conversation | None = None, text: str | None = None) -> list[dict]:
+def run(
+    kind: str,
+    query: str,
+    roles: str = "物业经理",
+    svc: Services | None = None,
+    conversation: Conversation | None = None,
+    text: str | None = None,
+) -> list[dict]:
     own = svc is None
     svc = svc or services()
     try:
@@ -63,13 +69,17 @@ def shared():
 
 # --- the stream ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", sorted(DSLS))
 def test_chunk_list_arrives_before_the_answer_and_every_marker_names_a_chunk(kind, shared):
     events = run(kind, "巡更时发现异常怎么上报？", svc=shared)
     kinds = [e["event"] for e in events]
     assert kinds[:2] == ["ping", "workflow_started"] and kinds[-2:] == ["message_end", "workflow_finished"]
-    merge_at = next(i for i, e in enumerate(events) if e["event"] == "node_finished"
-                    and "chunk_metadata" in (e["data"]["outputs"] or {}))
+    merge_at = next(
+        i
+        for i, e in enumerate(events)
+        if e["event"] == "node_finished" and "chunk_metadata" in (e["data"]["outputs"] or {})
+    )
     assert merge_at < kinds.index("message")
     chunks = events[merge_at]["data"]["outputs"]["chunk_metadata"]
     assert {c["source_type"] for c in chunks} == {"rag", "web"}
@@ -85,8 +95,7 @@ def test_chunk_list_arrives_before_the_answer_and_every_marker_names_a_chunk(kin
 
 @pytest.mark.parametrize("kind", sorted(DSLS))
 def test_an_empty_knowledge_base_and_no_web_results_give_the_insufficient_answer(kind):
-    svc = services(knowledge_base={"dataset_id": "d", "dataset_name": "empty", "documents": []},
-                   web_search_fails=True)
+    svc = services(knowledge_base={"dataset_id": "d", "dataset_name": "empty", "documents": []}, web_search_fails=True)
     events = run(kind, "今天天气怎么样？", svc=svc)
     svc.close()
     assert events[-1]["event"] == "workflow_finished" and not any(e["event"] == "error" for e in events)
@@ -145,8 +154,9 @@ def test_the_stream_never_contains_a_configured_search_key(kind):
     if kind == "code":
         assert svc.search_http.requests[0]["headers"]["Authorization"] == f"Bearer {BOCHA_KEY}"
     else:
-        assert any(c["tool"] == "web_search" and c["credentials"].get("bocha_api_key") == local_key
-                   for c in svc.tool_calls)
+        assert any(
+            c["tool"] == "web_search" and c["credentials"].get("bocha_api_key") == local_key for c in svc.tool_calls
+        )
         assert svc.search_server.requests  # the web_search tool called the local server with that key
     assert BOCHA_KEY not in stream and TAVILY_KEY not in stream and local_key not in stream
 
@@ -156,8 +166,12 @@ def test_user_text_cannot_change_the_search_request(query, shared):
     shared.search_http.requests.clear()
     run("code", query, svc=shared)
     body = json.loads(shared.search_http.requests[-1]["body"])
-    assert body == {"query": query.strip(), "count": web_search_request.SEARCH_COUNT, "summary": True,
-                    "freshness": "noLimit"}
+    assert body == {
+        "query": query.strip(),
+        "count": web_search_request.SEARCH_COUNT,
+        "summary": True,
+        "freshness": "noLimit",
+    }
 
 
 def test_two_turns_old_markers_are_never_read_as_current_citations():
@@ -210,8 +224,24 @@ def test_the_client_renumbers_the_stream_and_lists_only_cited_sources(shared):
 def test_run_command_prints_the_service_api_stream(tmp_path):
     import subprocess
     import sys
-    done = subprocess.run([sys.executable, "-m", "gcite", "run", str(DSLS["code"]), "--query", "会议室怎么预约？",
-                           "--inputs", '{"user_roles": "前台"}'], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gcite",
+            "run",
+            str(DSLS["code"]),
+            "--query",
+            "会议室怎么预约？",
+            "--inputs",
+            '{"user_roles": "前台"}',
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     blocks = done.stdout.split("\n\n")
     assert blocks[0] == "event: ping" and blocks[-1] == ""
@@ -223,6 +253,7 @@ def test_run_command_prints_the_service_api_stream(tmp_path):
 
 # --- the DSL files ------------------------------------------------------------------------------------
 
+
 def load(kind: str) -> dict:
     return yaml.safe_load(DSLS[kind].read_text(encoding="utf-8"))
 
@@ -233,8 +264,14 @@ def test_the_committed_dsl_files_are_what_the_builder_generates():
 
 
 def test_code_nodes_are_exactly_the_node_files():
-    sources = {"acl_roles": "acl_prefilter", "acl_filter": "filter_chunks", "web_body": "web_search_request",
-               "merge": "merge_chunks", "validate": "validate_citations", "remember": "remember_turn"}
+    sources = {
+        "acl_roles": "acl_prefilter",
+        "acl_filter": "filter_chunks",
+        "web_body": "web_search_request",
+        "merge": "merge_chunks",
+        "validate": "validate_citations",
+        "remember": "remember_turn",
+    }
     code_nodes = {n["id"]: n["data"] for n in load("code")["workflow"]["graph"]["nodes"] if n["data"]["type"] == "code"}
     assert set(code_nodes) == set(sources)
     for node_id, data in code_nodes.items():
@@ -249,8 +286,16 @@ def test_dsl_shape(kind):
     assert document["kind"] == "app" and document["app"]["mode"] == "advanced-chat"
     nodes = document["workflow"]["graph"]["nodes"]
     assert all(NODE_ID.fullmatch(n["id"]) for n in nodes)
-    allowed = {"string", "number", "object", "boolean", "array[string]", "array[number]", "array[object]",
-               "array[boolean]"}
+    allowed = {
+        "string",
+        "number",
+        "object",
+        "boolean",
+        "array[string]",
+        "array[number]",
+        "array[object]",
+        "array[boolean]",
+    }
     for node in nodes:
         for output in (node["data"].get("outputs") or {}).values():
             assert output["type"] in allowed
@@ -270,8 +315,13 @@ def test_dsl_shape(kind):
 def test_plugin_dsl_depends_on_our_package_and_search_top_k_matches():
     document = load("plugin")
     packages = [d for d in document["dependencies"] if d["type"] == "package"]
-    assert packages == [{"current_identifier": None, "type": "package",
-                         "value": {"plugin_unique_identifier": chatflows.plugin_identifier(), "version": None}}]
+    assert packages == [
+        {
+            "current_identifier": None,
+            "type": "package",
+            "value": {"plugin_unique_identifier": chatflows.plugin_identifier(), "version": None},
+        }
+    ]
     nodes = {n["id"]: n["data"] for n in document["workflow"]["graph"]["nodes"]}
     assert nodes["merge"]["tool_configurations"]["max_web_results"] == nodes["web"]["tool_configurations"]["top_k"]
     for node_id in ("acl_filter", "web", "merge", "validate"):
@@ -298,8 +348,12 @@ def declared_outputs(node: dict) -> set[str]:
             schema = yaml.safe_load((ROOT / "tools" / f"{data['tool_name']}.yaml").read_text(encoding="utf-8"))
             return base | set(schema["output_schema"]["properties"])
         return base
-    return {"knowledge-retrieval": {"result"}, "llm": {"text", "reasoning_content", "usage", "finish_reason"},
-            "http-request": {"body", "status_code", "headers", "files"}, "answer": {"answer", "files"}}.get(kind, set())
+    return {
+        "knowledge-retrieval": {"result"},
+        "llm": {"text", "reasoning_content", "usage", "finish_reason"},
+        "http-request": {"body", "status_code", "headers", "files"},
+        "answer": {"answer", "files"},
+    }.get(kind, set())
 
 
 def references(value, found: list) -> None:
@@ -356,21 +410,26 @@ def test_every_variable_reference_resolves_to_an_upstream_output(kind):
     assert checked >= 15
 
 
-@pytest.mark.parametrize("dsl,extra,message", [
-    ("missing.yml", [], "FileNotFoundError"),
-    ("not_a_flow.yml", [], "not a chatflow DSL"),
-    ("no_start.yml", [], "exactly one start node"),
-    ("code", ["--inputs", "[1]"], "--inputs must be a JSON object"),
-    ("code", ["--inputs", "{oops"], "--inputs is not JSON"),
-    ("code", ["--llm-base-url", "http://127.0.0.1:9"], "--llm-base-url needs --llm-model"),
-])
+@pytest.mark.parametrize(
+    "dsl,extra,message",
+    [
+        ("missing.yml", [], "FileNotFoundError"),
+        ("not_a_flow.yml", [], "not a chatflow DSL"),
+        ("no_start.yml", [], "exactly one start node"),
+        ("code", ["--inputs", "[1]"], "--inputs must be a JSON object"),
+        ("code", ["--inputs", "{oops"], "--inputs is not JSON"),
+        ("code", ["--llm-base-url", "http://127.0.0.1:9"], "--llm-base-url needs --llm-model"),
+    ],
+)
 def test_run_command_reports_bad_input_clearly(tmp_path, dsl, extra, message):
     from gcite.cli.main import main as cli
+
     (tmp_path / "not_a_flow.yml").write_text("kind: app\n")
     (tmp_path / "no_start.yml").write_text("workflow:\n  graph:\n    nodes: []\n    edges: []\n")
     path = str(DSLS["code"]) if dsl == "code" else str(tmp_path / dsl)
     import contextlib
     import io
+
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
         assert cli(["run", path, "--query", "q", *extra]) == 2

@@ -12,14 +12,14 @@ import pytest
 import requests
 import yaml
 
-from gcite.cli import demo
+from citations import merge as merge_chunks
 from gcite.authoring import chatflows
+from gcite.cli import demo
 from gcite.cli.main import main as cli
 from gcite.local.runner import run_chatflow
 from gcite.local.search_server import ranked
 from gcite.local.services import local_services
 from gcite.local.web_search import TAVILY_OUTAGE, _corpus
-from citations import merge as merge_chunks
 from tests.support import ROOT
 
 PATROL, MEETING = demo.DEMO_TURNS
@@ -40,18 +40,27 @@ def web_of(events: list[dict]) -> list[dict]:
 
 # --- the generated files --------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("path", [chatflows.PLUGIN_DSL, chatflows.DSL_DIR / "gcite_chatflow.en.yml"])
 def test_the_plugin_chatflow_searches_with_our_web_search_tool(path):
     document = yaml.safe_load(path.read_text(encoding="utf-8"))
     nodes = {n["id"]: n["data"] for n in document["workflow"]["graph"]["nodes"]}
     web, merge = nodes["web"], nodes["merge"]
     ours = [d for d in document["dependencies"] if d["type"] == "package"][0]["value"]["plugin_unique_identifier"]
-    assert (web["provider_id"], web["tool_name"], web["plugin_unique_identifier"]) == ("gcite/gcite/gcite",
-                                                                                       "web_search", ours)
-    assert web["tool_configurations"] == {"provider": "auto", "top_k": merge["tool_configurations"]["max_web_results"],
-                                          "timeout_seconds": chatflows.SEARCH_TIMEOUT_SECONDS}
-    assert web["tool_parameters"] == {"query": {"type": "mixed", "value": "{{#sys.query#}}"},
-                                      "freshness": {"type": "constant", "value": "any"}}
+    assert (web["provider_id"], web["tool_name"], web["plugin_unique_identifier"]) == (
+        "gcite/gcite/gcite",
+        "web_search",
+        ours,
+    )
+    assert web["tool_configurations"] == {
+        "provider": "auto",
+        "top_k": merge["tool_configurations"]["max_web_results"],
+        "timeout_seconds": chatflows.SEARCH_TIMEOUT_SECONDS,
+    }
+    assert web["tool_parameters"] == {
+        "query": {"type": "mixed", "value": "{{#sys.query#}}"},
+        "freshness": {"type": "constant", "value": "any"},
+    }
     assert web["error_strategy"] == "default-value"
     assert {v["key"]: v["value"] for v in web["default_value"]} == {"json": [], "text": ""}
     assert merge["tool_parameters"]["web_chunks"] == {"type": "variable", "value": ["web", "json"]}
@@ -60,8 +69,11 @@ def test_the_plugin_chatflow_searches_with_our_web_search_tool(path):
         assert declared[name]["form"] == "form", name  # settings go where Dify's form puts them
     for name in web["tool_parameters"]:
         assert declared[name]["form"] == "llm", name
-    marketplace = [d["value"]["marketplace_plugin_unique_identifier"] for d in document["dependencies"]
-                   if d["type"] == "marketplace"]
+    marketplace = [
+        d["value"]["marketplace_plugin_unique_identifier"]
+        for d in document["dependencies"]
+        if d["type"] == "marketplace"
+    ]
     assert marketplace == [chatflows.OPENAI]  # no Tavily: one plugin serves the whole flow
 
 
@@ -69,10 +81,15 @@ def test_the_tavily_variant_keeps_the_official_tool_and_its_dependency():
     document = yaml.safe_load(chatflows.chatflow_text(chatflows.Variant(search="tavily")))
     nodes = {n["id"]: n["data"] for n in document["workflow"]["graph"]["nodes"]}
     assert (nodes["web"]["provider_id"], nodes["web"]["tool_name"]) == ("langgenius/tavily/tavily", "tavily_search")
-    assert nodes["web"]["tool_configurations"]["max_results"] == nodes["merge"]["tool_configurations"]["max_web_results"]
+    assert (
+        nodes["web"]["tool_configurations"]["max_results"] == nodes["merge"]["tool_configurations"]["max_web_results"]
+    )
     assert nodes["web"]["error_strategy"] == "default-value"
-    marketplace = [d["value"]["marketplace_plugin_unique_identifier"] for d in document["dependencies"]
-                   if d["type"] == "marketplace"]
+    marketplace = [
+        d["value"]["marketplace_plugin_unique_identifier"]
+        for d in document["dependencies"]
+        if d["type"] == "marketplace"
+    ]
     assert marketplace == [chatflows.TAVILY, chatflows.OPENAI]
     with pytest.raises(ValueError, match="search: 'bing' is not one of gcite, tavily"):
         chatflows.Variant(search="bing")
@@ -91,6 +108,7 @@ def test_build_dsl_search_option_writes_the_tavily_variant(tmp_path, capsys):
 
 # --- the plugin chatflow on the runner --------------------------------------------------------------------------
 
+
 def test_the_demo_shows_web_results_that_depend_on_the_question():
     out = io.StringIO()
     assert demo.run(out=out) is True
@@ -105,8 +123,9 @@ def test_the_demo_shows_web_results_that_depend_on_the_question():
 
 def test_the_web_search_tool_feeds_the_merge_node_with_nothing_lost():
     with local_services() as services:
-        events = list(run_chatflow(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), PATROL,
-                                   {"user_roles": "物业经理"}, services))
+        events = list(
+            run_chatflow(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), PATROL, {"user_roles": "物业经理"}, services)
+        )
         asked = services.search_server.requests
     assert [r["body"]["count"] for r in asked if r["path"] == "/v1/web-search"] == [chatflows.SEARCH_TOP_K]
     web = finished(events, "web")
@@ -115,22 +134,29 @@ def test_the_web_search_tool_feeds_the_merge_node_with_nothing_lost():
     assert [r["url"] for r in results] == expected_urls(PATROL)
     expected = merge_chunks.main([], [{"results": results}], max_web_results=chatflows.SEARCH_TOP_K)
     chunks = web_of(events)
+
     def without_id(items):
         return [{k: v for k, v in c.items() if k != "id"} for c in items]
 
     assert without_id(chunks) == without_id(expected["chunk_metadata"])  # what merge reads alone from the results
     assert len(chunks) == len(results)
     for chunk, result in zip(chunks, results):
-        assert (chunk["url"], chunk["document_title"], chunk["content"]) == (result["url"], result["title"],
-                                                                             result["content"])
-        assert result["site_name"] in chunk["display_subtitle"] and result["published_date"] in chunk["display_subtitle"]
+        assert (chunk["url"], chunk["document_title"], chunk["content"]) == (
+            result["url"],
+            result["title"],
+            result["content"],
+        )
+        assert (
+            result["site_name"] in chunk["display_subtitle"] and result["published_date"] in chunk["display_subtitle"]
+        )
     assert not [s for s in finished(events, "merge")["outputs"]["skipped"] if s["source"] == "web"]
 
 
 def test_web_search_fails_refuses_the_key_and_the_answer_falls_back_to_the_knowledge_base():
     with local_services(web_search_fails=True) as services:
-        events = list(run_chatflow(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), PATROL,
-                                   {"user_roles": "物业经理"}, services))
+        events = list(
+            run_chatflow(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), PATROL, {"user_roles": "物业经理"}, services)
+        )
         asked = [r["path"] for r in services.search_server.requests]
     assert asked == ["/v1/web-search"]  # the server was asked, and refused the key
     web = finished(events, "web")
@@ -147,11 +173,14 @@ def test_web_search_fails_refuses_the_key_and_the_answer_falls_back_to_the_knowl
 
 # --- the Code-node chatflow's HTTP node ---------------------------------------------------------------------------
 
+
 def test_the_code_chatflow_web_results_come_from_the_same_ranking():
     with local_services() as services:
         text = chatflows.CODE_DSL.read_text(encoding="utf-8")
-        urls = {query: [c["url"] for c in web_of(list(run_chatflow(text, query, {"user_roles": "前台"}, services)))]
-                for query in (PATROL, MEETING)}
+        urls = {
+            query: [c["url"] for c in web_of(list(run_chatflow(text, query, {"user_roles": "前台"}, services)))]
+            for query in (PATROL, MEETING)
+        }
     for query, shown in urls.items():
         assert shown == expected_urls(query)
     assert urls[PATROL] and urls[MEETING] and urls[PATROL] != urls[MEETING]
@@ -159,8 +188,9 @@ def test_the_code_chatflow_web_results_come_from_the_same_ranking():
 
 def test_the_code_chatflow_search_is_refused_with_web_search_fails():
     with local_services(web_search_fails=True) as services:
-        events = list(run_chatflow(chatflows.CODE_DSL.read_text(encoding="utf-8"), PATROL,
-                                   {"user_roles": "前台"}, services))
+        events = list(
+            run_chatflow(chatflows.CODE_DSL.read_text(encoding="utf-8"), PATROL, {"user_roles": "前台"}, services)
+        )
     web = finished(events, "web")
     assert web["status"] == "exception" and "401" in web["error"]
     assert len(services.search_http.requests) == 1 and web_of(events) == []
@@ -169,10 +199,17 @@ def test_the_code_chatflow_search_is_refused_with_web_search_fails():
 
 # --- the Tavily variant: the official tool's failure shape ---------------------------------------------------------
 
+
 def test_the_tavily_variant_reproduces_the_official_tools_failure_and_falls_back():
     with local_services(web_search_fails=True) as services:
-        events = list(run_chatflow(chatflows.chatflow_text(chatflows.Variant(search="tavily")), PATROL,
-                                   {"user_roles": "物业经理"}, services))
+        events = list(
+            run_chatflow(
+                chatflows.chatflow_text(chatflows.Variant(search="tavily")),
+                PATROL,
+                {"user_roles": "物业经理"},
+                services,
+            )
+        )
     web = finished(events, "web")
     assert web["status"] == "succeeded" and web["error"] is None  # the official tool reports failures as text
     assert web["outputs"]["json"] == [{"data": []}]
@@ -180,8 +217,11 @@ def test_the_tavily_variant_reproduces_the_official_tools_failure_and_falls_back
     merged = finished(events, "merge")["outputs"]
     assert {c["source_type"] for c in merged["chunk_metadata"]} == {"rag"}
     # the merge node gets the tool's text too (web_text) and reports the failure instead of "no results"
-    assert {"source": "web", "index": -1,
-            "reason": f"search provider error: Error occurred while searching: {TAVILY_OUTAGE}"} in merged["skipped"]
+    assert {
+        "source": "web",
+        "index": -1,
+        "reason": f"search provider error: Error occurred while searching: {TAVILY_OUTAGE}",
+    } in merged["skipped"]
     assert events[-1]["data"]["status"] == "succeeded"
 
 
@@ -191,18 +231,23 @@ def test_web_text_is_wired_in_the_tavily_variant_only():
         return next(n["data"]["tool_parameters"] for n in document["workflow"]["graph"]["nodes"] if n["id"] == "merge")
 
     assert merge_inputs(chatflows.chatflow_text(chatflows.Variant(search="tavily")))["web_text"] == {
-        "type": "mixed", "value": "{{#web.text#}}"}
+        "type": "mixed",
+        "value": "{{#web.text#}}",
+    }
     # our web_search fails the node on an error (its default text is empty); its text on success is a summary
     assert "web_text" not in merge_inputs(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"))
-
 
 
 def lingering_threads() -> list[str]:
     """Threads of a search server or of a plugin process still alive (after up to 3 s for them to end)."""
     deadline = time.monotonic() + 3
     while True:
-        names = [t.name for t in threading.enumerate() if t.name == "gcite-search-server"
-                 or any(part in t.name for part in ("process_request", "_read_stdout", "_read_stderr"))]
+        names = [
+            t.name
+            for t in threading.enumerate()
+            if t.name == "gcite-search-server"
+            or any(part in t.name for part in ("process_request", "_read_stdout", "_read_stderr"))
+        ]
         if not names or time.monotonic() > deadline:
             return names
         time.sleep(0.05)
@@ -215,8 +260,12 @@ def test_no_thread_outlives_the_services():
     assert lingering_threads() == []
     with local_services() as services, requests.Session() as session:
         server = services.search_server
-        answer = session.post(server.base_url + "/v1/web-search", json={"query": PATROL},
-                              headers={"Authorization": f"Bearer {server.api_key}"}, timeout=10)
+        answer = session.post(
+            server.base_url + "/v1/web-search",
+            json={"query": PATROL},
+            headers={"Authorization": f"Bearer {server.api_key}"},
+            timeout=10,
+        )
         assert answer.status_code == 200 and answer.headers["Connection"] == "close"
         list(run_chatflow(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), MEETING, {"user_roles": "前台"}, services))
     assert lingering_threads() == []

@@ -13,8 +13,7 @@ ENGINE = ROOT / "gcite" / "local" / "engine.py"
 
 def engine_imports() -> list[tuple[str, str]]:
     tree = ast.parse(ENGINE.read_text(encoding="utf-8"))
-    return [(node.module, alias.name) for node in tree.body if isinstance(node, ast.ImportFrom)
-            for alias in node.names]
+    return [(node.module, alias.name) for node in tree.body if isinstance(node, ast.ImportFrom) for alias in node.names]
 
 
 def test_the_engine_imports_only_from_graphon_and_names_private_ones():

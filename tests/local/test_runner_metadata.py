@@ -9,10 +9,29 @@ from gcite.local.dify_metadata import admits, field_text
 from gcite.local.knowledge import load_json
 from gcite.local.runner import Services, dify_sse, run_chatflow
 
-OPERATORS = [("contains", ""), ("contains", "x"), ("not contains", "x"), ("start with", ""), ("end with", ""),
-             ("is", ""), ("is", "x"), ("is not", "x"), ("is", 0), ("is not", 0), ("=", 0), ("≠", 0),
-             ("in", ["x"]), ("not in", ["x"]), ("not in", "x,y"), ("<", 1), (">", -1), ("≤", 0), ("≥", 0),
-             ("before", 1), ("after", -1)]
+OPERATORS = [
+    ("contains", ""),
+    ("contains", "x"),
+    ("not contains", "x"),
+    ("start with", ""),
+    ("end with", ""),
+    ("is", ""),
+    ("is", "x"),
+    ("is not", "x"),
+    ("is", 0),
+    ("is not", 0),
+    ("=", 0),
+    ("≠", 0),
+    ("in", ["x"]),
+    ("not in", ["x"]),
+    ("not in", "x,y"),
+    ("<", 1),
+    (">", -1),
+    ("≤", 0),
+    ("≥", 0),
+    ("before", 1),
+    ("after", -1),
+]
 
 
 def only(name: str, operator: str, value) -> dict:
@@ -45,8 +64,10 @@ def test_containers_read_as_postgresqls_jsonb_text():
 
 
 def test_the_knowledge_base_holds_null_blank_and_unconventional_acls():
-    acls = {d["document_id"]: d["doc_metadata"].get("access_roles", "<missing>")
-            for d in load_json("knowledge_base.json")["documents"]}
+    acls = {
+        d["document_id"]: d["doc_metadata"].get("access_roles", "<missing>")
+        for d in load_json("knowledge_base.json")["documents"]
+    }
     assert acls["doc-parking"] is None  # what Dify's batch metadata editor writes for a field added without a value
     assert acls["doc-fire-drill"].strip() == "" and acls["doc-fire-drill"] != ""
     assert acls["doc-elevator"] == "保安;物业经理"  # outside the ,role1,role2, convention
@@ -63,8 +84,12 @@ def retrievals():
         for roles in ("物业经理", "前台", "保安"):
             records: list[dict] = []
             svc.retrieval_log = records.append
-            events = run_chatflow(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), "电梯困人和停车场临时停放怎么处理",
-                                  {"user_roles": roles}, svc)
+            events = run_chatflow(
+                chatflows.PLUGIN_DSL.read_text(encoding="utf-8"),
+                "电梯困人和停车场临时停放怎么处理",
+                {"user_roles": roles},
+                svc,
+            )
             streams[roles] = "".join(dify_sse(e) for e in events)
             seen[roles] = records[0]
     finally:
@@ -76,8 +101,9 @@ def test_the_runner_admits_exactly_what_difys_filter_admits(retrievals):
     seen, _ = retrievals
     documents = load_json("knowledge_base.json")["documents"]
     for roles, record in seen.items():
-        expected = [d["document_id"] for d in documents
-                    if admits(record["metadata_filtering_conditions"], d["doc_metadata"])]
+        expected = [
+            d["document_id"] for d in documents if admits(record["metadata_filtering_conditions"], d["doc_metadata"])
+        ]
         assert record["admitted"] == expected, roles
         assert "doc-parking" not in record["admitted"], roles  # a JSON-null ACL: hidden for everyone (fails closed)
 

@@ -10,7 +10,7 @@ import pytest
 
 from gcite.authoring import chatflows
 from gcite.local.llm import ExtractiveModel
-from gcite.local.runner import Conversation, Services, run_chatflow, dify_sse
+from gcite.local.runner import Conversation, Services, dify_sse, run_chatflow
 from gcite.local.services import local_services
 from gcite.local.web_search import TAVILY_OUTAGE, tavily_messages
 from tests.support.runner_dsl import minimal_dsl
@@ -18,16 +18,75 @@ from tests.support.runner_dsl import minimal_dsl
 TAVILY = {"langgenius/tavily:": {"tavily_api_key": "tvly-TEST"}}
 ENVELOPE = ["event", "conversation_id", "message_id", "created_at", "task_id"]
 WORKFLOW_STARTED = ["id", "workflow_id", "inputs", "created_at", "reason"]
-NODE_STARTED = ["id", "node_id", "node_type", "title", "index", "predecessor_node_id", "inputs", "inputs_truncated",
-                "created_at", "extras", "iteration_id", "loop_id", "agent_strategy"]
-NODE_FINISHED = ["id", "node_id", "node_type", "title", "index", "predecessor_node_id", "inputs", "inputs_truncated",
-                 "process_data", "process_data_truncated", "outputs", "outputs_truncated", "status", "error",
-                 "elapsed_time", "execution_metadata", "created_at", "finished_at", "files", "iteration_id", "loop_id"]
-WORKFLOW_FINISHED = ["id", "workflow_id", "status", "outputs", "error", "elapsed_time", "total_tokens", "total_steps",
-                     "created_by", "created_at", "finished_at", "exceptions_count", "files"]
-USAGE = ["prompt_tokens", "prompt_unit_price", "prompt_price_unit", "prompt_price", "completion_tokens",
-         "completion_unit_price", "completion_price_unit", "completion_price", "total_tokens", "total_price",
-         "currency", "latency", "time_to_first_token", "time_to_generate"]
+NODE_STARTED = [
+    "id",
+    "node_id",
+    "node_type",
+    "title",
+    "index",
+    "predecessor_node_id",
+    "inputs",
+    "inputs_truncated",
+    "created_at",
+    "extras",
+    "iteration_id",
+    "loop_id",
+    "agent_strategy",
+]
+NODE_FINISHED = [
+    "id",
+    "node_id",
+    "node_type",
+    "title",
+    "index",
+    "predecessor_node_id",
+    "inputs",
+    "inputs_truncated",
+    "process_data",
+    "process_data_truncated",
+    "outputs",
+    "outputs_truncated",
+    "status",
+    "error",
+    "elapsed_time",
+    "execution_metadata",
+    "created_at",
+    "finished_at",
+    "files",
+    "iteration_id",
+    "loop_id",
+]
+WORKFLOW_FINISHED = [
+    "id",
+    "workflow_id",
+    "status",
+    "outputs",
+    "error",
+    "elapsed_time",
+    "total_tokens",
+    "total_steps",
+    "created_by",
+    "created_at",
+    "finished_at",
+    "exceptions_count",
+    "files",
+]
+USAGE = [
+    "prompt_tokens",
+    "prompt_unit_price",
+    "prompt_price_unit",
+    "prompt_price",
+    "completion_tokens",
+    "completion_unit_price",
+    "completion_price_unit",
+    "completion_price",
+    "total_tokens",
+    "total_price",
+    "currency",
+    "latency",
+    "time_to_first_token",
+    "time_to_generate",
+]
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +94,15 @@ def turn():
     """One turn of the plugin chatflow with the runner's local services (its web_search asks the local server)."""
     conversation = Conversation(user="alice")
     with local_services() as svc:
-        events = list(run_chatflow(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), "巡更时发现异常怎么上报？",
-                                   {"user_roles": "物业经理"}, svc, conversation))
+        events = list(
+            run_chatflow(
+                chatflows.PLUGIN_DSL.read_text(encoding="utf-8"),
+                "巡更时发现异常怎么上报？",
+                {"user_roles": "物业经理"},
+                svc,
+                conversation,
+            )
+        )
     return events, conversation
 
 
@@ -57,8 +123,9 @@ def test_the_order_is_difys(turn):
     finished = [e["data"]["id"] for e in events if e["event"] == "node_finished"]
     assert sorted(started) == sorted(finished) and len(set(started)) == len(started)
     for execution in started:  # each node starts before it finishes
-        assert started.index(execution) <= next(i for i, e in enumerate(events) if e["event"] == "node_finished"
-                                                 and e["data"]["id"] == execution)
+        assert started.index(execution) <= next(
+            i for i, e in enumerate(events) if e["event"] == "node_finished" and e["data"]["id"] == execution
+        )
 
 
 def test_every_event_carries_exactly_difys_fields(turn):
@@ -72,20 +139,37 @@ def test_every_event_carries_exactly_difys_fields(turn):
             assert event == {"event": "ping"} and dify_sse(event) == "event: ping\n\n"
             continue
         assert list(event)[:5] == ENVELOPE
-        assert (event["conversation_id"], event["message_id"], event["task_id"]) == \
-            (conversation.conversation_id, message_id, task_id)
+        assert (event["conversation_id"], event["message_id"], event["task_id"]) == (
+            conversation.conversation_id,
+            message_id,
+            task_id,
+        )
         assert event["created_at"] == events[1]["created_at"]  # the message's creation time, on every event
         data = event.get("data")
         if kind == "workflow_started":
             assert list(event) == ENVELOPE + ["workflow_run_id", "data"] and list(data) == WORKFLOW_STARTED
             assert data["id"] == run_id and data["reason"] == "initial" and uuid.UUID(data["workflow_id"])
-            assert data["inputs"]["user_roles"] == "物业经理" and data["inputs"]["sys.query"] == "巡更时发现异常怎么上报？"
-            assert {"sys.user_id", "sys.app_id", "sys.workflow_id", "sys.workflow_run_id", "sys.dialogue_count",
-                    "sys.files"} <= set(data["inputs"]) and "sys.conversation_id" not in data["inputs"]
+            assert (
+                data["inputs"]["user_roles"] == "物业经理" and data["inputs"]["sys.query"] == "巡更时发现异常怎么上报？"
+            )
+            assert {
+                "sys.user_id",
+                "sys.app_id",
+                "sys.workflow_id",
+                "sys.workflow_run_id",
+                "sys.dialogue_count",
+                "sys.files",
+            } <= set(data["inputs"]) and "sys.conversation_id" not in data["inputs"]
         elif kind == "node_started":
             assert list(event) == ENVELOPE + ["workflow_run_id", "data"] and list(data) == NODE_STARTED
-            assert (data["predecessor_node_id"], data["inputs"], data["inputs_truncated"], data["agent_strategy"],
-                    data["iteration_id"], data["loop_id"]) == (None, None, False, None, None, None)
+            assert (
+                data["predecessor_node_id"],
+                data["inputs"],
+                data["inputs_truncated"],
+                data["agent_strategy"],
+                data["iteration_id"],
+                data["loop_id"],
+            ) == (None, None, False, None, None, None)
             if data["node_id"] in tool_nodes:
                 assert list(data["extras"]) == ["icon"]
                 assert data["extras"]["icon"].startswith("/console/api/workspaces/current/plugin/icon?tenant_id=")
@@ -93,8 +177,11 @@ def test_every_event_carries_exactly_difys_fields(turn):
                 assert data["extras"] == {}
         elif kind == "node_finished":
             assert list(event) == ENVELOPE + ["workflow_run_id", "data"] and list(data) == NODE_FINISHED
-            assert (data["inputs_truncated"], data["process_data_truncated"], data["outputs_truncated"]) == \
-                (False, False, False)  # the Service API is never truncated
+            assert (data["inputs_truncated"], data["process_data_truncated"], data["outputs_truncated"]) == (
+                False,
+                False,
+                False,
+            )  # the Service API is never truncated
             assert data["predecessor_node_id"] is None and data["files"] == [] and data["status"] == "succeeded"
             assert data["error"] is None and isinstance(data["outputs"], dict) and "workflow_id" not in data
         elif kind == "message":  # an empty answer too (the LLM's last chunk, an empty variable), as Dify sends
@@ -132,7 +219,7 @@ def test_knowledge_retrieval_reports_what_dify_reports_and_nothing_local(turn):
 def test_the_wire_format_is_difys(turn):
     events, _ = turn
     stream = "".join(dify_sse(e) for e in events)
-    assert stream.startswith("event: ping\n\ndata: {\"event\":\"workflow_started\",")
+    assert stream.startswith('event: ping\n\ndata: {"event":"workflow_started",')
     assert "巡更" in stream and "\\u5de1" not in stream  # UTF-8, not \u escapes (orjson)
     for block in stream.split("\n\n")[:-1]:
         assert block == "event: ping" or (block.startswith("data: {") and "\n" not in block)
@@ -146,12 +233,23 @@ class SlowModel(ExtractiveModel):
 
 def test_pings_keep_coming_while_the_stream_waits():
     with local_services(llm=SlowModel()) as svc:
-        events = list(run_chatflow(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), "会议室怎么预约？",
-                                   {"user_roles": "前台"}, svc, ping_interval=0.2))
+        events = list(
+            run_chatflow(
+                chatflows.PLUGIN_DSL.read_text(encoding="utf-8"),
+                "会议室怎么预约？",
+                {"user_roles": "前台"},
+                svc,
+                ping_interval=0.2,
+            )
+        )
     kinds = [e["event"] for e in events]
-    llm_started = next(i for i, e in enumerate(events) if e["event"] == "node_started" and e["data"]["node_id"] == "llm")
+    llm_started = next(
+        i for i, e in enumerate(events) if e["event"] == "node_started" and e["data"]["node_id"] == "llm"
+    )
     first_message = kinds.index("message")
-    assert kinds[0] == "ping" and kinds[llm_started:first_message].count("ping") >= 2  # about one per interval of waiting
+    assert (
+        kinds[0] == "ping" and kinds[llm_started:first_message].count("ping") >= 2
+    )  # about one per interval of waiting
     assert kinds[-2:] == ["message_end", "workflow_finished"]
 
 
@@ -175,12 +273,18 @@ def test_a_code_node_error_is_the_programs_whole_stderr_as_the_sandbox_reports_i
 
 # --- the official Tavily tool ---------------------------------------------------------------------------------
 
+
 def test_tavily_failures_are_text_messages_as_the_official_plugin_sends_them():
     assert tavily_messages({"query": "q"}, fail=True) == [
-        {"type": "text", "message": {"text": f"Error occurred while searching: {TAVILY_OUTAGE}"}, "meta": None}]
+        {"type": "text", "message": {"text": f"Error occurred while searching: {TAVILY_OUTAGE}"}, "meta": None}
+    ]
     assert tavily_messages({"query": "q"}, api_key="") == [
-        {"type": "text", "message": {"text": "Tavily API key is missing. Please set it in the credentials."},
-         "meta": None}]
+        {
+            "type": "text",
+            "message": {"text": "Tavily API key is missing. Please set it in the credentials."},
+            "meta": None,
+        }
+    ]
     assert tavily_messages({"query": ""})[0]["message"]["text"] == "Please input a query."
     found = tavily_messages({"query": "巡更", "max_results": 2})
     assert [m["type"] for m in found] == ["json", "text"]
@@ -196,8 +300,11 @@ def test_a_failed_tavily_search_succeeds_with_text_and_an_empty_json(fail, key, 
     finally:
         svc.close()
     web = next(e["data"] for e in events if e["event"] == "node_finished" and e["data"]["node_id"] == "web")
-    expected = f"Error occurred while searching: {TAVILY_OUTAGE}" if fail else \
-        "Tavily API key is missing. Please set it in the credentials."
+    expected = (
+        f"Error occurred while searching: {TAVILY_OUTAGE}"
+        if fail
+        else "Tavily API key is missing. Please set it in the credentials."
+    )
     assert web["status"] == "succeeded" and web["error"] is None
     assert web["outputs"]["json"] == [{"data": []}] and web["outputs"]["text"] == expected
     assert events[-1]["data"]["status"] == "succeeded" and events[-1]["data"]["exceptions_count"] == 0
@@ -212,7 +319,8 @@ def test_a_tavily_search_with_results_gives_json_then_the_formatted_text(tavily_
     web = next(e["data"] for e in events if e["event"] == "node_finished" and e["data"]["node_id"] == "web")
     response = web["outputs"]["json"][0]
     assert response["results"] and web["outputs"]["text"].startswith(
-        f"# Result 1: [{response['results'][0]['title']}]({response['results'][0]['url']})\n")
+        f"# Result 1: [{response['results'][0]['title']}]({response['results'][0]['url']})\n"
+    )
     assert json.dumps(web["outputs"]["json"]) != json.dumps([{"data": []}])
 
 
@@ -221,10 +329,23 @@ def test_verbose_prints_what_the_local_retrieval_admitted_on_stderr_only():
     import io
 
     from gcite.cli.main import main as cli
+
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        assert cli(["run", str(chatflows.CODE_DSL), "--query", "访客登记", "--inputs", '{"user_roles": "前台"}',
-                    "--verbose"]) == 0
+        assert (
+            cli(
+                [
+                    "run",
+                    str(chatflows.CODE_DSL),
+                    "--query",
+                    "访客登记",
+                    "--inputs",
+                    '{"user_roles": "前台"}',
+                    "--verbose",
+                ]
+            )
+            == 0
+        )
     lines = err.getvalue().splitlines()
     assert len(lines) == 1 and lines[0].startswith("[verbose] kr: admitted ")
     assert "'doc-visitor'" in lines[0] and "'doc-hvac'" not in lines[0] and '",前台,"' in lines[0]

@@ -6,8 +6,8 @@ import io
 import pytest
 
 from gcite.authoring import chatflows
-from gcite.client import Done, collect, dify_events
 from gcite.cli import demo
+from gcite.client import collect, dify_events
 from gcite.local.knowledge import load_json
 from gcite.local.runner import run_chatflow
 from gcite.local.services import local_services
@@ -40,8 +40,11 @@ def answer(dsl, query, roles):
     return collect(dify_events(events))
 
 
-@pytest.mark.parametrize("dsl", [chatflows.DSL_DIR / "gcite_chatflow.en.yml", chatflows.DSL_DIR / "gcite_chatflow_code.en.yml"],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "dsl",
+    [chatflows.DSL_DIR / "gcite_chatflow.en.yml", chatflows.DSL_DIR / "gcite_chatflow_code.en.yml"],
+    ids=lambda p: p.name,
+)
 def test_an_english_question_cites_the_knowledge_base(dsl):
     result = answer(dsl, "How do I book a meeting room?", "物业经理")
     assert result["status"] == "cited", result
@@ -50,10 +53,14 @@ def test_an_english_question_cites_the_knowledge_base(dsl):
     assert "mini-program" in result["answer"] and "4 hours" in result["answer"]
 
 
-@pytest.mark.parametrize("dsl,question,title,passage", [
-    ("gcite_chatflow.en.yml", "How do I register a visitor?", "Visitor policy", "temporary access card"),
-    ("gcite_chatflow.yml", "访客怎么登记？", "访客管理制度", "被访员工确认"),  # the web page says 被访人
-], ids=["en", "zh"])
+@pytest.mark.parametrize(
+    "dsl,question,title,passage",
+    [
+        ("gcite_chatflow.en.yml", "How do I register a visitor?", "Visitor policy", "temporary access card"),
+        ("gcite_chatflow.yml", "访客怎么登记？", "访客管理制度", "被访员工确认"),  # the web page says 被访人
+    ],
+    ids=["en", "zh"],
+)
 def test_a_restricted_document_is_cited_for_its_role_only(dsl, question, title, passage):
     """What docs/page.md tells the reader to try: the visitor policy (roles 前台, 物业经理) as chen and as guest."""
     reception = answer(chatflows.DSL_DIR / dsl, question, "前台")

@@ -8,8 +8,8 @@ from unittest.mock import MagicMock
 import pytest
 import requests
 
-from gcite.local.search_server import API_KEY, SearchServer
 from citations import merge as merge_chunks
+from gcite.local.search_server import API_KEY, SearchServer
 from tests.support import sdk
 from websearch.search import check_all
 
@@ -41,8 +41,18 @@ def test_bocha_endpoint_answers_in_bochas_shape_ranked_by_the_query(server):
     assert body["code"] == 200 and body["data"]["_type"] == "SearchResponse"
     pages = body["data"]["webPages"]["value"]
     assert len(pages) == 3
-    assert set(pages[0]) >= {"id", "name", "url", "displayUrl", "snippet", "summary", "siteName", "siteIcon",
-                             "datePublished", "dateLastCrawled"}
+    assert set(pages[0]) >= {
+        "id",
+        "name",
+        "url",
+        "displayUrl",
+        "snippet",
+        "summary",
+        "siteName",
+        "siteIcon",
+        "datePublished",
+        "dateLastCrawled",
+    }
     assert "巡" in pages[0]["name"] and "异常" in pages[0]["summary"]
 
 
@@ -51,7 +61,11 @@ def test_results_depend_on_the_question(server):
         body = post(server.base_url + "/search", {"query": query, "max_results": 5}).json()
         return [r["title"] for r in body["results"]]
 
-    patrol, meeting, chiller = titles(QUESTION), titles("会议室预约超时未签到怎么办"), titles("chilled water supply temperature")
+    patrol, meeting, chiller = (
+        titles(QUESTION),
+        titles("会议室预约超时未签到怎么办"),
+        titles("chilled water supply temperature"),
+    )
     assert patrol and meeting and chiller
     assert patrol[0] != meeting[0] != chiller[0] != patrol[0]
     assert "会议室" in meeting[0] and "Chilled water" in chiller[0]
@@ -68,9 +82,11 @@ def test_tavily_endpoint_answers_in_tavilys_shape_with_scores_descending(server)
 
 def test_freshness_filters_by_publication_date(server):
     with SearchServer(today=datetime.date(2025, 8, 14)) as local:
+
         def urls(freshness):
             body = post(local.base_url + "/v1/web-search", {"query": QUESTION, "count": 10, "freshness": freshness})
             return [p["url"] for p in body.json()["data"]["webPages"]["value"]]
+
         assert urls("oneWeek") == ["https://www.zhihu.com/question/123/answer/456"]  # published 2025-08-12
         assert len(urls("noLimit")) > 1
 
@@ -81,7 +97,10 @@ def test_a_wrong_or_missing_key_gets_each_providers_real_refusal(server):
     missing = post(server.base_url + "/v1/web-search", {"query": "x"}, key=None)
     assert (missing.status_code, missing.json()["message"]) == (400, "The API KEY is missing")
     tavily = post(server.base_url + "/search", {"query": "x"}, key="tvly-wrong")
-    assert (tavily.status_code, tavily.json()) == (401, {"detail": {"error": "Unauthorized: missing or invalid API key."}})
+    assert (tavily.status_code, tavily.json()) == (
+        401,
+        {"detail": {"error": "Unauthorized: missing or invalid API key."}},
+    )
 
 
 def test_fail_mode_refuses_even_the_right_key_and_requests_are_recorded_without_it(server):
@@ -103,14 +122,19 @@ def test_stopped_server_frees_its_port(server):
 
 
 def test_credentials_point_the_tool_at_the_server(server):
-    assert server.credentials() == {"bocha_api_key": API_KEY, "bocha_base_url": server.base_url,
-                                    "tavily_api_key": API_KEY, "tavily_base_url": server.base_url}
+    assert server.credentials() == {
+        "bocha_api_key": API_KEY,
+        "bocha_base_url": server.base_url,
+        "tavily_api_key": API_KEY,
+        "tavily_base_url": server.base_url,
+    }
     assert check_all(server.credentials()) == {}
     with pytest.raises(ValueError, match="providers: the local server answers bocha and tavily, not 'brave'"):
         server.credentials(("brave",))
 
 
 # --- the tool through the SDK ---------------------------------------------------------------------------
+
 
 def invoke(reg: Any, parameters: dict[str, Any], credentials: dict[str, str]) -> dict[str, Any]:
     """The daemon's invoke_tool request through the SDK's executor; every message the tool yields, by type."""
@@ -120,9 +144,18 @@ def invoke(reg: Any, parameters: dict[str, Any], credentials: dict[str, str]) ->
     from dify_plugin.core.runtime import Session
     from dify_plugin.entities.tool import ToolInvokeMessage
 
-    request = ToolInvokeRequest.model_validate({
-        "type": "tool", "action": "invoke_tool", "user_id": "user-1", "provider": sdk.PROVIDER, "tool": "web_search",
-        "credentials": credentials, "credential_type": "api-key", "tool_parameters": parameters})
+    request = ToolInvokeRequest.model_validate(
+        {
+            "type": "tool",
+            "action": "invoke_tool",
+            "user_id": "user-1",
+            "provider": sdk.PROVIDER,
+            "tool": "web_search",
+            "credentials": credentials,
+            "credential_type": "api-key",
+            "tool_parameters": parameters,
+        }
+    )
     session = MagicMock(spec=Session)
     session.session_id = "session-1"
     out: dict[str, Any] = {"variables": {}, "json": [], "text": ""}
@@ -145,27 +178,51 @@ def test_the_tool_through_the_sdk_searches_the_local_server(reg, server):
     assert out["variables"]["notes"] == []
     assert out["json"] == [{"results": chunks, "provider": "bocha", "notes": []}]
     assert out["text"].startswith(f"Bocha: 3 results for “{QUESTION}”.")
-    assert server.requests[before:] == [{"method": "POST", "path": "/v1/web-search", "body": {
-        "query": QUESTION, "count": 3, "freshness": "noLimit", "summary": True}}]
+    assert server.requests[before:] == [
+        {
+            "method": "POST",
+            "path": "/v1/web-search",
+            "body": {"query": QUESTION, "count": 3, "freshness": "noLimit", "summary": True},
+        }
+    ]
     merged = merge_chunks.main(rag_chunks=[], web_chunks=out["json"], max_web_results=3)
     assert [c["document_title"] for c in merged["chunk_metadata"]] == [r["title"] for r in chunks]
 
-    tavily = invoke(reg, {"query": "chilled water supply temperature", "provider": "tavily", "top_k": 25,
-                          "freshness": "any", "timeout_seconds": 10}, server.credentials())
+    tavily = invoke(
+        reg,
+        {
+            "query": "chilled water supply temperature",
+            "provider": "tavily",
+            "top_k": 25,
+            "freshness": "any",
+            "timeout_seconds": 10,
+        },
+        server.credentials(),
+    )
     assert tavily["variables"]["notes"][0] == "Tavily returns at most 20 results per search; top_k 25 was capped at 20"
     assert tavily["variables"]["web_chunks"][0]["title"].startswith("Chilled water supply temperature")
 
 
-@pytest.mark.parametrize("parameters, credentials, message", [
-    ({"query": QUESTION}, "failing", "Bocha refused the API key (HTTP 401: Invalid API KEY); check the Bocha API key "
-                                     "in the G-Cite plugin's credentials"),
-    ({"query": QUESTION, "provider": "tavily"}, "failing",
-     "Tavily refused the API key (HTTP 401: Unauthorized: missing or invalid API key.); check the Tavily API key in "
-     "the G-Cite plugin's credentials"),
-    ({"query": QUESTION}, "none", "provider: no search provider is configured"),
-    ({"query": QUESTION, "top_k": 0}, "good", "top_k: expected a whole number from 1 to 50, got 0"),
-    ({"query": ""}, "good", "query: expected the text to search for, got nothing"),
-])
+@pytest.mark.parametrize(
+    "parameters, credentials, message",
+    [
+        (
+            {"query": QUESTION},
+            "failing",
+            "Bocha refused the API key (HTTP 401: Invalid API KEY); check the Bocha API key "
+            "in the G-Cite plugin's credentials",
+        ),
+        (
+            {"query": QUESTION, "provider": "tavily"},
+            "failing",
+            "Tavily refused the API key (HTTP 401: Unauthorized: missing or invalid API key.); check the Tavily API key in "
+            "the G-Cite plugin's credentials",
+        ),
+        ({"query": QUESTION}, "none", "provider: no search provider is configured"),
+        ({"query": QUESTION, "top_k": 0}, "good", "top_k: expected a whole number from 1 to 50, got 0"),
+        ({"query": ""}, "good", "query: expected the text to search for, got nothing"),
+    ],
+)
 def test_the_tool_raises_with_a_message_an_operator_can_act_on(reg, server, parameters, credentials, message):
     with SearchServer(fail=True) as failing:
         creds = {"failing": failing.credentials(), "good": server.credentials(), "none": {}}[credentials]
@@ -197,13 +254,25 @@ def test_the_plugin_process_over_stdio_searches_the_local_server(server):
     from gcite.local.plugin_process import PluginProcess
     from tests.support import ROOT
 
-    with PluginProcess(ROOT, sys.executable) as plugin, SearchServer(fail=True) as failing, \
-            SearchServer(delay=3) as slow:
+    with (
+        PluginProcess(ROOT, sys.executable) as plugin,
+        SearchServer(fail=True) as failing,
+        SearchServer(delay=3) as slow,
+    ):
+
         def call(credentials, query, **parameters):
-            session_id = plugin.send({"type": "tool", "action": "invoke_tool", "user_id": "user-1",
-                                      "provider": "gcite", "tool": "web_search", "credentials": credentials,
-                                      "credential_type": "api-key",
-                                      "tool_parameters": {"query": query, "top_k": 2, **parameters}})
+            session_id = plugin.send(
+                {
+                    "type": "tool",
+                    "action": "invoke_tool",
+                    "user_id": "user-1",
+                    "provider": "gcite",
+                    "tool": "web_search",
+                    "credentials": credentials,
+                    "credential_type": "api-key",
+                    "tool_parameters": {"query": query, "top_k": 2, **parameters},
+                }
+            )
             return plugin.wait([session_id], timeout=60)[0]
 
         ok = call(server.credentials(), "会议室预约超时未签到怎么办")
@@ -223,8 +292,10 @@ def test_the_plugin_process_over_stdio_searches_the_local_server(server):
 def test_a_lone_surrogate_from_the_provider_is_replaced_in_every_output(reg):
     import responses
 
-    body = '{"code": 200, "data": {"webPages": {"value": [{"name": "T\\ud800", "url": "https://a.example/", ' \
-           '"snippet": "s\\udfff", "summary": "s\\udfff"}]}}}'
+    body = (
+        '{"code": 200, "data": {"webPages": {"value": [{"name": "T\\ud800", "url": "https://a.example/", '
+        '"snippet": "s\\udfff", "summary": "s\\udfff"}]}}}'
+    )
     with responses.RequestsMock() as mocked:
         mocked.add("POST", "https://api.bochaai.com/v1/web-search", body=body, content_type="application/json")
         out = invoke(reg, {"query": "q", "provider": "bocha", "top_k": 1}, {"bocha_api_key": "k"})

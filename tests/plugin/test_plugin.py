@@ -3,11 +3,9 @@ import re
 import pytest
 import yaml
 
-from gcite.authoring.schema import UnifiedChunk, json_schema_of
-from gcite.authoring.schema import ITEM_SCHEMAS, with_item_schema
 from citations import merge as merge_chunks
-from tests.support import sdk
-from tests.support import ROOT
+from gcite.authoring.schema import ITEM_SCHEMAS, UnifiedChunk, json_schema_of, with_item_schema
+from tests.support import ROOT, sdk
 from tests.support.web_shapes import WEB_SHAPES
 
 LANGS = ("en_US", "zh_Hans")
@@ -68,14 +66,24 @@ def test_runtime_requirements_are_bounded():
 
 # --- the merge tool --------------------------------------------------------------------------------------
 
-RAG = [{"content": "巡更需先打卡", "metadata": {"score": 0.7, "dataset_name": "楼宇知识库", "segment_id": "s1",
-                                              "doc_metadata": {"document_title": "巡更指南"}}}]
+RAG = [
+    {
+        "content": "巡更需先打卡",
+        "metadata": {
+            "score": 0.7,
+            "dataset_name": "楼宇知识库",
+            "segment_id": "s1",
+            "doc_metadata": {"document_title": "巡更指南"},
+        },
+    }
+]
 
 
 def test_merge_tool_invoked_through_the_sdk_gives_the_node_outputs(reg):
     web = WEB_SHAPES["tavily_plugin_json"][0]
-    variables = sdk.invoke(reg, "merge_chunks", {"rag_chunks": RAG, "web_chunks": web,
-                                                 "max_web_results": 5.0, "max_chunks": 30})
+    variables = sdk.invoke(
+        reg, "merge_chunks", {"rag_chunks": RAG, "web_chunks": web, "max_web_results": 5.0, "max_chunks": 30}
+    )
     assert variables == merge_chunks.main(RAG, web)
     assert variables["chunk_count"] == 2
     assert variables["formatted_chunks"].startswith("[C:1]\n巡更需先打卡")
@@ -88,21 +96,26 @@ def test_merge_tool_defaults_apply_when_form_parameters_are_absent(reg):
 
 def test_merge_tool_accepts_a_json_string_where_dify_casts_one(reg):
     import json
+
     variables = sdk.invoke(reg, "merge_chunks", {"rag_chunks": json.dumps(RAG), "web_chunks": ""})
     assert variables["chunk_count"] == 1
 
 
-@pytest.mark.parametrize("parameters,field", [
-    ({"rag_chunks": "{broken"}, "rag_chunks"),
-    ({"web_chunks": {"weird": True}}, "web_chunks"),
-    ({"max_chunks": 0}, "max_chunks"),
-])
+@pytest.mark.parametrize(
+    "parameters,field",
+    [
+        ({"rag_chunks": "{broken"}, "rag_chunks"),
+        ({"web_chunks": {"weird": True}}, "web_chunks"),
+        ({"max_chunks": 0}, "max_chunks"),
+    ],
+)
 def test_merge_tool_raises_naming_the_parameter(reg, parameters, field):
     with pytest.raises(ValueError, match=field):
         sdk.invoke(reg, "merge_chunks", parameters)
 
 
 # --- UnifiedChunk: model, YAML schema and node output agree -----------------------------------------------
+
 
 @pytest.mark.parametrize("path,output,model", ITEM_SCHEMAS)
 def test_tool_yaml_declares_the_model_schema(path, output, model):
@@ -125,16 +138,25 @@ def test_node_outputs_are_exactly_the_declared_outputs_and_validate_as_unified_c
 def test_schema_check_fails_when_the_model_gains_a_field():
     class Wider(UnifiedChunk):
         extra_field: str = ""
-    assert json_schema_of(Wider) != load("tools/merge_chunks.yaml")["output_schema"]["properties"]["chunk_metadata"]["items"]
+
+    assert (
+        json_schema_of(Wider)
+        != load("tools/merge_chunks.yaml")["output_schema"]["properties"]["chunk_metadata"]["items"]
+    )
 
 
 # --- the validator tool ----------------------------------------------------------------------------------
 
+
 def test_validate_tool_over_the_merge_tools_output(reg):
     merged = sdk.invoke(reg, "merge_chunks", {"rag_chunks": RAG, "web_chunks": WEB_SHAPES["baidu"][0]})
-    variables = sdk.invoke(reg, "validate_citations", {
-        "answer": "网页说分三类[C:2]，打卡见【C：1】[C:7]。", "chunk_metadata": merged["chunk_metadata"]})
+    variables = sdk.invoke(
+        reg,
+        "validate_citations",
+        {"answer": "网页说分三类[C:2]，打卡见【C：1】[C:7]。", "chunk_metadata": merged["chunk_metadata"]},
+    )
     from citations import validate as validate_citations
+
     assert variables == validate_citations.main("网页说分三类[C:2]，打卡见【C：1】[C:7]。", merged["chunk_metadata"])
     assert variables["answer"] == "网页说分三类[1]，打卡见[2]。"
     assert variables["invalid_ids"] == ["7"]
@@ -154,9 +176,12 @@ def test_validate_tool_raises_naming_the_parameter(reg):
 
 
 def test_validate_outputs_validate_as_citations():
-    from gcite.authoring.schema import Citation
     from citations import validate as validate_citations
-    result = validate_citations.main("a[C:1] b[C:2]", merge_chunks.main(RAG, WEB_SHAPES["bocha_raw"][0])["chunk_metadata"])
+    from gcite.authoring.schema import Citation
+
+    result = validate_citations.main(
+        "a[C:1] b[C:2]", merge_chunks.main(RAG, WEB_SHAPES["bocha_raw"][0])["chunk_metadata"]
+    )
     assert len(result["citations"]) == 2
     for citation in result["citations"]:
         assert Citation.model_validate(citation).model_dump() == citation
@@ -164,15 +189,22 @@ def test_validate_outputs_validate_as_citations():
 
 # --- the access filter tool ------------------------------------------------------------------------------
 
+
 def acl_chunk(acl, segment_id, **meta):
     return {"content": "x", "metadata": {"segment_id": segment_id, "doc_metadata": {"access_roles": acl, **meta}}}
 
 
 def test_filter_tool_through_the_sdk(reg):
-    items = [acl_chunk('["运维工程师","物业经理"]', "1", level=3), acl_chunk("前台", "2", level=3),
-             acl_chunk(None, "3", level=1)]
-    variables = sdk.invoke(reg, "filter_chunks", {
-        "rag_chunks": items, "user_roles": "物业经理", "condition": '{"field": "level", "op": "gte", "value": 2}'})
+    items = [
+        acl_chunk('["运维工程师","物业经理"]', "1", level=3),
+        acl_chunk("前台", "2", level=3),
+        acl_chunk(None, "3", level=1),
+    ]
+    variables = sdk.invoke(
+        reg,
+        "filter_chunks",
+        {"rag_chunks": items, "user_roles": "物业经理", "condition": '{"field": "level", "op": "gte", "value": 2}'},
+    )
     assert [c["metadata"]["segment_id"] for c in variables["chunks"]] == ["1"]
     assert [d["reason"] for d in variables["dropped"]] == ["no_matching_role", "condition_false"]
     assert set(variables) == set(load("tools/filter_chunks.yaml")["output_schema"]["properties"])
@@ -180,18 +212,24 @@ def test_filter_tool_through_the_sdk(reg):
 
 def test_filter_tool_options(reg):
     items = [acl_chunk(None, "1"), acl_chunk("Admin", "2")]
-    hidden = sdk.invoke(reg, "filter_chunks", {"rag_chunks": items, "user_roles": "admin", "missing_acl": "hidden",
-                                                "case_sensitive": False})
+    hidden = sdk.invoke(
+        reg,
+        "filter_chunks",
+        {"rag_chunks": items, "user_roles": "admin", "missing_acl": "hidden", "case_sensitive": False},
+    )
     assert [c["metadata"]["segment_id"] for c in hidden["chunks"]] == ["2"]
     default = sdk.invoke(reg, "filter_chunks", {"rag_chunks": items, "user_roles": "admin"})
     assert [c["metadata"]["segment_id"] for c in default["chunks"]] == ["1"]
 
 
-@pytest.mark.parametrize("parameters,field", [
-    ({"rag_chunks": [], "user_roles": '["a"'}, "user_roles"),
-    ({"rag_chunks": [], "condition": '{"field": "a", "op": "eq", "value": 1}'}, "unknown op"),
-    ({"rag_chunks": [], "missing_acl": "sometimes"}, "missing_acl"),
-])
+@pytest.mark.parametrize(
+    "parameters,field",
+    [
+        ({"rag_chunks": [], "user_roles": '["a"'}, "user_roles"),
+        ({"rag_chunks": [], "condition": '{"field": "a", "op": "eq", "value": 1}'}, "unknown op"),
+        ({"rag_chunks": [], "missing_acl": "sometimes"}, "missing_acl"),
+    ],
+)
 def test_filter_tool_raises_on_bad_input(reg, parameters, field):
     with pytest.raises(ValueError, match=field):
         sdk.invoke(reg, "filter_chunks", parameters)

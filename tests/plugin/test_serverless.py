@@ -20,8 +20,8 @@ import sys
 import pytest
 
 from gcite.release.package import build
-from tests.support.package_env import package_python, unpack
 from tests.support import ROOT
+from tests.support.package_env import package_python, unpack
 
 LIMIT = 20.0  # seconds: the install test's force-stop
 PORT = 8080  # the install test's SERVERLESS_PORT (inside a fresh namespace nothing else holds it)
@@ -113,8 +113,12 @@ def serverless(tmp_path_factory):
 def test_only_the_requirements_are_installed(serverless):
     folder, _ = serverless
     python = package_python(folder / "requirements.txt")
-    listed = subprocess.run([python, "-m", "pip", "list", "--format=json", "--disable-pip-version-check"],
-                            capture_output=True, text=True, check=True).stdout
+    listed = subprocess.run(
+        [python, "-m", "pip", "list", "--format=json", "--disable-pip-version-check"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     names = {p["name"].lower().replace("_", "-") for p in json.loads(listed)}
     assert {"dify-plugin", "pyjwt", "requests"} <= names
     assert not names & {"pytest", "graphon", "cryptography", "playwright", "hypothesis"}  # nothing from the dev tools

@@ -25,8 +25,12 @@ PEAK_LIMIT_MIB = 48  # measured: 16 MiB (most JSON values), 36 MiB (largest text
 
 
 def item(n, **fields):
-    return {"url": f"https://site.example/{n}", "title": f"Result {n}", "content": f"Patrols run daily ({n}).",
-            **fields}
+    return {
+        "url": f"https://site.example/{n}",
+        "title": f"Result {n}",
+        "content": f"Patrols run daily ({n}).",
+        **fields,
+    }
 
 
 @pytest.fixture
@@ -36,11 +40,19 @@ def mocked():
 
 
 def tavily(top_k, seconds=10.0):
-    return run_search(providers.PROVIDERS["tavily"], "patrol", top_k, "any", {"tavily_api_key": KEY},
-                      http_client.Budget(seconds), sleep=lambda s: None)
+    return run_search(
+        providers.PROVIDERS["tavily"],
+        "patrol",
+        top_k,
+        "any",
+        {"tavily_api_key": KEY},
+        http_client.Budget(seconds),
+        sleep=lambda s: None,
+    )
 
 
 # --- work: only what is wanted is mapped, within the deadline ---------------------------------------------------
+
 
 def test_only_the_results_still_wanted_are_mapped(mocked, monkeypatch):
     mapped = []
@@ -88,8 +100,9 @@ def test_a_kept_results_fields_are_capped_above_where_the_merge_node_cuts(mocked
     assert len(found[0]["title"]) == len(found[0]["published_date"]) == mappers.MAX_LINE_CHARS
     assert mappers.MAX_CONTENT_CHARS > merge.MAX_CONTENT_CHARS and mappers.MAX_LINE_CHARS > merge.MAX_LINE_CHARS
     merged = merge.main(rag_chunks=[], web_chunks=found, max_web_results=1)
-    uncut = merge.main(rag_chunks=[], web_chunks=[dict(found[0], content="C" * 1_000_000, title="T" * 50_000)],
-                       max_web_results=1)
+    uncut = merge.main(
+        rag_chunks=[], web_chunks=[dict(found[0], content="C" * 1_000_000, title="T" * 50_000)], max_web_results=1
+    )
     assert merged == uncut  # the merge node makes the same of a capped result
 
 
@@ -107,13 +120,14 @@ def test_a_page_over_the_size_cap_is_an_error(mocked):
 
 # --- memory: the process's peak with the largest pages allowed ----------------------------------------------------
 
+
 def largest_page(provider, n, shape):
     """Page `n` at the caps: 4 new results, then (`values`) as many duplicate results as MAX_JSON_VALUES allows or
     (`text`) one character outside the BMP, which makes the decoded text 4 bytes a character; padded to the size
     cap. Every page is accepted, and paging goes on for all 10 (only 4 new results each)."""
     new = [item(f"{n}-{k}") for k in range(4)]
     filler = [item("1-0")] * ((client.MAX_JSON_VALUES - 400) // 8) if shape == "values" else []
-    pad = "\U0001F600" if shape == "text" else ""
+    pad = "\U0001f600" if shape == "text" else ""
 
     def encode(padding):
         if provider == "brave":
@@ -153,7 +167,8 @@ class LargestPages(BaseHTTPRequestHandler):
             pass
 
 
-CHILD = """
+CHILD = (
+    """
 import json, sys
 from websearch import errors, http_client, providers
 from websearch.search import run_search
@@ -174,7 +189,9 @@ with open("/proc/self/clear_refs", "w") as refs:
 before = peak_kib()
 found, notes, made = run_search(provider, "largest pages", 50, "any", credentials(base), http_client.Budget(90))
 print(json.dumps({"before": before, "peak": peak_kib(), "results": len(found), "requests": made}))
-""" % KEY
+"""
+    % KEY
+)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the peak from /proc/self/status")
@@ -183,8 +200,14 @@ def test_the_peak_memory_of_a_search_over_the_largest_pages_is_bounded(provider,
     LargestPages.shape = shape
     server = start_server(LargestPages)
     try:
-        done = subprocess.run([sys.executable, "-c", CHILD, origin(server), provider], cwd=ROOT, timeout=300,
-                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, origin(server), provider],
+            cwd=ROOT,
+            timeout=300,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
     finally:
         stop_server(server)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -7,12 +7,11 @@ import time
 from http.server import BaseHTTPRequestHandler
 
 import pytest
-import requests
 import responses
 
+from tests.support.local_http import origin, start_server, stop_server
 from websearch import client, errors, http_client, providers, redaction
 from websearch.search import run_search
-from tests.support.local_http import origin, start_server, stop_server
 
 KEY = "sk-TEST-9f8e7d6c5b4a3210"
 BRAVE_URL = "https://api.search.brave.com/res/v1/web/search"
@@ -23,12 +22,19 @@ CREDENTIALS = {"brave_api_key": KEY, "baidu_api_key": KEY, "tavily_api_key": KEY
 
 
 def search(provider, credentials=CREDENTIALS, seconds=7.0, top_k=5):
-    return run_search(providers.PROVIDERS[provider], "patrol", top_k, "any", credentials, http_client.Budget(seconds),
-                          sleep=lambda s: None)
+    return run_search(
+        providers.PROVIDERS[provider],
+        "patrol",
+        top_k,
+        "any",
+        credentials,
+        http_client.Budget(seconds),
+        sleep=lambda s: None,
+    )
 
 
 def pieces(secret, size=redaction.KEY_PIECE):
-    return {secret[i:i + size] for i in range(len(secret) - size + 1)}
+    return {secret[i : i + size] for i in range(len(secret) - size + 1)}
 
 
 def assert_no_piece_of_the_key(text):
@@ -44,13 +50,18 @@ def mocked():
 
 # --- 1. a redirect to another host gets no credential ----------------------------------------------------------
 
-@pytest.mark.parametrize("provider,method,url,header", [
-    ("brave", "GET", BRAVE_URL, "X-Subscription-Token"),
-    ("baidu", "POST", BAIDU_URL, "X-Appbuilder-Authorization"),
-])
+
+@pytest.mark.parametrize(
+    "provider,method,url,header",
+    [
+        ("brave", "GET", BRAVE_URL, "X-Subscription-Token"),
+        ("baidu", "POST", BAIDU_URL, "X-Appbuilder-Authorization"),
+    ],
+)
 @pytest.mark.parametrize("status", [301, 302, 307, 308])
-def test_a_redirect_to_another_host_is_not_followed_and_the_key_stays_home(mocked, provider, method, url, header,
-                                                                           status):
+def test_a_redirect_to_another_host_is_not_followed_and_the_key_stays_home(
+    mocked, provider, method, url, header, status
+):
     mocked.add(method, url, status=status, headers={"Location": EVIL})
     mocked.add(method, EVIL, json={"results": []})
     mocked.add("GET", EVIL, json={"results": []})
@@ -59,8 +70,10 @@ def test_a_redirect_to_another_host_is_not_followed_and_the_key_stays_home(mocke
     assert [call.request.url.split("?")[0] for call in mocked.calls] == [url]  # nothing went to the other host
     assert mocked.calls[0].request.headers[header].endswith(KEY)
     message = str(caught.value)
-    assert message.startswith(f"{providers.PROVIDERS[provider].label} answered with a redirect to another host (HTTP "
-                              f"{status}); G-Cite sends the API key only to the configured host and did not follow it")
+    assert message.startswith(
+        f"{providers.PROVIDERS[provider].label} answered with a redirect to another host (HTTP "
+        f"{status}); G-Cite sends the API key only to the configured host and did not follow it"
+    )
     assert "evil" not in message and KEY not in message
 
 
@@ -75,8 +88,18 @@ def test_a_redirect_to_another_port_or_scheme_of_the_same_host_is_another_host(m
 def test_a_redirect_on_the_same_host_is_followed_with_the_key(mocked):
     moved = "https://api.search.brave.com/res/v2/web/search"
     mocked.add("GET", BRAVE_URL, status=308, headers={"Location": "/res/v2/web/search?q=patrol"})
-    mocked.add("GET", moved, json={"type": "search", "web": {"results": [
-        {"title": "Patrol guide", "url": "https://site.example/a", "description": "Patrols run daily."}]}})
+    mocked.add(
+        "GET",
+        moved,
+        json={
+            "type": "search",
+            "web": {
+                "results": [
+                    {"title": "Patrol guide", "url": "https://site.example/a", "description": "Patrols run daily."}
+                ]
+            },
+        },
+    )
     results, _, made = search("brave", top_k=1)
     assert [r["title"] for r in results] == ["Patrol guide"] and made == 2
     assert mocked.calls[1].request.headers["X-Subscription-Token"] == KEY
@@ -97,6 +120,7 @@ def test_redirects_on_the_same_host_are_bounded(mocked):
 
 
 # --- 2. redaction comes before the cut -------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("offset", range(180, 199))
 def test_a_key_echoed_where_the_message_is_cut_leaves_no_piece_of_it(mocked, offset):
@@ -127,9 +151,15 @@ def test_redaction_keeps_what_is_not_a_piece_of_a_key():
 
 # --- 3. a key inside result fields never reaches an output -----------------------------------------------------
 
+
 def test_a_key_echoed_inside_results_is_scrubbed_from_every_output(mocked):
-    item = {"title": f"Echo {KEY}", "url": f"https://site.example/a?key={KEY}", "content": f"your key {KEY[:14]}…",
-            "score": 0.5, "published_date": KEY}
+    item = {
+        "title": f"Echo {KEY}",
+        "url": f"https://site.example/a?key={KEY}",
+        "content": f"your key {KEY[:14]}…",
+        "score": 0.5,
+        "published_date": KEY,
+    }
     mocked.add("POST", TAVILY_URL, json={"results": [item]})
     results, notes, _ = search("tavily", top_k=1)
     everything = json.dumps([results, notes], ensure_ascii=False)
@@ -144,8 +174,7 @@ def test_the_tool_outputs_carry_no_key(mocked):
     item = {"title": f"Echo {KEY}", "url": "https://site.example/a", "content": f"key={KEY}", "score": 0.5}
     mocked.add("POST", TAVILY_URL, json={"results": [item]})
     tool = WebSearchTool.from_credentials({"tavily_api_key": KEY})
-    messages = [m.model_dump(mode="json") for m in tool.invoke({"query": "patrol", "provider": "tavily",
-                                                                "top_k": 1})]
+    messages = [m.model_dump(mode="json") for m in tool.invoke({"query": "patrol", "provider": "tavily", "top_k": 1})]
     shown = json.dumps(messages, ensure_ascii=False)
     assert len(messages) == 6 and "Echo ***" in shown
     assert_no_piece_of_the_key(shown)
@@ -153,9 +182,11 @@ def test_the_tool_outputs_carry_no_key(mocked):
 
 # --- 6. a total deadline, also while the body trickles in ------------------------------------------------------
 
+
 class Trickle(BaseHTTPRequestHandler):
     """Answers at once with a head, then one byte of the body every `pause` seconds; `/stall/search`: bytes for 1.5 s,
     then nothing for 10 s (one read then waits longer than the time left)."""
+
     pause = 0.2
 
     def log_message(self, *args):
@@ -209,11 +240,22 @@ def test_a_body_larger_than_the_limit_is_an_error(mocked, monkeypatch):
 
 # --- 12. an absurd date costs that field; a too-deep body is a SearchError -------------------------------------
 
+
 def test_an_absurd_date_costs_only_that_field(mocked):
-    items = [{"title": "Absurd", "url": "https://site.example/a", "content": "A.",
-              "published_date": "Sun, 01 Jan 99999999999 00:00:00 GMT"},
-             {"title": "Fine", "url": "https://site.example/b", "content": "B.",
-              "published_date": "Tue, 12 Aug 2025 10:00:00 GMT"}]
+    items = [
+        {
+            "title": "Absurd",
+            "url": "https://site.example/a",
+            "content": "A.",
+            "published_date": "Sun, 01 Jan 99999999999 00:00:00 GMT",
+        },
+        {
+            "title": "Fine",
+            "url": "https://site.example/b",
+            "content": "B.",
+            "published_date": "Tue, 12 Aug 2025 10:00:00 GMT",
+        },
+    ]
     mocked.add("POST", TAVILY_URL, json={"results": items})
     results, _, _ = search("tavily", top_k=2)
     assert [r["title"] for r in results] == ["Absurd", "Fine"]

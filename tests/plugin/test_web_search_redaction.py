@@ -34,8 +34,9 @@ TRANSFORMS = {
     "combining-marks": lambda k: "\u0301".join(k),
     "full-width": fullwidth,
     "percent-encoded-each": lambda k: "".join(f"%{ord(c):02X}" for c in k),
-    "percent-encoded-lowercase-every-other": lambda k: "".join(f"%{ord(c):02x}" if i % 2 else c
-                                                               for i, c in enumerate(k)),
+    "percent-encoded-lowercase-every-other": lambda k: "".join(
+        f"%{ord(c):02x}" if i % 2 else c for i, c in enumerate(k)
+    ),
     "percent-encoded-full-width": lambda k: quote(fullwidth(k)),
     "base64": lambda k: base64.b64encode(k.encode()).decode(),
     "base64-inside-basic-auth": lambda k: base64.b64encode(b"user:" + k.encode()).decode(),
@@ -53,7 +54,7 @@ def reads(text):
 
 
 def pieces(secret, size=redaction.KEY_PIECE):
-    return {secret[i:i + size] for i in range(len(secret) - size + 1)}
+    return {secret[i : i + size] for i in range(len(secret) - size + 1)}
 
 
 def base64_of_key_in(text):
@@ -79,8 +80,9 @@ def mocked():
 
 
 def search(top_k=1):
-    return run_search(providers.PROVIDERS["tavily"], "patrol", top_k, "any", CREDENTIALS, http_client.Budget(5),
-                      sleep=lambda s: None)
+    return run_search(
+        providers.PROVIDERS["tavily"], "patrol", top_k, "any", CREDENTIALS, http_client.Budget(5), sleep=lambda s: None
+    )
 
 
 @pytest.mark.parametrize("transform", TRANSFORMS, ids=list(TRANSFORMS))
@@ -99,8 +101,13 @@ def test_a_changed_key_in_a_providers_error_body_is_redacted(mocked, transform):
 @pytest.mark.parametrize("transform", TRANSFORMS, ids=list(TRANSFORMS))
 def test_a_changed_key_in_a_providers_results_is_redacted(mocked, transform):
     written = TRANSFORMS[transform](KEY)
-    item = {"title": f"Echo {written} end", "url": f"https://site.example/a?key={quote(written)}",
-            "content": f"your key is {written}.", "score": 0.5, "published_date": written}
+    item = {
+        "title": f"Echo {written} end",
+        "url": f"https://site.example/a?key={quote(written)}",
+        "content": f"your key is {written}.",
+        "score": 0.5,
+        "published_date": written,
+    }
     mocked.add("POST", TAVILY_URL, json={"results": [item]})
     results, notes, _ = search()
     everything = json.dumps([results, notes], ensure_ascii=False)

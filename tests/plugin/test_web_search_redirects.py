@@ -10,14 +10,34 @@ from websearch import errors, http_client, providers
 from websearch.search import run_search
 
 KEY = "sk-REDIRECT-7c41e09ab2d35f68"
-ENDPOINTS = {"bocha": "/v1/web-search", "tavily": "/search", "baidu": "/v2/ai_search/web_search",
-             "serpapi": "/search.json", "brave": "/res/v1/web/search", "searxng": "/search"}
-ITEM = {"name": "Home page", "title": "Home page", "url": "https://site.example/a", "link": "https://site.example/a",
-        "content": "Patrols run daily.", "snippet": "Patrols run daily.", "description": "Patrols run daily.",
-        "type": "web"}
-ANSWER = {"code": 200, "type": "search", "data": {"webPages": {"value": [ITEM]}}, "results": [ITEM],
-          "references": [ITEM], "search_metadata": {"status": "Success"}, "organic_results": [ITEM],
-          "web": {"results": [ITEM]}}  # one body every provider reads as one result
+ENDPOINTS = {
+    "bocha": "/v1/web-search",
+    "tavily": "/search",
+    "baidu": "/v2/ai_search/web_search",
+    "serpapi": "/search.json",
+    "brave": "/res/v1/web/search",
+    "searxng": "/search",
+}
+ITEM = {
+    "name": "Home page",
+    "title": "Home page",
+    "url": "https://site.example/a",
+    "link": "https://site.example/a",
+    "content": "Patrols run daily.",
+    "snippet": "Patrols run daily.",
+    "description": "Patrols run daily.",
+    "type": "web",
+}
+ANSWER = {
+    "code": 200,
+    "type": "search",
+    "data": {"webPages": {"value": [ITEM]}},
+    "results": [ITEM],
+    "references": [ITEM],
+    "search_metadata": {"status": "Success"},
+    "organic_results": [ITEM],
+    "web": {"results": [ITEM]},
+}  # one body every provider reads as one result
 
 
 class Stage:
@@ -28,8 +48,7 @@ class Stage:
 def servers():
     stage = Stage()
     away = Recorder(lambda path: ANSWER)
-    home = Recorder(lambda path: ANSWER,
-                    redirect=lambda path: stage.location if path in ENDPOINTS.values() else None)
+    home = Recorder(lambda path: ANSWER, redirect=lambda path: stage.location if path in ENDPOINTS.values() else None)
     yield stage, home, away
     home.close()
     away.close()
@@ -56,8 +75,15 @@ def test_a_redirect_is_followed_only_to_the_configured_origin(servers, provider,
     stage.location = form.location(home.port, away.port)
     label = providers.PROVIDERS[provider].label
     try:
-        results, _, made = run_search(providers.PROVIDERS[provider], "patrol", 1, "any",
-                                      credentials(provider, home.origin), http_client.Budget(5), sleep=lambda s: None)
+        results, _, made = run_search(
+            providers.PROVIDERS[provider],
+            "patrol",
+            1,
+            "any",
+            credentials(provider, home.origin),
+            http_client.Budget(5),
+            sleep=lambda s: None,
+        )
         outcome = "follow"
     except errors.SearchError as error:
         outcome, message = "refuse", str(error)
@@ -67,9 +93,11 @@ def test_a_redirect_is_followed_only_to_the_configured_origin(servers, provider,
     assert outcome == form.expected, form.location(home.port, away.port)
     if outcome == "refuse":
         assert len(home.requests) == 1
-        assert message == (f"{label} answered with a redirect to another host (HTTP 307); G-Cite sends the API key "
-                           "only to the configured host and did not follow it: set the base URL in the G-Cite "
-                           "credentials to the address that answers")
+        assert message == (
+            f"{label} answered with a redirect to another host (HTTP 307); G-Cite sends the API key "
+            "only to the configured host and did not follow it: set the base URL in the G-Cite "
+            "credentials to the address that answers"
+        )
     else:
         assert len(home.requests) == 2 and made == 2
         assert [r["title"] for r in results] == ["Home page"]

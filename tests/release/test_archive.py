@@ -86,8 +86,29 @@ def _zeros_crc(size: int) -> int:
 def raw_zip(name: bytes, compressed: bytes, size: int, crc: int, repeat: int = 1, comment: bytes = b"") -> bytes:
     """One deflated local entry, listed `repeat` times in the central directory (all pointing at offset 0)."""
     local = struct.pack("<4s5H3I2H", b"PK\x03\x04", 20, 0, 8, 0, 0x21, crc, len(compressed), size, len(name), 0)
-    record = struct.pack("<4s6H3I5H2I", b"PK\x01\x02", 20, 20, 0, 8, 0, 0x21, crc, len(compressed), size,
-                         len(name), 0, 0, 0, 0, 0o644 << 16, 0) + name
+    record = (
+        struct.pack(
+            "<4s6H3I5H2I",
+            b"PK\x01\x02",
+            20,
+            20,
+            0,
+            8,
+            0,
+            0x21,
+            crc,
+            len(compressed),
+            size,
+            len(name),
+            0,
+            0,
+            0,
+            0,
+            0o644 << 16,
+            0,
+        )
+        + name
+    )
     body = local + name + compressed
     directory = record * repeat
     end = struct.pack("<4s4H2IH", b"PK\x05\x06", 0, 0, repeat, repeat, len(directory), len(body), len(comment))
@@ -167,8 +188,10 @@ def test_a_deeply_nested_comment_is_one_error():
     data = plain_zip([("manifest.yaml", MANIFEST)], comment=b"[" * 60000)
     with pytest.raises(ArchiveError, match="nested too deeply"):
         signing.verify(data, [])
-    nested = plain_zip([("manifest.yaml", MANIFEST), (signing.VERIFICATION_FILE, b"[" * 200000)],
-                       comment=json.dumps({"signature": "", "time": 1}).encode())
+    nested = plain_zip(
+        [("manifest.yaml", MANIFEST), (signing.VERIFICATION_FILE, b"[" * 200000)],
+        comment=json.dumps({"signature": "", "time": 1}).encode(),
+    )
     with pytest.raises(ArchiveError, match="nested too deeply"):
         signing.verify(nested, [])
 
@@ -192,7 +215,8 @@ def test_a_huge_key_file_is_one_error(tmp_path):
 def test_verify_prints_one_line_and_exits_2(case, tmp_path):
     path = tmp_path / "broken.difypkg"
     path.write_bytes(BROKEN[case][0]())
-    done = subprocess.run([sys.executable, "-m", "gcite", "verify", str(path)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "gcite", "verify", str(path)], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 2, done
     assert done.stderr.count("\n") == 1 and done.stderr.startswith(f"error: {path}: ") and not done.stdout

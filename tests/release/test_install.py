@@ -24,15 +24,37 @@ REQUESTS = ("requests", "urllib3", "idna", "charset_normalizer", "certifi")
 
 def run(argv, cwd, **kwargs):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    return subprocess.run(argv, cwd=cwd, env={**env, **kwargs.pop("env", {})}, capture_output=True, text=True,
-                          timeout=kwargs.pop("timeout", 300), **kwargs)
+    return subprocess.run(
+        argv,
+        cwd=cwd,
+        env={**env, **kwargs.pop("env", {})},
+        capture_output=True,
+        text=True,
+        timeout=kwargs.pop("timeout", 300),
+        **kwargs,
+    )
 
 
 @pytest.fixture(scope="module")
 def wheels(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheels")
-    built = run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-                 "-w", str(out), str(ROOT), str(ROOT / "clients" / "python")], cwd=out)
+    built = run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-w",
+            str(out),
+            str(ROOT),
+            str(ROOT / "clients" / "python"),
+        ],
+        cwd=out,
+    )
     assert built.returncode == 0, built.stderr[-2000:] + "\n(hatchling is in requirements-dev.txt: make venv)"
     return {p.name.split("-")[0]: p for p in out.glob("*.whl")}
 
@@ -40,8 +62,10 @@ def wheels(tmp_path_factory):
 def fresh_venv(folder: Path, wheel: Path, site_lines: list[str]) -> Path:
     venv.create(folder, with_pip=False, symlinks=True)
     python = folder / "bin" / "python"
-    installed = run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
-                     "--no-index", str(wheel)], cwd=folder)
+    installed = run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        cwd=folder,
+    )
     assert installed.returncode == 0, installed.stderr[-2000:]
     purelib = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=folder)
     (Path(purelib.stdout.strip()) / "_gcite_test_deps.pth").write_text("\n".join(site_lines) + "\n")
@@ -73,12 +97,24 @@ def test_the_client_alone_against_gcite_serve(command, wheels, tmp_path_factory)
         (deps / name).symlink_to(SITE / name)
     client = fresh_venv(tmp_path_factory.mktemp("venv-client"), wheels["gcite_client"], [str(deps)])
     elsewhere = tmp_path_factory.mktemp("app")
-    alone = run([str(client / "python"), "-c", "import importlib.util as u, gcite.client; "
-                 "print([m for m in ('dify_plugin', 'graphon', 'yaml', 'gevent', 'pydantic') if u.find_spec(m)])"],
-                cwd=elsewhere)
+    alone = run(
+        [
+            str(client / "python"),
+            "-c",
+            "import importlib.util as u, gcite.client; "
+            "print([m for m in ('dify_plugin', 'graphon', 'yaml', 'gevent', 'pydantic') if u.find_spec(m)])",
+        ],
+        cwd=elsewhere,
+    )
     assert alone.returncode == 0 and alone.stdout.strip() == "[]", alone.stderr
-    serve = subprocess.Popen([str(command / "gcite"), "serve", "--port", "0"], cwd=elsewhere, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    serve = subprocess.Popen(
+        [str(command / "gcite"), "serve", "--port", "0"],
+        cwd=elsewhere,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         lines = []
         while not lines or lines[-1] != "Ctrl-C stops.":
@@ -88,10 +124,13 @@ def test_the_client_alone_against_gcite_serve(command, wheels, tmp_path_factory)
         chat = dict(line.split(":", 1) for line in lines if ":" in line)["chat endpoint"].strip()
         users = json.loads(urllib.request.urlopen(chat.split("/e/")[0] + "/local/users", timeout=30).read())
         token = next(u["token"] for u in users if u["roles"])
-        script = ("import sys, gcite.client as c; events = list(c.chat(sys.argv[1], sys.argv[2], sys.argv[3])); "
-                  "print(type(events[-1]).__name__, len(events))")
-        asked = run([str(client / "python"), "-c", script, chat, token, "How often is the patrol?"], cwd=elsewhere,
-                    timeout=300)
+        script = (
+            "import sys, gcite.client as c; events = list(c.chat(sys.argv[1], sys.argv[2], sys.argv[3])); "
+            "print(type(events[-1]).__name__, len(events))"
+        )
+        asked = run(
+            [str(client / "python"), "-c", script, chat, token, "How often is the patrol?"], cwd=elsewhere, timeout=300
+        )
         assert asked.returncode == 0, asked.stderr[-2000:]
         assert asked.stdout.split()[0] == "Done", asked.stdout
     finally:

@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from gcite.release import signing
 from gcite.release.archive import ArchiveError
-from gcite.release.signing import SigningError, VERIFICATION_FILE
+from gcite.release.signing import VERIFICATION_FILE, SigningError
 from tests.support import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures" / "dify-signing"  # copied from the daemon's repository (see README.md there)
@@ -53,6 +53,7 @@ def with_key(keys, name):
 
 # --- the daemon's own files -----------------------------------------------------------------------------
 
+
 def test_the_official_key_is_the_daemons_file_byte_for_byte():
     assert signing.DIFY_OFFICIAL_PUBLIC_KEY == (FIXTURES / "PUBLIC_KEY.pem").read_bytes()
 
@@ -74,13 +75,16 @@ def test_the_unsigned_package_does_not_verify():
 
 # --- keygen -----------------------------------------------------------------------------------------------
 
+
 def test_keygen_writes_the_daemons_formats(keys):
     pair = keys["ours"]
     private, public = pair.private.read_bytes(), pair.public.read_bytes()
     assert pair.private.name == "ours.private.pem" and pair.public.name == "ours.public.pem"
     assert stat.S_IMODE(pair.private.stat().st_mode) == 0o600
     assert stat.S_IMODE(pair.public.stat().st_mode) == 0o644
-    assert private.startswith(b"-----BEGIN RSA PRIVATE KEY-----\n") and private.endswith(b"-----END RSA PRIVATE KEY-----\n")
+    assert private.startswith(b"-----BEGIN RSA PRIVATE KEY-----\n") and private.endswith(
+        b"-----END RSA PRIVATE KEY-----\n"
+    )
     assert public.startswith(b"-----BEGIN RSA PUBLIC KEY-----\n") and public.endswith(b"-----END RSA PUBLIC KEY-----\n")
     assert private.count(b"-----BEGIN") == 1 and public.count(b"-----BEGIN") == 1
     key = serialization.load_pem_private_key(private, password=None)
@@ -96,6 +100,7 @@ def test_keygen_never_overwrites_a_key(keys):
 
 
 # --- signing ---------------------------------------------------------------------------------------------
+
 
 def test_our_signed_package_verifies_with_our_key_and_not_another(keys, signed):
     ours = signing.verify(signed, signing.daemon_keys([keys["ours"].public]))
@@ -119,8 +124,10 @@ def test_the_signed_layout_is_the_daemons(signed):
 
 
 def test_one_changed_byte_in_one_entry_fails(keys, signed):
-    changed = [(name, content.replace(b"import", b"Import", 1) if name == "main.py" else content)
-               for name, content in entries(signed)]
+    changed = [
+        (name, content.replace(b"import", b"Import", 1) if name == "main.py" else content)
+        for name, content in entries(signed)
+    ]
     assert changed != entries(signed)
     assert not signing.verify(rewritten(signed, changed), with_key(keys, "ours")).verified
     assert signing.verify(rewritten(signed, entries(signed)), with_key(keys, "ours")).verified  # the control
@@ -163,8 +170,13 @@ def go_re_signed(package: bytes, key: rsa.RSAPrivateKey, category: str) -> bytes
     old = [(name, content) for name, content in entries(package)]
     new = json.dumps({"authorized_category": category}, separators=(",", ":")).encode()
     data = signing.signed_bytes([content for _, content in old] + [new], 1800000000)
-    note = json.dumps({"signature": base64.b64encode(key.sign(data, padding.PKCS1v15(), hashes.SHA256())).decode(),
-                       "time": 1800000000}, separators=(",", ":")).encode()
+    note = json.dumps(
+        {
+            "signature": base64.b64encode(key.sign(data, padding.PKCS1v15(), hashes.SHA256())).decode(),
+            "time": 1800000000,
+        },
+        separators=(",", ":"),
+    ).encode()
     return signing.write_package(old + [(VERIFICATION_FILE, new)], note)
 
 
@@ -195,22 +207,29 @@ def test_a_tampered_comment_does_not_verify(keys, signed):
 
 # --- key files in the wrong format -----------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def wrong_formats(keys, tmp_path_factory):
     folder = tmp_path_factory.mktemp("wrong")
     key = signing.read_private_key(keys["ours"].private)
     files = {
-        "pkcs8_private": key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()),
-        "spki_public": key.public_key().public_bytes(serialization.Encoding.PEM,
-                                                     serialization.PublicFormat.SubjectPublicKeyInfo),
+        "pkcs8_private": key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        ),
+        "spki_public": key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        ),
         "two_blocks": keys["ours"].private.read_bytes() + keys["other"].private.read_bytes(),
         "trailing_text": keys["ours"].private.read_bytes() + b"# my key\n",
-        "der": key.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.TraditionalOpenSSL,
-                                 serialization.NoEncryption()),
+        "der": key.private_bytes(
+            serialization.Encoding.DER, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+        ),
         "public_as_private": keys["ours"].public.read_bytes(),
-        "encrypted": key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                                       serialization.BestAvailableEncryption(b"secret")),
+        "encrypted": key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.BestAvailableEncryption(b"secret"),
+        ),
     }
     paths = {}
     for name, data in files.items():
@@ -219,15 +238,18 @@ def wrong_formats(keys, tmp_path_factory):
     return paths
 
 
-@pytest.mark.parametrize("name, reader, expected", [
-    ("pkcs8_private", "read_private_key", "'PRIVATE KEY' PEM block, the daemon reads only 'RSA PRIVATE KEY'"),
-    ("spki_public", "read_public_key", "'PUBLIC KEY' PEM block, the daemon reads only 'RSA PUBLIC KEY'"),
-    ("two_blocks", "read_private_key", "data after the 'RSA PRIVATE KEY' block"),
-    ("trailing_text", "read_private_key", "data after the 'RSA PRIVATE KEY' block"),
-    ("der", "read_private_key", "not a PEM file"),
-    ("public_as_private", "read_private_key", "'RSA PUBLIC KEY' PEM block"),
-    ("encrypted", "read_private_key", "encrypted"),
-])
+@pytest.mark.parametrize(
+    "name, reader, expected",
+    [
+        ("pkcs8_private", "read_private_key", "'PRIVATE KEY' PEM block, the daemon reads only 'RSA PRIVATE KEY'"),
+        ("spki_public", "read_public_key", "'PUBLIC KEY' PEM block, the daemon reads only 'RSA PUBLIC KEY'"),
+        ("two_blocks", "read_private_key", "data after the 'RSA PRIVATE KEY' block"),
+        ("trailing_text", "read_private_key", "data after the 'RSA PRIVATE KEY' block"),
+        ("der", "read_private_key", "not a PEM file"),
+        ("public_as_private", "read_private_key", "'RSA PUBLIC KEY' PEM block"),
+        ("encrypted", "read_private_key", "encrypted"),
+    ],
+)
 def test_a_key_in_the_wrong_format_is_a_one_line_error(wrong_formats, name, reader, expected):
     with pytest.raises(SigningError) as error:
         getattr(signing, reader)(wrong_formats[name])

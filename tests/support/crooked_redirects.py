@@ -26,8 +26,9 @@ class Form:
     expected: str  # "follow" | "refuse"
 
     def location(self, home_port: int, away_port: int) -> str:
-        return self.template.format(home=f"127.0.0.1:{home_port}", away=f"127.0.0.1:{away_port}", hport=home_port,
-                                    aport=away_port)
+        return self.template.format(
+            home=f"127.0.0.1:{home_port}", away=f"127.0.0.1:{away_port}", hport=home_port, aport=away_port
+        )
 
 
 FORMS = [
@@ -101,8 +102,11 @@ class Recorder:
                 recorder.requests.append(Seen(self.command, self.path, dict(self.headers.items())))
                 location = recorder.redirect(urlsplit(self.path).path)
                 if location is not None:  # raw bytes: a Location may hold UTF-8 and tabs
-                    head = (b"HTTP/1.1 307 Temporary Redirect\r\nLocation: " + location.encode("utf-8")
-                            + b"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                    head = (
+                        b"HTTP/1.1 307 Temporary Redirect\r\nLocation: "
+                        + location.encode("utf-8")
+                        + b"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    )
                     self.wfile.write(head)
                     return
                 body = json.dumps(recorder.answer(urlsplit(self.path).path)).encode()

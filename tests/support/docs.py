@@ -38,15 +38,18 @@ def section(markdown: str, heading: str) -> str:
     """The text under the `## heading` line, up to the next heading of level 2 (or 1)."""
     start = markdown.index(f"\n## {heading}\n") + len(heading) + 5
     end = re.search(r"^##? ", markdown[start:], re.MULTILINE)
-    return markdown[start:start + end.start()] if end else markdown[start:]
+    return markdown[start : start + end.start()] if end else markdown[start:]
 
 
 def slug(heading: str) -> str:
     """GitHub's anchor for a heading: the rendered text (code, emphasis and link targets dropped) lower-cased, every
     punctuation mark and symbol but `-` and `_` removed, each space a `-`."""
     rendered = LINK.sub(lambda m: m.group(1), heading).replace("`", "")
-    kept = "".join(c for c in rendered.strip().lower()
-                   if c in "-_ " or not unicodedata.category(c).startswith(("P", "S", "Z", "C")))
+    kept = "".join(
+        c
+        for c in rendered.strip().lower()
+        if c in "-_ " or not unicodedata.category(c).startswith(("P", "S", "Z", "C"))
+    )
     return kept.replace(" ", "-")
 
 

@@ -12,21 +12,40 @@ from typing import Any
 import jwt
 
 from gcite.local.plugin_process import EndpointCall, PluginProcess
-from gcite.protocol import (CITATION_KEYS, DONE_KEYS, EVENTS, OPEN_COMMENT, SOURCE_KEYS, SUPPORT_CITATION_KEYS,
-                            SUPPORT_DONE_KEYS, parse_gcite_sse, safe_url)
+from gcite.protocol import (
+    CITATION_KEYS,
+    DONE_KEYS,
+    EVENTS,
+    OPEN_COMMENT,
+    SOURCE_KEYS,
+    SUPPORT_CITATION_KEYS,
+    SUPPORT_DONE_KEYS,
+    parse_gcite_sse,
+    safe_url,
+)
 
 SECRET = "endpoint-test-secret-0123456789-abcdefghij"
 ORIGIN = "https://chat.example.com"
-SETTINGS = {"app": {"app_id": "app-gcite"}, "token_secret": SECRET,
-            "allowed_origins": f"{ORIGIN}, https://Other.Example.org/", "snippet_length": "300"}
+SETTINGS = {
+    "app": {"app_id": "app-gcite"},
+    "token_secret": SECRET,
+    "allowed_origins": f"{ORIGIN}, https://Other.Example.org/",
+    "snippet_length": "300",
+}
 
 
 def b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
-def token(sub: str = "alice", roles: Iterable[str] | None = ("前台",), exp_in: float = 600, secret: str = SECRET,
-          algorithm: str = "HS256", **claims: Any) -> str:
+def token(
+    sub: str = "alice",
+    roles: Iterable[str] | None = ("前台",),
+    exp_in: float = 600,
+    secret: str = SECRET,
+    algorithm: str = "HS256",
+    **claims: Any,
+) -> str:
     payload: dict[str, Any] = {"sub": sub, "exp": int(time.time() + exp_in), **claims}
     if roles is not None:
         payload["roles"] = list(roles)
@@ -45,14 +64,20 @@ def unsigned_token(payload: Mapping[str, Any]) -> str:
     return f"{header}.{b64(json.dumps(dict(payload)).encode())}."
 
 
-def post(plugin: PluginProcess, body: Any, *, bearer: str | None = None, headers: Mapping[str, str] | None = None,
-         handler: Any = None, settings: Mapping[str, Any] = SETTINGS) -> EndpointCall:
+def post(
+    plugin: PluginProcess,
+    body: Any,
+    *,
+    bearer: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    handler: Any = None,
+    settings: Mapping[str, Any] = SETTINGS,
+) -> EndpointCall:
     raw = body if isinstance(body, (bytes, str)) else json.dumps(body, ensure_ascii=False)
     all_headers = {"Content-Type": "application/json", **(headers or {})}
     if bearer is not None:
         all_headers["Authorization"] = f"Bearer {bearer}"
-    return plugin.request("POST", "/gcite/chat", headers=all_headers, body=raw, settings=settings,
-                          app_handler=handler)
+    return plugin.request("POST", "/gcite/chat", headers=all_headers, body=raw, settings=settings, app_handler=handler)
 
 
 def events_of(call: EndpointCall, timeout: float = 120) -> list[tuple[str, dict[str, Any]]]:
@@ -66,48 +91,101 @@ def answer_text(events: list[tuple[str, dict[str, Any]]]) -> str:
 
 # --- canned Dify streams ------------------------------------------------------------------------------------------
 
+
 def chunk(n: int, text: str, *, source_type: str = "rag", title: str = "", url: str = "", **extra: Any) -> dict:
-    return {"id": str(n), "source_type": source_type, "content": text, "document_title": title or f"title {n}",
-            "url": url, "score": 0.5, "display_subtitle": f"subtitle {n}", "document_name": f"doc-{n}.md",
-            "dataset_name": "kb", "site_name": "", "site_host": "", "source_file_url": url, "segment_position": n,
-            "published_date": "", "dataset_id": "ds-secret-id", "document_id": f"doc-id-{n}",
-            "segment_id": f"seg-id-{n}", "provider": "", **extra}
+    return {
+        "id": str(n),
+        "source_type": source_type,
+        "content": text,
+        "document_title": title or f"title {n}",
+        "url": url,
+        "score": 0.5,
+        "display_subtitle": f"subtitle {n}",
+        "document_name": f"doc-{n}.md",
+        "dataset_name": "kb",
+        "site_name": "",
+        "site_host": "",
+        "source_file_url": url,
+        "segment_position": n,
+        "published_date": "",
+        "dataset_id": "ds-secret-id",
+        "document_id": f"doc-id-{n}",
+        "segment_id": f"seg-id-{n}",
+        "provider": "",
+        **extra,
+    }
 
 
 def envelope(event: str, conversation: str = "conv-1", message: str = "msg-1", **body: Any) -> dict:
-    return {"event": event, "conversation_id": conversation, "message_id": message, "created_at": 1760000000,
-            "task_id": "task-1", **body}
+    return {
+        "event": event,
+        "conversation_id": conversation,
+        "message_id": message,
+        "created_at": 1760000000,
+        "task_id": "task-1",
+        **body,
+    }
 
 
 def node(event: str, node_id: str, node_type: str, outputs: dict | None = None, **kw: Any) -> dict:
-    data = {"id": f"exec-{node_id}", "node_id": node_id, "node_type": node_type, "title": node_id,
-            "inputs": {"user_roles": '["前台"]', "sys.user_id": "shared-end-user"}, "outputs": outputs,
-            "status": "succeeded"}
+    data = {
+        "id": f"exec-{node_id}",
+        "node_id": node_id,
+        "node_type": node_type,
+        "title": node_id,
+        "inputs": {"user_roles": '["前台"]', "sys.user_id": "shared-end-user"},
+        "outputs": outputs,
+        "status": "succeeded",
+    }
     return envelope(event, workflow_run_id="run-1", data=data, **kw)
 
 
-def dify_stream(deltas: Iterable[str], chunks: list[dict], *, conversation: str = "conv-1", message: str = "msg-1",
-                references: str = "- [C:1] title 1", end: bool = True, selectors: bool = True) -> list[dict]:
+def dify_stream(
+    deltas: Iterable[str],
+    chunks: list[dict],
+    *,
+    conversation: str = "conv-1",
+    message: str = "msg-1",
+    references: str = "- [C:1] title 1",
+    end: bool = True,
+    selectors: bool = True,
+) -> list[dict]:
     """A chatflow's Service API stream: merge node, LLM deltas, the Answer node's appended reference list, end."""
+
     def msg(answer: str, selector: list[str]) -> dict:
         body = {"id": message, "answer": answer}
         if selectors:
             body["from_variable_selector"] = selector
         return envelope("message", conversation, message, **body)
 
-    events = [envelope("workflow_started", conversation, message, data={"inputs": {"user_roles": '["前台"]'}}),
-              node("node_started", "merge", "tool", conversation=conversation, message=message),
-              node("node_finished", "merge", "tool", {"chunk_metadata": chunks, "formatted_chunks": "[C:1]\nsecret",
-                                                      "skipped": []}, conversation=conversation, message=message),
-              node("node_started", "llm", "llm", conversation=conversation, message=message)]
+    events = [
+        envelope("workflow_started", conversation, message, data={"inputs": {"user_roles": '["前台"]'}}),
+        node("node_started", "merge", "tool", conversation=conversation, message=message),
+        node(
+            "node_finished",
+            "merge",
+            "tool",
+            {"chunk_metadata": chunks, "formatted_chunks": "[C:1]\nsecret", "skipped": []},
+            conversation=conversation,
+            message=message,
+        ),
+        node("node_started", "llm", "llm", conversation=conversation, message=message),
+    ]
     events += [msg(delta, ["llm", "text"]) for delta in deltas]
-    events += [msg("\n\n", ["answer", "answer"]),
-               node("node_finished", "llm", "llm", {"text": "".join(deltas)}, conversation=conversation,
-                    message=message),
-               msg(references, ["validate", "references_by_marker_markdown"]),
-               node("node_finished", "validate", "tool", {"references_by_marker_markdown": references},
-                    conversation=conversation, message=message),
-               envelope("workflow_finished", conversation, message, data={"status": "succeeded", "outputs": {}})]
+    events += [
+        msg("\n\n", ["answer", "answer"]),
+        node("node_finished", "llm", "llm", {"text": "".join(deltas)}, conversation=conversation, message=message),
+        msg(references, ["validate", "references_by_marker_markdown"]),
+        node(
+            "node_finished",
+            "validate",
+            "tool",
+            {"references_by_marker_markdown": references},
+            conversation=conversation,
+            message=message,
+        ),
+        envelope("workflow_finished", conversation, message, data={"status": "succeeded", "outputs": {}}),
+    ]
     if end:
         events.append(envelope("message_end", conversation, message, id=message, metadata={"usage": {}}))
     return events
@@ -135,6 +213,7 @@ class Canned:
 
 
 # --- the protocol's shape -----------------------------------------------------------------------------------------
+
 
 def assert_protocol(raw: str, events: list[tuple[str, dict[str, Any]]]) -> None:
     """Only documented events and fields, in the documented order; every URL http(s) or empty."""

@@ -31,9 +31,13 @@ class FakeDataset:
 
     def add(self, name: str, metadata: dict[str, Any] | str | None, doc_id: str | None = None) -> str:
         """A document whose stored doc_metadata is `metadata` (every key bound, as the API and the editor do)."""
-        doc = {"id": doc_id or str(uuid.uuid4()), "name": name, "doc_metadata": copy.deepcopy(metadata),
-               "bound": {f["id"] for f in self.fields if isinstance(metadata, dict) and f["name"] in metadata},
-               "updated_at": 1_700_000_000 + len(self.documents)}
+        doc = {
+            "id": doc_id or str(uuid.uuid4()),
+            "name": name,
+            "doc_metadata": copy.deepcopy(metadata),
+            "bound": {f["id"] for f in self.fields if isinstance(metadata, dict) and f["name"] in metadata},
+            "updated_at": 1_700_000_000 + len(self.documents),
+        }
         self.documents.append(doc)
         return doc["id"]
 
@@ -47,33 +51,60 @@ class FakeDataset:
             return stored  # an unreadable answer, for the tool's sake
         if not stored:
             return []
-        items = [{"id": f["id"], "name": f["name"], "type": f["type"], "value": stored.get(f["name"])}
-                 for f in self.fields if f["id"] in doc["bound"]]
+        items = [
+            {"id": f["id"], "name": f["name"], "type": f["type"], "value": stored.get(f["name"])}
+            for f in self.fields
+            if f["id"] in doc["bound"]
+        ]
         if self.built_in_field_enabled:
-            items += [{"id": "built-in", "name": "document_name", "type": "string", "value": doc["name"]},
-                      {"id": "built-in", "name": "last_update_date", "type": "time", "value": str(float(doc["updated_at"]))}]
+            items += [
+                {"id": "built-in", "name": "document_name", "type": "string", "value": doc["name"]},
+                {"id": "built-in", "name": "last_update_date", "type": "time", "value": str(float(doc["updated_at"]))},
+            ]
         return items
 
     def document_response(self, doc: dict[str, Any], position: int) -> dict[str, Any]:
-        return {"id": doc["id"], "position": position, "data_source_type": "upload_file",
-                "data_source_info": {"upload_file_id": doc["id"]}, "data_source_detail_dict": {},
-                "dataset_process_rule_id": None, "name": doc["name"], "created_from": "api", "created_by": "u-1",
-                "created_at": 1_700_000_000, "tokens": 10, "indexing_status": "completed", "error": None,
-                "enabled": True, "disabled_at": None, "disabled_by": None, "archived": False,
-                "display_status": "available", "word_count": 10, "hit_count": 0, "doc_form": "text_model",
-                "doc_metadata": self.details(doc), "summary_index_status": None, "need_summary": False}
+        return {
+            "id": doc["id"],
+            "position": position,
+            "data_source_type": "upload_file",
+            "data_source_info": {"upload_file_id": doc["id"]},
+            "data_source_detail_dict": {},
+            "dataset_process_rule_id": None,
+            "name": doc["name"],
+            "created_from": "api",
+            "created_by": "u-1",
+            "created_at": 1_700_000_000,
+            "tokens": 10,
+            "indexing_status": "completed",
+            "error": None,
+            "enabled": True,
+            "disabled_at": None,
+            "disabled_by": None,
+            "archived": False,
+            "display_status": "available",
+            "word_count": 10,
+            "hit_count": 0,
+            "doc_form": "text_model",
+            "doc_metadata": self.details(doc),
+            "summary_index_status": None,
+            "need_summary": False,
+        }
 
 
 class KnowledgeApiServer:
-    def __init__(self, api_key: str, ignore_partial_update: bool = False, detail_endpoint: bool = True,
-                 drop_writes: bool = False):
+    def __init__(
+        self, api_key: str, ignore_partial_update: bool = False, detail_endpoint: bool = True, drop_writes: bool = False
+    ):
         self.api_key = api_key
         self.ignore_partial_update = ignore_partial_update  # a Dify from before `partial_update`
         self.detail_endpoint = detail_endpoint  # GET /datasets/{id}/documents/{doc} (older versions lack it)
         self.drop_writes = drop_writes  # an older Dify logged a failed metadata update and still answered success
         self.datasets: dict[str, FakeDataset] = {}
         self.requests: list[tuple[str, str, Any]] = []  # (method, path with query, JSON body)
-        self.faults: list[tuple[str, str, int, dict[str, str], str]] = []  # (method, path prefix, status, headers, message)
+        self.faults: list[
+            tuple[str, str, int, dict[str, str], str]
+        ] = []  # (method, path prefix, status, headers, message)
         self.lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -98,8 +129,15 @@ class KnowledgeApiServer:
     def writes(self) -> list[Any]:
         return [body for method, _, body in self.requests if method == "POST"]
 
-    def fail(self, method: str, path_prefix: str, status: int, times: int = 1, headers: dict[str, str] | None = None,
-             message: str = "injected"):
+    def fail(
+        self,
+        method: str,
+        path_prefix: str,
+        status: int,
+        times: int = 1,
+        headers: dict[str, str] | None = None,
+        message: str = "injected",
+    ):
         self.faults += [(method, path_prefix, status, headers or {}, message)] * times
 
     # --- HTTP ---
@@ -151,17 +189,32 @@ class KnowledgeApiServer:
             return 404, error(404, "Dataset not found."), {}
         rest = parts[3:]
         if method == "GET" and rest == ["metadata"]:
-            return 200, {"doc_metadata": [dict(f, count=sum(f["id"] in d["bound"] for d in dataset.documents))
-                                          for f in dataset.fields],
-                         "built_in_field_enabled": dataset.built_in_field_enabled}, {}
+            return (
+                200,
+                {
+                    "doc_metadata": [
+                        dict(f, count=sum(f["id"] in d["bound"] for d in dataset.documents)) for f in dataset.fields
+                    ],
+                    "built_in_field_enabled": dataset.built_in_field_enabled,
+                },
+                {},
+            )
         if method == "GET" and rest == ["documents"]:
             page, limit = int(query.get("page", 1)), int(query.get("limit", 20))
             per_page = min(limit, MAX_PER_PAGE)
             listed = [d for d in dataset.documents if query.get("keyword", "") in d["name"]]
-            items = listed[(page - 1) * per_page: page * per_page]
-            return 200, {"data": [dataset.document_response(d, (page - 1) * per_page + i + 1) for i, d in enumerate(items)],
-                         "has_more": len(items) == limit, "limit": limit, "total": len(listed),
-                         "page": page}, {}
+            items = listed[(page - 1) * per_page : page * per_page]
+            return (
+                200,
+                {
+                    "data": [dataset.document_response(d, (page - 1) * per_page + i + 1) for i, d in enumerate(items)],
+                    "has_more": len(items) == limit,
+                    "limit": limit,
+                    "total": len(listed),
+                    "page": page,
+                },
+                {},
+            )
         if method == "GET" and len(rest) == 2 and rest[0] == "documents" and self.detail_endpoint:
             doc = next((d for d in dataset.documents if d["id"] == rest[1]), None)
             if doc is None:
@@ -188,6 +241,7 @@ class KnowledgeApiServer:
 
 
 def error(status: int, message: str) -> dict[str, Any]:
-    code = {401: "unauthorized", 403: "forbidden", 404: "not_found", 429: "too_many_requests"}.get(status, "internal_server_error")
+    code = {401: "unauthorized", 403: "forbidden", 404: "not_found", 429: "too_many_requests"}.get(
+        status, "internal_server_error"
+    )
     return {"code": code, "message": message, "status": status}
-

@@ -24,8 +24,11 @@ def package_python(requirements: Path) -> str:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not stamp.exists():
             subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=True)
-            subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r",
-                            str(requirements)], check=True, timeout=900)
+            subprocess.run(
+                [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r", str(requirements)],
+                check=True,
+                timeout=900,
+            )
             stamp.touch()
     return str(python)
 

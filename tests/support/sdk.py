@@ -40,10 +40,18 @@ def invoke(reg: Any, tool: str, parameters: dict[str, Any]) -> dict[str, Any]:
     from dify_plugin.core.runtime import Session
     from dify_plugin.entities.tool import ToolInvokeMessage
 
-    request = ToolInvokeRequest.model_validate({
-        "type": "tool", "action": "invoke_tool", "user_id": "user-1", "provider": PROVIDER, "tool": tool,
-        "credentials": {}, "credential_type": "api-key", "tool_parameters": parameters,
-    })
+    request = ToolInvokeRequest.model_validate(
+        {
+            "type": "tool",
+            "action": "invoke_tool",
+            "user_id": "user-1",
+            "provider": PROVIDER,
+            "tool": tool,
+            "credentials": {},
+            "credential_type": "api-key",
+            "tool_parameters": parameters,
+        }
+    )
     session = MagicMock(spec=Session)
     session.session_id = "session-1"
     messages = list(PluginExecutor(DifyPluginEnv(), reg).invoke_tool(session, request))

@@ -23,9 +23,14 @@ def private_secret_file(folder: Path, secret: str) -> Path:
 def gcite_serve(*options: str) -> Iterator[dict[str, str]]:
     """`gcite serve --port 0 OPTIONS…`; yields what it printed: `page`, `chat` (the endpoint's URL), `origin`
     (http://127.0.0.1:PORT), `base` (…/e/<hook>) and `lines` (every line up to "Ctrl-C stops.")."""
-    process = subprocess.Popen([sys.executable, "-m", "gcite", "serve", "--port", "0", *options], cwd=ROOT,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gcite", "serve", "--port", "0", *options],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         lines = []
         while not lines or lines[-1] != "Ctrl-C stops.":
@@ -35,8 +40,13 @@ def gcite_serve(*options: str) -> Iterator[dict[str, str]]:
             lines.append(line.rstrip("\n"))
         printed = dict(line.split(":", 1) for line in lines if ":" in line)
         chat = printed["chat endpoint"].strip()
-        yield {"page": printed["G-Cite page"].strip(), "chat": chat, "base": chat.rsplit("/gcite/", 1)[0],
-               "origin": chat.split("/e/")[0], "lines": lines}
+        yield {
+            "page": printed["G-Cite page"].strip(),
+            "chat": chat,
+            "base": chat.rsplit("/gcite/", 1)[0],
+            "origin": chat.split("/e/")[0],
+            "lines": lines,
+        }
     finally:
         process.terminate()
         try:

@@ -48,12 +48,34 @@ from gcite.authoring.retrofit.memory import add_memory, note_builtin_memory
 from gcite.authoring.retrofit.nodes import add_merge, add_validate, rewire_context
 from gcite.authoring.retrofit.paths import check_options, check_paths, find_paths
 from gcite.authoring.retrofit.plan import GCITE_PLUGIN, LANGS, NODES, PREFIX, WEBS, Options, Plan, Target, new_id
-from gcite.authoring.retrofit.prompt import (CONTEXT, RULE_HEADINGS, chunks_section, citation_rules, detect_lang,
-                                             lang_of, rewrite_prompt)
+from gcite.authoring.retrofit.prompt import (
+    CONTEXT,
+    RULE_HEADINGS,
+    chunks_section,
+    citation_rules,
+    detect_lang,
+    lang_of,
+    rewrite_prompt,
+)
 from gcite.authoring.retrofit.reading import RetrofitRefusal, parse
 
-__all__ = ["CONTEXT", "GCITE_PLUGIN", "LANGS", "NODES", "PREFIX", "RULE_HEADINGS", "WEBS", "Options", "Result",
-           "RetrofitRefusal", "chunks_section", "citation_rules", "detect_lang", "new_id", "retrofit"]
+__all__ = [
+    "CONTEXT",
+    "GCITE_PLUGIN",
+    "LANGS",
+    "NODES",
+    "PREFIX",
+    "RULE_HEADINGS",
+    "WEBS",
+    "Options",
+    "Result",
+    "RetrofitRefusal",
+    "chunks_section",
+    "citation_rules",
+    "detect_lang",
+    "new_id",
+    "retrofit",
+]
 
 
 @dataclass
@@ -79,8 +101,10 @@ def retrofit(text: str, options: Options | None = None) -> Result:
         raise
     except (AttributeError, TypeError, KeyError, IndexError, ValueError) as error:
         # a value of a shape `parse` does not check: one line, never a traceback
-        raise RetrofitRefusal(f"cannot rewire safely: a value in the DSL has an unexpected shape "
-                              f"({type(error).__name__}: {str(error)[:120]})") from None
+        raise RetrofitRefusal(
+            f"cannot rewire safely: a value in the DSL has an unexpected shape "
+            f"({type(error).__name__}: {str(error)[:120]})"
+        ) from None
     return report(plan, wrapped)
 
 
@@ -140,9 +164,11 @@ def complete_path(plan: Plan, llm_id: str) -> None:
         add_memory(plan, Target(llm_id, merge, [], []), v, validate)
     if plan.options.acl and new_id("filter", llm_id) not in g.by_id:
         # access control asked for and absent: written without it, the app would show every chunk to everyone
-        raise RetrofitRefusal(f"--acl: LLM {g.title(llm_id)} was retrofitted before without access control, "
-                              f"which retrofit adds on a first run only: run it with --acl on the app as "
-                              f"exported before G-Cite (not on its .gcite.yml)")
+        raise RetrofitRefusal(
+            f"--acl: LLM {g.title(llm_id)} was retrofitted before without access control, "
+            f"which retrofit adds on a first run only: run it with --acl on the app as "
+            f"exported before G-Cite (not on its .gcite.yml)"
+        )
 
 
 def report(plan: Plan, wrapped: bool) -> Result:
@@ -150,5 +176,5 @@ def report(plan: Plan, wrapped: bool) -> Result:
     the file came in the export API's wrapped form). Reads the plan; writes nothing."""
     notes = plan.notes
     if wrapped:
-        notes = ["read the export API's {\"data\": …} form; the output is the plain YAML Dify imports", *notes]
+        notes = ['read the export API\'s {"data": …} form; the output is the plain YAML Dify imports', *notes]
     return Result(plan.document, dsl_build.render(plan.document), plan.changes, notes)

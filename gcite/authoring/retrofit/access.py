@@ -26,16 +26,31 @@ def add_access_control(plan: Plan, target: Target, v: dsl_build.Variant) -> None
     start = g.start_id()
     variables = g.by_id[start]["data"].setdefault("variables", [])
     if not any(x.get("variable") == "user_roles" for x in variables):
-        variables.append({"variable": "user_roles", "label": v.text["user_roles"], "type": "text-input",
-                          "required": False, "hide": True, "max_length": 256, "options": []})
+        variables.append(
+            {
+                "variable": "user_roles",
+                "label": v.text["user_roles"],
+                "type": "text-input",
+                "required": False,
+                "hide": True,
+                "max_length": 256,
+                "options": [],
+            }
+        )
         plan.change(f"input added: Start {g.title(start)} gains the hidden user_roles input")
     roles = new_id("acl_roles", start)
     if roles not in g.by_id:
         x, y = g.position_near(start, dy=DEFAULT_SIZE[1] + 2 * GAP)
-        node = dsl_build.code_node(roles, x, y, v.text["acl_roles"], "acl_prefilter",
-                                   {"user_roles": [start, "user_roles"]},
-                                   {**{f"role_{n}": "string" for n in range(1, o.slots + 1)},
-                                    "role_count": "number"}, code=dsl_build.prefilter_code(o.slots))
+        node = dsl_build.code_node(
+            roles,
+            x,
+            y,
+            v.text["acl_roles"],
+            "acl_prefilter",
+            {"user_roles": [start, "user_roles"]},
+            {**{f"role_{n}": "string" for n in range(1, o.slots + 1)}, "role_count": "number"},
+            code=dsl_build.prefilter_code(o.slots),
+        )
         plan.add_node(node, "fills the pre-filter's role slots")
         # after Start, before everything Start led to: every retrieval sees its slots
         for edge in [e for e in g.edges if e.get("source") == start]:
@@ -52,8 +67,10 @@ def add_access_control(plan: Plan, target: Target, v: dsl_build.Variant) -> None
             continue
         data["metadata_filtering_mode"] = "manual"
         data["metadata_filtering_conditions"] = templated_conditions(o.acl, slots)
-        plan.change(f"pre-filter added: retrieval {g.title(r)} admits only documents whose {o.acl} "
-                    f"names one of the user's roles (or none)")
+        plan.change(
+            f"pre-filter added: retrieval {g.title(r)} admits only documents whose {o.acl} "
+            f"names one of the user's roles (or none)"
+        )
 
 
 def add_filter(plan: Plan, target: Target, v: dsl_build.Variant, rag: list[str]) -> tuple[list[str], str]:
@@ -69,24 +86,38 @@ def add_filter(plan: Plan, target: Target, v: dsl_build.Variant, rag: list[str])
     if node_id not in g.by_id:
         x, y = g.position_near(target.source, dy=-(DEFAULT_SIZE[1] + 2 * GAP))
         if o.nodes == "plugin":
-            node = dsl_build.gcite_tool(node_id, x, y, v.text["acl_filter"], "filter_chunks", plan.identifier,
-                                        {"rag_chunks": dsl_build.variable(*rag),
-                                         "user_roles": dsl_build.mixed(template_of([start, "user_roles"]))},
-                                        {"acl_field": o.acl, "condition": "", "case_sensitive": True,
-                                         "missing_acl": "visible"})
+            node = dsl_build.gcite_tool(
+                node_id,
+                x,
+                y,
+                v.text["acl_filter"],
+                "filter_chunks",
+                plan.identifier,
+                {
+                    "rag_chunks": dsl_build.variable(*rag),
+                    "user_roles": dsl_build.mixed(template_of([start, "user_roles"])),
+                },
+                {"acl_field": o.acl, "condition": "", "case_sensitive": True, "missing_acl": "visible"},
+            )
         else:
-            node = dsl_build.code_node(node_id, x, y, v.text["acl_filter"], "filter_chunks",
-                                       {"rag_chunks": rag, "user_roles": [start, "user_roles"]},
-                                       dsl_build.FILTER_OUTPUTS)
+            node = dsl_build.code_node(
+                node_id,
+                x,
+                y,
+                v.text["acl_filter"],
+                "filter_chunks",
+                {"rag_chunks": rag, "user_roles": [start, "user_roles"]},
+                dsl_build.FILTER_OUTPUTS,
+            )
             # a Code node takes no constant: the field is the node's own default, or set here in its code
             if o.acl != "access_roles":
                 node["data"]["code"] = node["data"]["code"].replace(
-                    'acl_field="access_roles"', f"acl_field={json.dumps(o.acl, ensure_ascii=False)}", 1)
+                    'acl_field="access_roles"', f"acl_field={json.dumps(o.acl, ensure_ascii=False)}", 1
+                )
         plan.add_node(node, f"drops chunks whose {o.acl} the user's roles do not match")
         g.add_edge(target.source, node_id)
         plan.change(f"edge added: {g.title(target.source)} → {node_id}")
         if g.has_edge(target.source, target.llm):
             g.remove_edge(target.source, target.llm)
-            plan.change(f"edge removed: {g.title(target.source)} → {g.title(target.llm)} (now through "
-                        f"{node_id})")
+            plan.change(f"edge removed: {g.title(target.source)} → {g.title(target.llm)} (now through {node_id})")
     return [node_id, "chunks"], node_id

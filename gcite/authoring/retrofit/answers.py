@@ -28,10 +28,12 @@ def check_answers(plan: Plan, llms: list[str]) -> None:
             shown.setdefault(answer, []).append(llm_id)
     for answer, of in shown.items():
         if len(of) > 1:
-            raise RetrofitRefusal(f"--sources-in-answer: Answer {g.title(answer)} shows the text of LLMs "
-                                  f"{' and '.join(g.title(x) for x in of)}, whose [C:N] markers number different "
-                                  f"chunk lists, so one source list cannot serve both; split the Answer node or "
-                                  f"leave the option out")
+            raise RetrofitRefusal(
+                f"--sources-in-answer: Answer {g.title(answer)} shows the text of LLMs "
+                f"{' and '.join(g.title(x) for x in of)}, whose [C:N] markers number different "
+                f"chunk lists, so one source list cannot serve both; split the Answer node or "
+                f"leave the option out"
+            )
 
 
 def list_sources(plan: Plan, llm_id: str, validate: str) -> None:
@@ -48,9 +50,11 @@ def list_sources(plan: Plan, llm_id: str, validate: str) -> None:
     answers = answers_showing(plan, llm_id)
     appended = dsl_build.source_list(validate)
     if not answers:
-        plan.notes.append(f"--sources-in-answer: no Answer node shows {template_of([llm_id, 'text'])} (the text "
-                          f"of LLM {g.title(llm_id)} reaches the answer through other nodes): no source list "
-                          f"added; append {appended.strip()} to the Answer by hand where it fits")
+        plan.notes.append(
+            f"--sources-in-answer: no Answer node shows {template_of([llm_id, 'text'])} (the text "
+            f"of LLM {g.title(llm_id)} reaches the answer through other nodes): no source list "
+            f"added; append {appended.strip()} to the Answer by hand where it fits"
+        )
         return
     for answer in answers:
         node = g.by_id[answer]
@@ -58,12 +62,15 @@ def list_sources(plan: Plan, llm_id: str, validate: str) -> None:
         if f"{{{{#{validate}.references" in template:  # listed already (by an earlier run, or by hand)
             continue
         if node.get("parentId"):
-            plan.notes.append(f"--sources-in-answer: Answer {g.title(answer)} is inside an iteration or loop: "
-                              f"no source list added")
+            plan.notes.append(
+                f"--sources-in-answer: Answer {g.title(answer)} is inside an iteration or loop: no source list added"
+            )
             continue
         node["data"]["answer"] = template.rstrip() + appended
-        plan.change(f"answer extended: Answer {g.title(answer)} lists the cited sources after its text "
-                    f"({validate}.{dsl_build.SOURCE_LIST})")
+        plan.change(
+            f"answer extended: Answer {g.title(answer)} lists the cited sources after its text "
+            f"({validate}.{dsl_build.SOURCE_LIST})"
+        )
         if not g.has_edge(validate, answer):
             g.add_edge(validate, answer)
             plan.change(f"edge added: {validate} → {g.title(answer)}")

@@ -11,8 +11,11 @@ def declare_dependency(plan: Plan) -> None:
     Reads the graph's tool nodes and the `dependencies` list. Writes the package's entry (added when absent, with a
     note when the file listed none and Dify derived them) and, with `--package` (an explicit identifier), the
     identifier on our tool nodes and on our entry where an earlier run named another build."""
-    tools = [n for n in plan.graph.nodes
-             if n["data"].get("type") == "tool" and str(n["data"].get("provider_id", "")).startswith("gcite/")]
+    tools = [
+        n
+        for n in plan.graph.nodes
+        if n["data"].get("type") == "tool" and str(n["data"].get("provider_id", "")).startswith("gcite/")
+    ]
     if not tools:
         return
     refresh = plan.options.identifier is not None  # --package given: an earlier run's nodes name that build
@@ -23,8 +26,11 @@ def declare_dependency(plan: Plan) -> None:
     dependencies = plan.document.get("dependencies")
     if dependencies is None:
         dependencies = plan.document["dependencies"] = []
-    ours = [d for d in dependencies if str(((d or {}).get("value") or {}).get("plugin_unique_identifier")
-                                           or "").startswith(GCITE_PLUGIN)]
+    ours = [
+        d
+        for d in dependencies
+        if str(((d or {}).get("value") or {}).get("plugin_unique_identifier") or "").startswith(GCITE_PLUGIN)
+    ]
     for dependency in ours if refresh else ():
         if dependency["value"]["plugin_unique_identifier"] != plan.identifier:
             dependency["value"]["plugin_unique_identifier"] = plan.identifier
@@ -34,11 +40,19 @@ def declare_dependency(plan: Plan) -> None:
     if not dependencies:
         providers = sorted({p for p in (provider_of(n) for n in plan.graph.nodes) if p})
         if providers:
-            plan.notes.append("the file listed no plugin dependencies, so Dify derived them from the graph; "
-                              "with G-Cite listed it no longer does: install " + ", ".join(providers)
-                              + " in Dify yourself if they are not installed")
-    dependencies.append({"current_identifier": None, "type": "package",
-                         "value": {"plugin_unique_identifier": plan.identifier, "version": None}})
+            plan.notes.append(
+                "the file listed no plugin dependencies, so Dify derived them from the graph; "
+                "with G-Cite listed it no longer does: install "
+                + ", ".join(providers)
+                + " in Dify yourself if they are not installed"
+            )
+    dependencies.append(
+        {
+            "current_identifier": None,
+            "type": "package",
+            "value": {"plugin_unique_identifier": plan.identifier, "version": None},
+        }
+    )
     plan.change(f"dependency added: {plan.identifier.split('@')[0]} (the G-Cite plugin package)")
 
 

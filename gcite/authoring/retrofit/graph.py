@@ -33,11 +33,23 @@ class Graph:
         return any(e.get("source") == source and e.get("target") == target for e in self.edges)
 
     def add_edge(self, source: str, target: str, handle: str = "source") -> None:
-        self.edges.append({
-            "id": f"{source}-{handle}-{target}-target", "source": source, "sourceHandle": handle, "target": target,
-            "targetHandle": "target", "type": "custom", "zIndex": 0,
-            "data": {"sourceType": self.type_of(source), "targetType": self.type_of(target), "isInIteration": False,
-                     "isInLoop": False}})
+        self.edges.append(
+            {
+                "id": f"{source}-{handle}-{target}-target",
+                "source": source,
+                "sourceHandle": handle,
+                "target": target,
+                "targetHandle": "target",
+                "type": "custom",
+                "zIndex": 0,
+                "data": {
+                    "sourceType": self.type_of(source),
+                    "targetType": self.type_of(target),
+                    "isInIteration": False,
+                    "isInLoop": False,
+                },
+            }
+        )
 
     def remove_edge(self, source: str, target: str) -> None:
         self.graph["edges"] = [e for e in self.edges if not (e.get("source") == source and e.get("target") == target)]
@@ -72,8 +84,13 @@ class Graph:
         boxes = [self.box(n) for n in self.nodes]
         for step in range(0, 60):
             candidate_y = y + (step // 2 + step % 2) * (height + GAP) * (1 if step % 2 else -1) if step else y
-            if not any(cx - GAP < x + width and x < cx + cw + GAP and cy - GAP < candidate_y + height
-                       and candidate_y < cy + ch + GAP for cx, cy, cw, ch in boxes):
+            if not any(
+                cx - GAP < x + width
+                and x < cx + cw + GAP
+                and cy - GAP < candidate_y + height
+                and candidate_y < cy + ch + GAP
+                for cx, cy, cw, ch in boxes
+            ):
                 return round(x), round(candidate_y)
         return round(x), round(max(b[1] + b[3] for b in boxes) + GAP)
 

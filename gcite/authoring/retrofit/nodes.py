@@ -24,12 +24,19 @@ def add_merge(plan: Plan, target: Target, v: dsl_build.Variant, rag: list[str], 
         inputs = {"rag_chunks": dsl_build.variable(*rag)}
         if web:
             inputs["web_chunks"] = dsl_build.variable(web, "json")
-        node = dsl_build.gcite_tool(node_id, x, y, v.text["merge"], "merge_chunks", plan.identifier, inputs,
-                                    {"max_web_results": dsl_build.SEARCH_TOP_K, "max_chunks": 30})
+        node = dsl_build.gcite_tool(
+            node_id,
+            x,
+            y,
+            v.text["merge"],
+            "merge_chunks",
+            plan.identifier,
+            inputs,
+            {"max_web_results": dsl_build.SEARCH_TOP_K, "max_chunks": 30},
+        )
     else:
         variables = {"rag_chunks": rag, **({"web_chunks": [web, "json"]} if web else {})}
-        node = dsl_build.code_node(node_id, x, y, v.text["merge"], "merge_chunks", variables,
-                                   dsl_build.MERGE_OUTPUTS)
+        node = dsl_build.code_node(node_id, x, y, v.text["merge"], "merge_chunks", variables, dsl_build.MERGE_OUTPUTS)
     plan.add_node(node, f"numbers the chunks of {'.'.join(rag)}" + (" and the web results" if web else ""))
     g.add_edge(upstream, node_id)
     plan.change(f"edge added: {g.title(upstream)} → {node_id}")
@@ -58,8 +65,13 @@ def add_web_search(plan: Plan, target: Target, v: dsl_build.Variant) -> str:
     # the search runs when the LLM's retrievals do: on their incoming edges, branch handles included, so on
     # whichever of their branches is taken (wired from Start instead, it would run on every branch and wake the
     # merge node of a skipped one; from one retrieval's edges only, it would miss the other branches)
-    incoming = list(dict.fromkeys((str(e["source"]), str(e.get("sourceHandle") or "source")) for e in g.edges
-                                  if e.get("target") in target.retrievals and e.get("source") in g.by_id))
+    incoming = list(
+        dict.fromkeys(
+            (str(e["source"]), str(e.get("sourceHandle") or "source"))
+            for e in g.edges
+            if e.get("target") in target.retrievals and e.get("source") in g.by_id
+        )
+    )
     if not incoming:  # retrievals nothing leads to: after what the query comes from
         incoming = [(g.start_id() if query[0] == "sys" else query[0], "source")]
     for source, handle in incoming:
@@ -101,16 +113,31 @@ def add_validate(plan: Plan, target: Target, v: dsl_build.Variant, merge: str) -
     question = query_selector(g, target) if target.retrievals else question_of(plan, merge)
     x, y = g.position_near(target.llm, dy=DEFAULT_SIZE[1] + 2 * GAP)
     if o.nodes == "plugin":
-        node = dsl_build.gcite_tool(node_id, x, y, v.text["validate"], "validate_citations", plan.identifier,
-                                    {"answer": dsl_build.mixed(template_of([target.llm, "text"])),
-                                     "chunk_metadata": dsl_build.variable(merge, "chunk_metadata"),
-                                     "question": dsl_build.mixed(template_of(question))},
-                                    {"insufficient_phrases": v.recognised_refusals})
+        node = dsl_build.gcite_tool(
+            node_id,
+            x,
+            y,
+            v.text["validate"],
+            "validate_citations",
+            plan.identifier,
+            {
+                "answer": dsl_build.mixed(template_of([target.llm, "text"])),
+                "chunk_metadata": dsl_build.variable(merge, "chunk_metadata"),
+                "question": dsl_build.mixed(template_of(question)),
+            },
+            {"insufficient_phrases": v.recognised_refusals},
+        )
     else:
         # the Code node takes no constant: the validator's default refusal phrases (both languages) apply
-        node = dsl_build.code_node(node_id, x, y, v.text["validate"], "validate_citations",
-                                   {"answer": [target.llm, "text"], "chunk_metadata": [merge, "chunk_metadata"],
-                                    "question": question}, dsl_build.VALIDATE_OUTPUTS)
+        node = dsl_build.code_node(
+            node_id,
+            x,
+            y,
+            v.text["validate"],
+            "validate_citations",
+            {"answer": [target.llm, "text"], "chunk_metadata": [merge, "chunk_metadata"], "question": question},
+            dsl_build.VALIDATE_OUTPUTS,
+        )
     plan.add_node(node, f"checks the markers of {g.title(target.llm)}")
     g.add_edge(target.llm, node_id)
     plan.change(f"edge added: {g.title(target.llm)} → {node_id}")
@@ -122,16 +149,23 @@ def add_validate(plan: Plan, target: Target, v: dsl_build.Variant, merge: str) -
 def question_of(plan: Plan, merge: str) -> list[str]:
     """The question of an LLM retrofitted before: the query of the retrieval its merge node reads, else sys.query."""
     node = plan.graph.by_id[merge]["data"]
-    source = (node.get("tool_parameters") or {}).get("rag_chunks", {}).get("value") \
-        or next((v["value_selector"] for v in node.get("variables") or [] if v["variable"] == "rag_chunks"), None)
+    source = (node.get("tool_parameters") or {}).get("rag_chunks", {}).get("value") or next(
+        (v["value_selector"] for v in node.get("variables") or [] if v["variable"] == "rag_chunks"), None
+    )
     kr = plan.graph.by_id.get(str(source[0])) if source else None
     if kr is not None and kr["data"].get("type") == "knowledge-retrieval":
         return query_selector(plan.graph, Target("", "", [], [kr["id"]]))
     return ["sys", "query"]
 
 
-def end_outputs(plan: Plan, llm_id: str, validate: str, output: str = "citations", value_type: str = "array[object]",
-                name: str = "citations") -> None:
+def end_outputs(
+    plan: Plan,
+    llm_id: str,
+    validate: str,
+    output: str = "citations",
+    value_type: str = "array[object]",
+    name: str = "citations",
+) -> None:
     """Each End node after the LLM outputs the validate node's `output` (as `name`, or `name_2`, … when taken).
 
     Reads the End nodes downstream of the LLM and their outputs. Writes an output on each that lacks it, and the

@@ -68,9 +68,11 @@ def context_source(graph: Graph, llm_id: str) -> tuple[Target | None, str]:
             return Target(llm_id, source, list(selector), retrievals), ""
         if retrievals:
             others = [".".join(map(str, s)) for s in aggregated if s and s[0] not in retrievals]
-            raise RetrofitRefusal(f"cannot rewire safely: the context of LLM {graph.title(llm_id)} comes from "
-                                  f"aggregator {graph.title(source)}, which also aggregates {', '.join(others)} "
-                                  f"(not Knowledge Retrieval results)")
+            raise RetrofitRefusal(
+                f"cannot rewire safely: the context of LLM {graph.title(llm_id)} comes from "
+                f"aggregator {graph.title(source)}, which also aggregates {', '.join(others)} "
+                f"(not Knowledge Retrieval results)"
+            )
         return None, f"context is {'.'.join(map(str, selector))} (an aggregator of no retrieval result)"
     return None, f"context is {'.'.join(map(str, selector))} (a {kind or 'missing'} node)"
 
@@ -107,12 +109,15 @@ def check_path(plan: Plan, target: Target) -> None:
             raise RetrofitRefusal(f"cannot rewire safely: retrieval {g.title(r)} is inside an iteration or loop")
         mode = g.by_id[r]["data"].get("metadata_filtering_mode") or "disabled"
         if plan.options.acl and mode != "disabled" and not our_conditions(plan, r):
-            raise RetrofitRefusal(f"cannot rewire safely: --acl would replace the {mode} metadata filter of "
-                                  f"retrieval {g.title(r)}")
+            raise RetrofitRefusal(
+                f"cannot rewire safely: --acl would replace the {mode} metadata filter of retrieval {g.title(r)}"
+            )
     for message in prompt_messages(llm["data"]):
         if message.get("edition_type") == "jinja2":
-            raise RetrofitRefusal(f"cannot rewire safely: LLM {g.title(target.llm)} has a Jinja2 prompt; "
-                                  f"add the rules by hand (docs/retrofit.md)")
+            raise RetrofitRefusal(
+                f"cannot rewire safely: LLM {g.title(target.llm)} has a Jinja2 prompt; "
+                f"add the rules by hand (docs/retrofit.md)"
+            )
     if not prompt_messages(llm["data"]):
         raise RetrofitRefusal(f"cannot rewire safely: LLM {g.title(target.llm)} has no prompt_template")
     for kind in ("merge", "validate", "filter", "web", "remember", "save_history"):
@@ -124,5 +129,6 @@ def check_path(plan: Plan, target: Target) -> None:
 def ours(plan: Plan, node_id: str) -> bool:
     """The node is one G-Cite added: its id has our prefix and it is a Code or assigner node or one of our tools."""
     data = plan.graph.by_id[node_id]["data"]
-    return node_id.startswith(PREFIX) and (data.get("type") in ("code", "assigner")
-                                           or str(data.get("provider_id", "")).startswith("gcite/"))
+    return node_id.startswith(PREFIX) and (
+        data.get("type") in ("code", "assigner") or str(data.get("provider_id", "")).startswith("gcite/")
+    )

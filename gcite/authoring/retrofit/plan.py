@@ -3,7 +3,7 @@ in it, and the report so far (one line per change, notes). Also what several pas
 the nodes retrofit adds (`new_id`), a path (`Target`) and the question it answers (`query_selector`)."""
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from gcite.authoring import chatflows as dsl_build

@@ -36,22 +36,31 @@ def prompt_parts(lang: str) -> dict[str, str]:
     """Our own chatflows' system prompt (gcite.authoring.chatflows) cut at its `# ` headings into the parts retrofit
     adds: `sources` (where the chunks come from), `rules` (the answering rules), `history` (the earlier
     conversation), `chunks` (the numbered chunks). The first part, the persona, stays the builder's."""
-    parts = [p.strip() for p in re.split(r"(?m)^(?=# )", dsl_build.Variant(lang=lang).system_prompt())
-             if p.startswith("# ")]
+    parts = [
+        p.strip() for p in re.split(r"(?m)^(?=# )", dsl_build.Variant(lang=lang).system_prompt()) if p.startswith("# ")
+    ]
     named = dict(zip(("persona", "sources", "rules", "history", "chunks"), parts, strict=True))
-    if CONTEXT not in named["chunks"] or "{{#conversation.history_text#}}" not in named["history"] \
-            or "[C:N]" not in named["rules"]:
-        raise RuntimeError("gcite/authoring/chatflows.py's prompt no longer has the sections retrofit takes from it: "
-                           "persona, sources, rules, history, chunks")
+    if (
+        CONTEXT not in named["chunks"]
+        or "{{#conversation.history_text#}}" not in named["history"]
+        or "[C:N]" not in named["rules"]
+    ):
+        raise RuntimeError(
+            "gcite/authoring/chatflows.py's prompt no longer has the sections retrofit takes from it: "
+            "persona, sources, rules, history, chunks"
+        )
     return named
 
 
 # Our own prompt puts the chunks below its rules; a builder's prompt may hold its context above them, so the rules
 # retrofit adds say "the numbered chunks" without saying where
-POSITION_FREE = {"en": (("The numbered chunks below come from", "The numbered chunks come from"),
-                        ("strictly on the numbered chunks below.", "strictly on the numbered chunks.")),
-                 "zh": (("下方检索片段可能来自", "检索片段可能来自"),
-                        ("严格基于下方编号的检索片段", "严格基于编号的检索片段"))}
+POSITION_FREE = {
+    "en": (
+        ("The numbered chunks below come from", "The numbered chunks come from"),
+        ("strictly on the numbered chunks below.", "strictly on the numbered chunks."),
+    ),
+    "zh": (("下方检索片段可能来自", "检索片段可能来自"), ("严格基于下方编号的检索片段", "严格基于编号的检索片段")),
+}
 
 
 def citation_rules(lang: str) -> str:
@@ -109,7 +118,8 @@ def rewrite_prompt(plan: Plan, llm_id: str, lang: str) -> None:
         system = messages[0]  # completion mode: one prompt
     text = system.get("text") or ""
     history = plan.options.memory and not any(
-        "{{#conversation.history_text#}}" in (m.get("text") or "") for m in messages)
+        "{{#conversation.history_text#}}" in (m.get("text") or "") for m in messages
+    )
     if any(h in text for h in RULE_HEADINGS.values()):
         if history:
             system["text"] = text.rstrip() + "\n\n" + history_section(lang)
@@ -119,13 +129,20 @@ def rewrite_prompt(plan: Plan, llm_id: str, lang: str) -> None:
         spaced = own_line_context(message.get("text") or "")
         if spaced != (message.get("text") or ""):
             message["text"] = spaced
-            plan.change(f"prompt: LLM {g.title(llm_id)} {{{{#context#}}}} put on a line of its own (each "
-                        f"numbered chunk starts with its [C:N] line)")
+            plan.change(
+                f"prompt: LLM {g.title(llm_id)} {{{{#context#}}}} put on a line of its own (each "
+                f"numbered chunk starts with its [C:N] line)"
+            )
     text = system.get("text") or ""
     chunks = not any(CONTEXT in (m.get("text") or "") for m in messages)
-    added = [citation_rules(lang)] + ([history_section(lang)] if history else []) \
+    added = (
+        [citation_rules(lang)]
+        + ([history_section(lang)] if history else [])
         + ([chunks_section(lang)] if chunks else [])
+    )
     system["text"] = (text.rstrip() + "\n\n" if text.strip() else "") + "\n\n".join(added)
     extras = [name for name, wanted in (("the earlier conversation", history), ("the chunks", chunks)) if wanted]
-    plan.change(f"prompt extended: LLM {g.title(llm_id)} system prompt gains G-Cite's citation rules ({lang})"
-                + (f" and {' and '.join(extras)}" if extras else ""))
+    plan.change(
+        f"prompt extended: LLM {g.title(llm_id)} system prompt gains G-Cite's citation rules ({lang})"
+        + (f" and {' and '.join(extras)}" if extras else "")
+    )

@@ -44,8 +44,9 @@ def parse(text: str) -> tuple[dict[str, Any], bool]:
         raise RetrofitRefusal("not a Dify app DSL: it has no app section")
     mode = app.get("mode")
     if mode not in APP_MODES:
-        raise RetrofitRefusal(f"app mode {mode!r} has no workflow graph to rewire: retrofit takes chatflows "
-                              f"(advanced-chat) and workflows")
+        raise RetrofitRefusal(
+            f"app mode {mode!r} has no workflow graph to rewire: retrofit takes chatflows (advanced-chat) and workflows"
+        )
     graph = (document.get("workflow") or {}).get("graph") if isinstance(document.get("workflow"), dict) else None
     if not isinstance(graph, dict) or not isinstance(graph.get("nodes"), list):
         raise RetrofitRefusal("not a Dify app DSL: it has no workflow.graph.nodes")
@@ -55,16 +56,24 @@ def parse(text: str) -> tuple[dict[str, Any], bool]:
     if not isinstance(graph.get("edges") or [], list):
         raise RetrofitRefusal("not a Dify app DSL: workflow.graph.edges is not a list")
     for n, edge in enumerate(graph.get("edges") or []):
-        if not isinstance(edge, dict) or not isinstance(edge.get("source"), str) \
-                or not isinstance(edge.get("target"), str):
-            raise RetrofitRefusal(f"not a Dify app DSL: workflow.graph.edges[{n}] is not an edge (a mapping with "
-                                  f"source and target ids)")
+        if (
+            not isinstance(edge, dict)
+            or not isinstance(edge.get("source"), str)
+            or not isinstance(edge.get("target"), str)
+        ):
+            raise RetrofitRefusal(
+                f"not a Dify app DSL: workflow.graph.edges[{n}] is not an edge (a mapping with source and target ids)"
+            )
     dependencies = document.get("dependencies")
-    if dependencies is not None and not (isinstance(dependencies, list)
-                                         and all(isinstance(d, dict) for d in dependencies)):
+    if dependencies is not None and not (
+        isinstance(dependencies, list) and all(isinstance(d, dict) for d in dependencies)
+    ):
         raise RetrofitRefusal("not a Dify app DSL: dependencies is not a list of mappings")
-    shapes = {"llm": (("context", dict, "a mapping"), ("prompt_template", (list, dict), "a list")),
-              "end": (("outputs", list, "a list"),), "start": (("variables", list, "a list"),)}
+    shapes = {
+        "llm": (("context", dict, "a mapping"), ("prompt_template", (list, dict), "a list")),
+        "end": (("outputs", list, "a list"),),
+        "start": (("variables", list, "a list"),),
+    }
     for item in graph["nodes"]:  # the node fields retrofit reads, in the shapes Dify writes them
         data = item["data"]
         for field, kind, shape in shapes.get(str(data.get("type")), ()):

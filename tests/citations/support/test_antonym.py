@@ -24,8 +24,10 @@ def test_antonym_cue_chinese():
 
 
 def test_antonym_cue_english():
-    citation = cite("The permit must be renewed after the inspection.",
-                    "The permit must be renewed before the inspection takes place.")
+    citation = cite(
+        "The permit must be renewed after the inspection.",
+        "The permit must be renewed before the inspection takes place.",
+    )
     assert {"kind": "antonym", "claim": "after", "source": "before"} in citation["reasons"]
 
 
@@ -40,4 +42,6 @@ def test_no_antonym_cue_when_the_passage_says_both_or_the_sentence_says_both():
 def test_no_antonym_cue_for_a_negated_opposite_or_a_compound():
     assert "antonym" not in kinds(cite("公共区域的设施维修是免费的。", "维修收费：公共区域设施维修不收费。"))
     assert compounds_zh().search("单次不超过4小时")
-    assert "antonym" not in kinds(cite("想用大会议室，需要提前一天申请。", "大会议室预订须提前1天申请，单次不超过4小时。"))
+    assert "antonym" not in kinds(
+        cite("想用大会议室，需要提前一天申请。", "大会议室预订须提前1天申请，单次不超过4小时。")
+    )

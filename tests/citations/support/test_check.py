@@ -30,16 +30,28 @@ def kinds(citation):
 
 
 BUILDING = [
-    {"id": "1", "document_title": "巡更", "content": "巡更管理规定：夜间巡更从22:00开始，每2小时巡查一次，巡更人员须在每个点位用手持终端打卡。"},
-    {"id": "2", "document_title": "会议室", "content": "A座3楼的大会议室可容纳40人，配有投影仪。预订须提前1天在物业App提交。"},
-    {"id": "3", "document_title": "Parking", "content": "Each office tenant receives two reserved spaces on level B1. "
-                                                          "Additional monthly permits cost $120."},
+    {
+        "id": "1",
+        "document_title": "巡更",
+        "content": "巡更管理规定：夜间巡更从22:00开始，每2小时巡查一次，巡更人员须在每个点位用手持终端打卡。",
+    },
+    {
+        "id": "2",
+        "document_title": "会议室",
+        "content": "A座3楼的大会议室可容纳40人，配有投影仪。预订须提前1天在物业App提交。",
+    },
+    {
+        "id": "3",
+        "document_title": "Parking",
+        "content": "Each office tenant receives two reserved spaces on level B1. Additional monthly permits cost $120.",
+    },
 ]
 
 
 def test_a_citation_the_chunk_backs_is_not_weak_and_a_misplaced_one_is():
-    result = main("夜间巡更每2小时巡查一次[C:1]。大会议室可容纳40人[C:1]。Extra permits cost $120 a month [C:3].",
-                  BUILDING)
+    result = main(
+        "夜间巡更每2小时巡查一次[C:1]。大会议室可容纳40人[C:1]。Extra permits cost $120 a month [C:3].", BUILDING
+    )
     by_id = {c["id"]: c for c in result["citations"]}
     assert by_id["1"]["weak"] and by_id["1"]["support"] < DEFAULT_WEIGHTS.threshold  # the lowest of its two uses
     assert not by_id["3"]["weak"] and by_id["3"]["support"] >= DEFAULT_WEIGHTS.threshold
@@ -57,8 +69,9 @@ def test_a_changed_number_makes_a_citation_weak():
 def test_a_sentence_citing_two_chunks_asks_each_only_for_its_part():
     result = main("夜间巡更每2小时巡查一次，大会议室可容纳40人[C:1][C:2]。", BUILDING)
     assert [c["weak"] for c in result["citations"]] == [False, False]
-    alone = support_score(content_units("夜间巡更每2小时巡查一次，大会议室可容纳40人"),
-                          unit_set(BUILDING[0]["content"]))
+    alone = support_score(
+        content_units("夜间巡更每2小时巡查一次，大会议室可容纳40人"), unit_set(BUILDING[0]["content"])
+    )
     assert alone < DEFAULT_WEIGHTS.threshold  # without the other citation, chunk 1 backs only half
 
 
@@ -71,17 +84,20 @@ def test_the_questions_own_words_weigh_less():
     assert result["citations"][0]["support"] <= main("会议室预订须提前1天[C:2]。", BUILDING)["citations"][0]["support"]
 
 
-@pytest.mark.parametrize("sentence,factual", [
-    ("巡更人员须在每个点位用手持终端打卡。", True),  # a chunk backs it
-    ("The fee is 35 dollars.", True),  # a number
-    ("Each office tenant receives two reserved spaces.", True),
-    ("您好！", False),
-    ("有什么可以帮您？", False),
-    ("具体步骤如下：", False),
-    ("# 巡更人员须在每个点位用手持终端打卡", False),
-    ("根据现有资料无法确定。", False),
-    ("希望这些信息对您有所帮助。", False),
-])
+@pytest.mark.parametrize(
+    "sentence,factual",
+    [
+        ("巡更人员须在每个点位用手持终端打卡。", True),  # a chunk backs it
+        ("The fee is 35 dollars.", True),  # a number
+        ("Each office tenant receives two reserved spaces.", True),
+        ("您好！", False),
+        ("有什么可以帮您？", False),
+        ("具体步骤如下：", False),
+        ("# 巡更人员须在每个点位用手持终端打卡", False),
+        ("根据现有资料无法确定。", False),
+        ("希望这些信息对您有所帮助。", False),
+    ],
+)
 def test_uncited_sentences_are_the_factual_looking_ones(sentence, factual):
     assert main(sentence, BUILDING)["uncited_sentences"] == ([sentence.lstrip("# ")] if factual else [])
 
@@ -129,9 +145,34 @@ def test_the_check_never_runs_while_streaming(monkeypatch):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(["巡更", "每2小时", "一次", "。", "[C:1]", "[C:2]", "[C:3]", "40人", " ", "\n", "- ",
-                                 "`", "```", "Rooms", " seat ", ".", "？", "|"]), max_size=30).map("".join),
-       st.lists(st.integers(min_value=0, max_value=200), max_size=8))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "巡更",
+                "每2小时",
+                "一次",
+                "。",
+                "[C:1]",
+                "[C:2]",
+                "[C:3]",
+                "40人",
+                " ",
+                "\n",
+                "- ",
+                "`",
+                "```",
+                "Rooms",
+                " seat ",
+                ".",
+                "？",
+                "|",
+            ]
+        ),
+        max_size=30,
+    ).map("".join),
+    st.lists(st.integers(min_value=0, max_value=200), max_size=8),
+)
 def test_the_checks_outputs_do_not_depend_on_the_split(answer, cuts):
     expected = main(answer, BUILDING, max_list_items=None)
     stream = CitationStream(BUILDING)
@@ -154,14 +195,14 @@ def supported(answer, chunks, weights=DEFAULT_WEIGHTS):
 
 def test_a_chinese_sentence_is_scored_on_the_english_scale():
     zh_scale = DEFAULT_WEIGHTS.zh_scale
-    assert abs(DEFAULT_WEIGHTS.threshold_zh ** zh_scale - DEFAULT_WEIGHTS.threshold) < 1e-9  # a raw 0.20 becomes 0.25
+    assert abs(DEFAULT_WEIGHTS.threshold_zh**zh_scale - DEFAULT_WEIGHTS.threshold) < 1e-9  # a raw 0.20 becomes 0.25
     assert is_chinese(content_units("巡更人员每2小时巡查一次B区"))
     assert not is_chinese(content_units("The guards patrol zone B every 2 hours, 巡更"))
     chunk = "巡更人员每2小时巡查一次，夜间由保安队长带班。"
     answer = "巡更人员每2小时巡查一次，访客须在前台登记身份证件[C:1]。"
     shipped = main(answer, [{"id": "1", "content": chunk}])["citations"][0]["support"]
     raw = supported(answer, [{"id": "1", "content": chunk}], replace(DEFAULT_WEIGHTS, zh_scale=1.0))
-    assert 0 < raw < shipped < 1 and abs(shipped - raw ** zh_scale) < 2e-3
+    assert 0 < raw < shipped < 1 and abs(shipped - raw**zh_scale) < 2e-3
     english = "The guards patrol every 2 hours and visitors sign in at the desk [C:1]."
     english_chunk = [{"id": "1", "content": "The guards patrol every 2 hours at night."}]
     # English sentences never take the scale
@@ -196,13 +237,21 @@ SEVERAL_CUES = [  # (sentence, chunk): two antonyms, two scope words, two number
 
 
 def test_of_several_cues_the_reason_names_the_first_the_sentence_says_in_every_process():
-    script = ("import json, sys; from citations.validate import main; print(json.dumps([main(s + '[C:1]', "
-              "[{'id': '1', 'content': c}])['citations'][0]['reason'] for s, c in json.loads(sys.argv[1])]))")
+    script = (
+        "import json, sys; from citations.validate import main; print(json.dumps([main(s + '[C:1]', "
+        "[{'id': '1', 'content': c}])['citations'][0]['reason'] for s, c in json.loads(sys.argv[1])]))"
+    )
     root = Path(__file__).resolve().parents[3]
     seen = set()
     for seed in ("0", "1", "2", "3"):  # set order follows the string hash, which changes with the process
-        out = subprocess.run([sys.executable, "-c", script, json.dumps(SEVERAL_CUES)], cwd=root, check=True,
-                             capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", script, json.dumps(SEVERAL_CUES)],
+            cwd=root,
+            check=True,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
         seen.add(out)
     assert len(seen) == 1
     reasons = json.loads(seen.pop())
@@ -218,8 +267,10 @@ def test_of_several_cues_the_reason_names_the_first_the_sentence_says_in_every_p
 def test_the_question_is_read_as_the_sentence_and_the_chunk_are():
     chunk = "The name change will take place over the coming 2018-2019 academic year."
     answer = ["The change takes place during the 2018–19 academic year.", {"ids": ["1"]}]
-    short, full = (check_support(answer, {1: {"content": chunk}}, question=f"When is the {year} change?")["support"]["1"]
-                   for year in ("2018–19", "2018–2019"))
+    short, full = (
+        check_support(answer, {1: {"content": chunk}}, question=f"When is the {year} change?")["support"]["1"]
+        for year in ("2018–19", "2018–2019")
+    )
     assert short == full
 
 

@@ -36,12 +36,15 @@ def test_english_synonyms_and_irregular_forms_count_as_the_same_word():
     assert not cite("She won the award in 2004.", "In 2004 she wins the national award.")["weak"]
 
 
-@pytest.mark.parametrize("chunk,sentence", [
-    ("The shelf is 460 mm deep.", "The shelf is 46 cm deep."),
-    ("步行约2公里即可到达。", "步行约2000米即可到达。"),
-    ("The parcel weighs 1.5 kg.", "The parcel weighs 1500 g."),
-    ("会议每次90分钟。", "会议每次1.5小时。"),
-])
+@pytest.mark.parametrize(
+    "chunk,sentence",
+    [
+        ("The shelf is 460 mm deep.", "The shelf is 46 cm deep."),
+        ("步行约2公里即可到达。", "步行约2000米即可到达。"),
+        ("The parcel weighs 1.5 kg.", "The parcel weighs 1500 g."),
+        ("会议每次90分钟。", "会议每次1.5小时。"),
+    ],
+)
 def test_unit_conversions(chunk, sentence):
     assert not cite(sentence, chunk)["weak"]
     assert set(UNIT_SCALE) >= {"mm", "cm", "m", "km", "kg", "g", "公里", "米", "分钟", "小时"}

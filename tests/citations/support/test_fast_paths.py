@@ -14,11 +14,32 @@ from citations.support.sentences import PART_SPLIT, SENTENCE_END, full_stop_ends
 from citations.support.text import CJK, CJK_RUNS, COMMON_COMPATIBILITY, WORD_TOKENS, nfkc
 from citations.support.units import CODE_HINT, NUMBER_TOKENS, THOUSANDS, ZH_NUMBER, code_tokens
 
-
-COMPAT_TEXT = st.lists(st.sampled_from(
-    [char for char, _ in COMMON_COMPATIBILITY]
-    + list("a1 ,.。、“”—éÅ") + ["\u0301", "\u0308", "\u0327", "\u3099", "ｶ", "ﾞ", "①", "ﬁ", "㎏", "Ａ", "\u212b",
-                                "\u1100", "\u1161", "가", "巡更", "…", "\u00a0"]), max_size=12).map("".join)
+COMPAT_TEXT = st.lists(
+    st.sampled_from(
+        [char for char, _ in COMMON_COMPATIBILITY]
+        + list("a1 ,.。、“”—éÅ")
+        + [
+            "\u0301",
+            "\u0308",
+            "\u0327",
+            "\u3099",
+            "ｶ",
+            "ﾞ",
+            "①",
+            "ﬁ",
+            "㎏",
+            "Ａ",
+            "\u212b",
+            "\u1100",
+            "\u1161",
+            "가",
+            "巡更",
+            "…",
+            "\u00a0",
+        ]
+    ),
+    max_size=12,
+).map("".join)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -39,7 +60,7 @@ PLAIN_PATTERNS = {
     "THOUSANDS": r"(?<=\d),(?=\d{3}(?!\d))",
     "SENTENCE_END": rf"(?:[。！？!?；;]+|\.(?=\s|$|[{CJK}])|…+(?=\s|$))[”’\"'）)】」』]*",
     "PART_SPLIT": r"[，；：]|(?<!\d)[,:](?!\d)|;|\s(?:and|but|while|whereas|although|though|which|who|whose|where)\s"
-                  r"|但是|但|并且|而且|同时",
+    r"|但是|但|并且|而且|同时",
     "SHORT_MEASURE": r"\d\s?(?:m|g|t|l|h|in)\b|\bmay\b",
     "NEGATED_ZH": "没有|[不没无非未别勿莫]",
     "CJK_RUNS": f"[{CJK}]+",
@@ -50,17 +71,46 @@ PLAIN_PATTERNS = {
 # what follows a number is read by `thing_key` and `unit_name`: NUMBER_AFTER may take more than the Chinese
 # characters after it, never anything these read differently
 NUMBER_AFTER_PLAIN = rf"(\d+(?:\.\d+)?)\s*(%|[A-Za-z]+|[{CJK}]{{1,2}})?"
-SHIPPED = {"THOUSANDS": THOUSANDS.finditer,
-           "SENTENCE_END": lambda text: (end for end in SENTENCE_END.finditer(text)
-                                         if end.group()[0] != "." or full_stop_ends(text, end.start())),
-           "PART_SPLIT": PART_SPLIT.finditer, "SHORT_MEASURE": lambda text: short_measure().finditer(text),
-           "NEGATED_ZH": lambda text: negated_zh().finditer(text), "CJK_RUNS": CJK_RUNS.finditer,
-           "NUMBER_TOKENS": NUMBER_TOKENS.finditer, "WORD_TOKENS": WORD_TOKENS.finditer, "ZH_NUMBER": ZH_NUMBER.finditer}
-PATTERN_TEXT = st.lists(st.sampled_from(
-    list("ab é0123456789١ ,:;.…。！？!?；，：但是并且而同时没有不非三十个人%天”）\n\t_\u3000\u4dc0丽ｶ米、")
-    + ["公里", "小时", "km", "5 miles"]
-    + [" and ", " but ", " where ", " may ", "may", "1,000", "12,345", "2.5", "3m", "5 in", "……", "但是", "同时", "没有",
-       "十二个", "Straße", "巡更", "8:00"]), max_size=16).map("".join)
+SHIPPED = {
+    "THOUSANDS": THOUSANDS.finditer,
+    "SENTENCE_END": lambda text: (
+        end for end in SENTENCE_END.finditer(text) if end.group()[0] != "." or full_stop_ends(text, end.start())
+    ),
+    "PART_SPLIT": PART_SPLIT.finditer,
+    "SHORT_MEASURE": lambda text: short_measure().finditer(text),
+    "NEGATED_ZH": lambda text: negated_zh().finditer(text),
+    "CJK_RUNS": CJK_RUNS.finditer,
+    "NUMBER_TOKENS": NUMBER_TOKENS.finditer,
+    "WORD_TOKENS": WORD_TOKENS.finditer,
+    "ZH_NUMBER": ZH_NUMBER.finditer,
+}
+PATTERN_TEXT = st.lists(
+    st.sampled_from(
+        list("ab é0123456789١ ,:;.…。！？!?；，：但是并且而同时没有不非三十个人%天”）\n\t_\u3000\u4dc0丽ｶ米、")
+        + ["公里", "小时", "km", "5 miles"]
+        + [
+            " and ",
+            " but ",
+            " where ",
+            " may ",
+            "may",
+            "1,000",
+            "12,345",
+            "2.5",
+            "3m",
+            "5 in",
+            "……",
+            "但是",
+            "同时",
+            "没有",
+            "十二个",
+            "Straße",
+            "巡更",
+            "8:00",
+        ]
+    ),
+    max_size=16,
+).map("".join)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -68,19 +118,58 @@ PATTERN_TEXT = st.lists(st.sampled_from(
 def test_the_patterns_match_as_their_plain_forms(text):
     for name, plain in PLAIN_PATTERNS.items():
         shipped = SHIPPED[name]
-        assert ([(m.span(), m.groups()) for m in shipped(text)]
-                == [(m.span(), m.groups()) for m in re.finditer(plain, text)]), name
+        assert [(m.span(), m.groups()) for m in shipped(text)] == [
+            (m.span(), m.groups()) for m in re.finditer(plain, text)
+        ], name
     assert PART_SPLIT.split(text) == re.split(PLAIN_PATTERNS["PART_SPLIT"], text)
-    assert ([(m.start(), m.group(1), thing_key(m.group(2) or ""), unit_name(m.group(2) or ""))
-             for m in NUMBER_AFTER.finditer(text)]
-            == [(m.start(), m.group(1), thing_key(m.group(2) or ""), unit_name(m.group(2) or ""))
-                for m in re.finditer(NUMBER_AFTER_PLAIN, text)])
+    assert [
+        (m.start(), m.group(1), thing_key(m.group(2) or ""), unit_name(m.group(2) or ""))
+        for m in NUMBER_AFTER.finditer(text)
+    ] == [
+        (m.start(), m.group(1), thing_key(m.group(2) or ""), unit_name(m.group(2) or ""))
+        for m in re.finditer(NUMBER_AFTER_PLAIN, text)
+    ]
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.sampled_from(["no", "not", "none", "nor", "never", "neither", "nobody", "nothing", "without",
-                                 "cannot", "can't", "hasn’t", "n't", "a", "b2", "2b", "x", "7", "١", "B١٢", " ", "-", ".", "é",
-                                 "巡", "_", "know", "one", "within"]), max_size=10).map("".join))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "no",
+                "not",
+                "none",
+                "nor",
+                "never",
+                "neither",
+                "nobody",
+                "nothing",
+                "without",
+                "cannot",
+                "can't",
+                "hasn’t",
+                "n't",
+                "a",
+                "b2",
+                "2b",
+                "x",
+                "7",
+                "١",
+                "B١٢",
+                " ",
+                "-",
+                ".",
+                "é",
+                "巡",
+                "_",
+                "know",
+                "one",
+                "within",
+            ]
+        ),
+        max_size=10,
+    ).map("".join)
+)
 def test_the_hints_are_found_wherever_their_patterns_match(text):
     if code_tokens().search(text):
         assert CODE_HINT.search(text)

@@ -16,10 +16,16 @@ def kinds(citation):
 
 
 def test_measure_cue_another_month_or_unit_for_the_same_number():
-    assert measure_cue(folded("It opened on March 1, 2017."), ChunkView("It opened on May 1, 2017.")) == \
-        {"kind": "number", "claim": "mar 1", "source": "may 1"}
-    assert measure_cue(folded("The race is 5 km long."), ChunkView("The race is 5 miles long.")) == \
-        {"kind": "number", "claim": "5 km", "source": "5 miles"}
+    assert measure_cue(folded("It opened on March 1, 2017."), ChunkView("It opened on May 1, 2017.")) == {
+        "kind": "number",
+        "claim": "mar 1",
+        "source": "may 1",
+    }
+    assert measure_cue(folded("The race is 5 km long."), ChunkView("The race is 5 miles long.")) == {
+        "kind": "number",
+        "claim": "5 km",
+        "source": "5 miles",
+    }
     assert "number" in kinds(cite("步行约2公里。", "步行约2米即可到达。"))
     assert measure_cue(folded("步行约2公里"), ChunkView("步行约2千米")) is None  # the same unit
     assert measure_cue(folded("It opened on 1 May 2017."), ChunkView("It opened on May 1, 2017.")) is None

@@ -18,11 +18,23 @@ def kinds(citation):
     return [reason["kind"] for reason in citation["reasons"]]
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("巡更人员不须打卡", True), ("系统没有通知主管", True), ("访客无需登记", True), ("guests do not sign", True),
-    ("guests didn't sign", True), ("no guest signs", True), ("巡更不仅要打卡还要拍照", False), ("非常重要", False),
-    ("未来三天开放", False), ("guests sign the log", False), ("nothing", True), ("knot", False),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("巡更人员不须打卡", True),
+        ("系统没有通知主管", True),
+        ("访客无需登记", True),
+        ("guests do not sign", True),
+        ("guests didn't sign", True),
+        ("no guest signs", True),
+        ("巡更不仅要打卡还要拍照", False),
+        ("非常重要", False),
+        ("未来三天开放", False),
+        ("guests sign the log", False),
+        ("nothing", True),
+        ("knot", False),
+    ],
+)
 def test_negation_table(text, expected):
     assert negated(folded(text)) is expected
 
@@ -35,8 +47,9 @@ def test_not_negations_hold_a_negation_character_without_negating():
 def test_negation_cue_a_sentence_negating_what_the_source_states():
     citation = cite("巡更人员不需要在点位打卡。", "巡更人员须在每个点位用手持终端打卡。")
     assert citation["weak"] and {"kind": "negation", "claim": "不"} in citation["reasons"]
-    english = cite("Tenants do not receive reserved spaces on level B1.",
-                   "Each tenant receives two reserved spaces on level B1.")
+    english = cite(
+        "Tenants do not receive reserved spaces on level B1.", "Each tenant receives two reserved spaces on level B1."
+    )
     assert "negation" in kinds(english)
 
 
@@ -63,8 +76,10 @@ def test_no_negation_cue_when_the_source_also_states_the_word_plainly():
 
 
 def test_no_negation_cue_when_the_chunk_says_the_same_negated_phrase_elsewhere():
-    chunk = ('He regrets his vote. "Because he hasn’t done a thing," he said. '
-             '"All he has done," Ojeda said, "is take care of the rich people he promised to fight."')
+    chunk = (
+        'He regrets his vote. "Because he hasn’t done a thing," he said. '
+        '"All he has done," Ojeda said, "is take care of the rich people he promised to fight."'
+    )
     sentence = "He said that he hasn't done a thing and that he has taken care of the rich people he promised to fight."
     citation = cite(sentence, chunk)  # the passage matching best says "has done": the quote before says "hasn’t done"
     assert citation["reasons"] == [] and citation["support"] == 1.0
@@ -74,17 +89,23 @@ def test_no_negation_cue_when_the_chunk_says_the_same_negated_phrase_elsewhere()
 
 def test_a_negation_cue_stands_where_the_chunk_negates_something_else():
     # the same negation and word elsewhere, but about another thing or inside a longer word: the cue stands
-    opened = cite("The manager did not open the store on Monday.",
-                  "The manager opened the store on Monday. She did not openly object to the plan.")
-    approved = cite("The council did not approve the plan.",
-                    "The council approved the plan in May. Residents did not approve of the noise.")
+    opened = cite(
+        "The manager did not open the store on Monday.",
+        "The manager opened the store on Monday. She did not openly object to the plan.",
+    )
+    approved = cite(
+        "The council did not approve the plan.",
+        "The council approved the plan in May. Residents did not approve of the noise.",
+    )
     assert "negation" in kinds(opened) and "negation" in kinds(approved)
 
 
 def test_the_negated_phrase_is_compared_word_by_word_within_its_clause():
     # spacing, line breaks and punctuation between the words do not matter; the phrase ends with its clause
-    for sentence, chunk in (("He hasn't paid the rent.", "Tenants asked. He hasn’t paid the\nrent. He paid  the rent?"),
-                            ("He hasn't paid; Smith did.", "The landlord asked. He hasn't paid. Smith did.")):
+    for sentence, chunk in (
+        ("He hasn't paid the rent.", "Tenants asked. He hasn’t paid the\nrent. He paid  the rent?"),
+        ("He hasn't paid; Smith did.", "The landlord asked. He hasn't paid. Smith did."),
+    ):
         text = folded(sentence)
         assert negation_cue(text, ChunkView(chunk), folded("He paid the rent, Smith did.")) is None
     far = folded("he hasn't done it as it is, if it was, so extraordinarily.")  # the next word crosses 40 characters

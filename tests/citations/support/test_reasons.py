@@ -22,11 +22,14 @@ def test_reason_missing_names_what_the_source_lacks_as_written():
     assert citation["reason"].startswith('missing: ["460 mm"')
 
 
-@pytest.mark.parametrize("sentence,expected", [
-    ("Up 5% on 1,000 fans in the B2 league.", ["5%", "1000", "fans", "league"]),
-    ("步行2公里到达", ["2公里", "步行", "到达"]),
-    ("In 2015 he finished 9th.", ["2015", "9", "finished"]),
-])
+@pytest.mark.parametrize(
+    "sentence,expected",
+    [
+        ("Up 5% on 1,000 fans in the B2 league.", ["5%", "1000", "fans", "league"]),
+        ("步行2公里到达", ["2公里", "步行", "到达"]),
+        ("In 2015 he finished 9th.", ["2015", "9", "finished"]),
+    ],
+)
 def test_reason_missing_shows_a_number_with_its_unit_only(sentence, expected):
     assert missing_items(sentence, ChunkView("B2 上 nothing")) == expected
 
@@ -37,11 +40,19 @@ def test_reason_missing_chinese_phrases():
 
 
 def test_reason_text_formats_every_kind():
-    assert reason_text([{"kind": "missing", "items": ["460 mm"]}, {"kind": "negation", "claim": "不"},
-                        {"kind": "antonym", "claim": "末", "source": "首"},
-                        {"kind": "number", "claim": "7", "source": "12"},
-                        {"kind": "roles", "claim": "a比b", "source": "b比a"}, {"kind": "scope", "claim": "所有"}]) == \
-        'missing: ["460 mm"]; negation; antonym: 末/首; number: 7 ≠ 12; roles: a比b/b比a; scope: 所有'
+    assert (
+        reason_text(
+            [
+                {"kind": "missing", "items": ["460 mm"]},
+                {"kind": "negation", "claim": "不"},
+                {"kind": "antonym", "claim": "末", "source": "首"},
+                {"kind": "number", "claim": "7", "source": "12"},
+                {"kind": "roles", "claim": "a比b", "source": "b比a"},
+                {"kind": "scope", "claim": "所有"},
+            ]
+        )
+        == 'missing: ["460 mm"]; negation; antonym: 末/首; number: 7 ≠ 12; roles: a比b/b比a; scope: 所有'
+    )
     assert reason_text([]) == ""
 
 
@@ -53,7 +64,8 @@ def test_a_supported_citation_carries_no_reason_and_the_keys_stay():
 
 def test_the_reason_is_the_lowest_scoring_sentences():
     chunks = [{"id": "1", "content": "A座3楼的大会议室可容纳40人，配有投影仪。"}]
-    result = check_support(["大会议室可容纳40人。", {"ids": ["1"]}, "大会议室可容纳60人。", {"ids": ["1"]}],
-                           {1: chunks[0]})
+    result = check_support(
+        ["大会议室可容纳40人。", {"ids": ["1"]}, "大会议室可容纳60人。", {"ids": ["1"]}], {1: chunks[0]}
+    )
     assert result["support"]["1"] < DEFAULT_WEIGHTS.threshold
     assert {"kind": "number", "claim": "60", "source": "40"} in result["reasons"]["1"]

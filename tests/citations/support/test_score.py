@@ -24,7 +24,9 @@ def test_the_more_of_a_sentence_is_missing_the_lower_it_scores():
 
 def test_a_missing_number_weighs_more_than_a_missing_word():
     chunk = "大会议室可容纳40人，配有投影仪。"
-    assert score("大会议室可容纳40人，配有投影仪和音响。", chunk)[0] > score("大会议室可容纳45人，配有投影仪。", chunk)[0]
+    assert (
+        score("大会议室可容纳40人，配有投影仪和音响。", chunk)[0] > score("大会议室可容纳45人，配有投影仪。", chunk)[0]
+    )
 
 
 def test_a_multi_part_sentence_is_pulled_toward_its_weakest_part():

@@ -2,10 +2,31 @@
 
 import pytest
 
-from citations.support.tables import (ABBREVIATIONS, ANTONYMS_EN, ANTONYMS_ZH, COMPOUNDS_ZH, EN_NUMBERS, GENERIC_WORDS,
-                                      GENERIC_ZH, MEASURE_WORDS, MONTH_NAMES, MONTHS, NEGATION_SKIP, NOT_NEGATIONS,
-                                      ROLE_VERBS, SCOPE_EN, SCOPE_ZH, STOP_CHARS, STOP_WORDS, SYNONYMS_EN, SYNONYMS_ZH,
-                                      UNIT_SCALE, ZH_DIGITS, groups, scales)
+from citations.support.tables import (
+    ABBREVIATIONS,
+    ANTONYMS_EN,
+    ANTONYMS_ZH,
+    COMPOUNDS_ZH,
+    EN_NUMBERS,
+    GENERIC_WORDS,
+    GENERIC_ZH,
+    MEASURE_WORDS,
+    MONTH_NAMES,
+    MONTHS,
+    NEGATION_SKIP,
+    NOT_NEGATIONS,
+    ROLE_VERBS,
+    SCOPE_EN,
+    SCOPE_ZH,
+    STOP_CHARS,
+    STOP_WORDS,
+    SYNONYMS_EN,
+    SYNONYMS_ZH,
+    UNIT_SCALE,
+    ZH_DIGITS,
+    groups,
+    scales,
+)
 from citations.support.text import CJK_RUNS
 from citations.support.units import stem
 
@@ -37,8 +58,11 @@ def test_no_two_antonyms_are_synonyms():
     zh_groups = [set(group) for group in SYNONYMS_ZH]
     assert [pair for pair in ANTONYMS_ZH if any(set(pair) <= group for group in zh_groups)] == []
     en_groups = [set(group) | set(map(stem, group)) for group in SYNONYMS_EN]  # the chunk's side holds stems
-    assert [pair for pair in ANTONYMS_EN if any({stem(pair[0]), stem(pair[1])} <= group or set(pair) <= group
-                                               for group in en_groups)] == []
+    assert [
+        pair
+        for pair in ANTONYMS_EN
+        if any({stem(pair[0]), stem(pair[1])} <= group or set(pair) <= group for group in en_groups)
+    ] == []
 
 
 def test_synonym_tables_have_groups_of_two_or_more():
@@ -53,11 +77,27 @@ def test_no_synonym_group_twice_and_no_word_twice_in_a_group(table):
 
 def test_words_are_written_as_the_check_reads_them():
     # English: casefolded, as the rules compare them; Chinese: CJK characters only
-    for word in (*STOP_WORDS, *GENERIC_WORDS, *SCOPE_EN, *NEGATION_SKIP, *ABBREVIATIONS, *MONTHS, *MONTH_NAMES,
-                 *ROLE_VERBS, *(w for pair in ANTONYMS_EN for w in pair), *(w for g in SYNONYMS_EN for w in g)):
+    for word in (
+        *STOP_WORDS,
+        *GENERIC_WORDS,
+        *SCOPE_EN,
+        *NEGATION_SKIP,
+        *ABBREVIATIONS,
+        *MONTHS,
+        *MONTH_NAMES,
+        *ROLE_VERBS,
+        *(w for pair in ANTONYMS_EN for w in pair),
+        *(w for g in SYNONYMS_EN for w in g),
+    ):
         assert word == word.casefold() and word.isascii() and word.isalpha(), word
-    for word in (*GENERIC_ZH, *SCOPE_ZH, *NOT_NEGATIONS, *COMPOUNDS_ZH, *(w for pair in ANTONYMS_ZH for w in pair),
-                 *(w for g in SYNONYMS_ZH for w in g)):
+    for word in (
+        *GENERIC_ZH,
+        *SCOPE_ZH,
+        *NOT_NEGATIONS,
+        *COMPOUNDS_ZH,
+        *(w for pair in ANTONYMS_ZH for w in pair),
+        *(w for g in SYNONYMS_ZH for w in g),
+    ):
         assert CJK_RUNS.fullmatch(word), word
     assert all(name == name.casefold() for name in UNIT_SCALE)  # a number's unit is looked up casefolded
 

@@ -9,20 +9,33 @@ from citations.support.weights import DEFAULT_WEIGHTS, SHIPPED, Weights, as_dict
 CHUNK = "The school opened in 2016 with 400 students."
 # rows on which each weight the search moves changes some score: a number, a name, a short and a generic word the
 # chunk lacks, Chinese characters, a two-part sentence, and each contradiction cue
-ROWS = {"wice": [{"answer": "The school opened in 2016 [C:1].", "chunk": CHUNK, "supported": True},
-                 {"answer": "The school closed in 2019 [C:1].", "chunk": CHUNK, "supported": False},
-                 {"answer": "It has 400 students and a pool [C:1].", "chunk": CHUNK, "supported": False},
-                 {"answer": "The school in Paris opened again in 2016 with a pool [C:1].", "chunk": CHUNK,
-                  "supported": False},
-                 {"answer": "Only the school opened in 2016 [C:1].", "chunk": CHUNK, "supported": True},
-                 {"answer": "The permit must be renewed after the inspection [C:1].",
-                  "chunk": "The permit must be renewed before the inspection takes place.", "supported": False}],
-        "ocnli": [{"answer": "学校2016年开学[C:1]。", "chunk": "学校于2016年开学。", "supported": True},
-                  {"answer": "学校没有开学[C:1]。", "chunk": "学校于2016年开学。", "supported": False},
-                  {"answer": "夜间巡更从22:00开始，访客须在前台登记身份证件[C:1]。",
-                   "chunk": "巡更管理规定：夜间巡更从22:00开始，每2小时巡查一次。", "supported": False}],
-        "own": [{"sentence": "The school opened in 2016.", "chunk": CHUNK, "supported": True, "lang": "en"},
-                {"sentence": "The school has 500 students.", "chunk": CHUNK, "supported": False, "lang": "en"}]}
+ROWS = {
+    "wice": [
+        {"answer": "The school opened in 2016 [C:1].", "chunk": CHUNK, "supported": True},
+        {"answer": "The school closed in 2019 [C:1].", "chunk": CHUNK, "supported": False},
+        {"answer": "It has 400 students and a pool [C:1].", "chunk": CHUNK, "supported": False},
+        {"answer": "The school in Paris opened again in 2016 with a pool [C:1].", "chunk": CHUNK, "supported": False},
+        {"answer": "Only the school opened in 2016 [C:1].", "chunk": CHUNK, "supported": True},
+        {
+            "answer": "The permit must be renewed after the inspection [C:1].",
+            "chunk": "The permit must be renewed before the inspection takes place.",
+            "supported": False,
+        },
+    ],
+    "ocnli": [
+        {"answer": "学校2016年开学[C:1]。", "chunk": "学校于2016年开学。", "supported": True},
+        {"answer": "学校没有开学[C:1]。", "chunk": "学校于2016年开学。", "supported": False},
+        {
+            "answer": "夜间巡更从22:00开始，访客须在前台登记身份证件[C:1]。",
+            "chunk": "巡更管理规定：夜间巡更从22:00开始，每2小时巡查一次。",
+            "supported": False,
+        },
+    ],
+    "own": [
+        {"sentence": "The school opened in 2016.", "chunk": CHUNK, "supported": True, "lang": "en"},
+        {"sentence": "The school has 500 students.", "chunk": CHUNK, "supported": False, "lang": "en"},
+    ],
+}
 
 
 def test_the_labelled_set_is_large_bilingual_and_holds_at_the_threshold():
@@ -38,7 +51,8 @@ def test_the_labelled_set_is_large_bilingual_and_holds_at_the_threshold():
     scores = support.scored(pairs)  # the thresholds come from the development splits (bench.support.dev_thresholds)
     for lang in ("zh", "en"):  # a regression guard per language: `make bench` prints the measured values
         precision, recall, _ = support.weak_flag_quality(
-            [score for score, p in zip(scores, pairs) if p["lang"] == lang], DEFAULT_WEIGHTS.threshold)
+            [score for score, p in zip(scores, pairs) if p["lang"] == lang], DEFAULT_WEIGHTS.threshold
+        )
         assert precision >= 0.9 and recall >= 0.85, lang
 
 
@@ -51,8 +65,12 @@ def test_the_threshold_rule_picks_per_language_the_best_f05_where_every_target_h
     own_zh = [(0.1, False)] * 15 + [(0.17, False)] * 5 + [(0.9, True)] * 20
     picked = support.dev_thresholds({"wice": wice, "own_en": own_en, "ocnli": ocnli, "own_zh": own_zh})
     assert picked == {"en": 0.3, "zh": 0.2}
-    assert support.dev_thresholds({"wice": wice, "own_en": [(0.9, False)] * 5 + [(0.9, True)], "ocnli": ocnli,
-                                   "own_zh": own_zh})["en"] is None  # no threshold meets the own pairs' recall
+    assert (
+        support.dev_thresholds(
+            {"wice": wice, "own_en": [(0.9, False)] * 5 + [(0.9, True)], "ocnli": ocnli, "own_zh": own_zh}
+        )["en"]
+        is None
+    )  # no threshold meets the own pairs' recall
 
 
 def test_the_thresholds_are_chosen_on_raw_chinese_scores():
@@ -78,10 +96,15 @@ def test_the_weight_search_keeps_only_better_moves_within_range_and_leaves_the_s
     kept = []
     best, figures = tune_support.climb(rows, 6, 1, report=kept.append)
     assert tune_support.current() == before and DEFAULT_WEIGHTS == Weights() and as_dict(DEFAULT_WEIGHTS) == SHIPPED
-    assert all(low <= best[name] <= high for name, (low, high) in tune_support.SPACE.items() if best[name] != before[name])
+    assert all(
+        low <= best[name] <= high for name, (low, high) in tune_support.SPACE.items() if best[name] != before[name]
+    )
     assert kept[0].startswith("start") and len(figures) == 3
-    start = (support.auroc(support.scored_rows(rows["wice"])), support.auroc(support.scored_rows(rows["ocnli"])),
-             support.auroc(support.scored(rows["own"])))
+    start = (
+        support.auroc(support.scored_rows(rows["wice"])),
+        support.auroc(support.scored_rows(rows["ocnli"])),
+        support.auroc(support.scored(rows["own"])),
+    )
     assert tune_support.objective(figures) >= tune_support.objective(start)
 
 
