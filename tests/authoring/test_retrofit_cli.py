@@ -215,7 +215,7 @@ def gcite_tools(path: Path) -> list[dict]:
     "argv,message",
     [
         (["--package", "missing.difypkg"], "--package missing.difypkg: no such file"),
-        (["--package", str(APP)], f"--package {APP}: not a plugin package"),
+        (["--package", str(APP)], f"--package {APP}: not a readable plugin package"),
         (
             ["--package", str(ROOT / "tests" / "fixtures" / "dify-signing" / "dummy_plugin.difypkg")],
             "the package is test/test:0.0.1, not the G-Cite plugin",

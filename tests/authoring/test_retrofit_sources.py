@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from citations.answer_layout import SOURCE_LIST, source_list
 from gcite.authoring import chatflows
-from gcite.authoring.chatflows import SOURCE_LIST, source_list
 from gcite.authoring.retrofit import PREFIX, Options, RetrofitRefusal, retrofit
 from gcite.local.llm import ExtractiveModel, first_sentence, message_text, numbered_chunks
 from gcite.local.runner import run_chatflow

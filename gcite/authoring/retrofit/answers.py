@@ -2,7 +2,7 @@
 as our chatflows' Answer node does (`chatflows.source_list`); in a workflow each End node after the LLM outputs that
 list as `references`. An Answer showing two retrofitted LLMs' texts is refused (two chunk lists, one numbering)."""
 
-from gcite.authoring import chatflows as dsl_build
+from citations.answer_layout import SOURCE_LIST, source_list
 from gcite.authoring.retrofit.nodes import end_outputs
 from gcite.authoring.retrofit.plan import Plan, template_of
 from gcite.authoring.retrofit.reading import RetrofitRefusal
@@ -38,17 +38,17 @@ def check_answers(plan: Plan, llms: list[str]) -> None:
 
 def list_sources(plan: Plan, llm_id: str, validate: str) -> None:
     """Pass: each Answer node showing the LLM's text then lists the cited sources, wired as in our own chatflows
-    (`dsl_build.source_list`); in a workflow, each End node after the LLM outputs the list.
+    (`citations.answer_layout.source_list`); in a workflow, each End node after the LLM outputs the list.
 
     Reads the Answer nodes' templates (or, in a workflow, the End nodes after the LLM). Writes the source list at the
     end of each Answer that does not list it yet and the edge validate → Answer (or the End outputs and edges); a note
     where no Answer shows the LLM's text, or one inside an iteration or loop does."""
     g = plan.graph
     if plan.mode == "workflow":
-        end_outputs(plan, llm_id, validate, dsl_build.SOURCE_LIST, "string", END_SOURCE_LIST)
+        end_outputs(plan, llm_id, validate, SOURCE_LIST, "string", END_SOURCE_LIST)
         return
     answers = answers_showing(plan, llm_id)
-    appended = dsl_build.source_list(validate)
+    appended = source_list(validate)
     if not answers:
         plan.notes.append(
             f"--sources-in-answer: no Answer node shows {template_of([llm_id, 'text'])} (the text "
@@ -69,7 +69,7 @@ def list_sources(plan: Plan, llm_id: str, validate: str) -> None:
         node["data"]["answer"] = template.rstrip() + appended
         plan.change(
             f"answer extended: Answer {g.title(answer)} lists the cited sources after its text "
-            f"({validate}.{dsl_build.SOURCE_LIST})"
+            f"({validate}.{SOURCE_LIST})"
         )
         if not g.has_edge(validate, answer):
             g.add_edge(validate, answer)
