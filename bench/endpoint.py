@@ -152,8 +152,9 @@ def run() -> bool:
         good &= ok == STREAMS
         rows.append(row(f"shipped chatflow on graphon, {STREAMS} at once", calls, wall, ok))
     print(
-        f"\n(paced upstream: chunk list after {CHUNK_DELAY * 1000:.0f} ms, then {DELTAS} deltas {DELTA_PAUSE * 1000:.0f} ms "
-        f"apart, i.e. {CHUNK_DELAY:.2f} s to sources and {CHUNK_DELAY + DELTA_PAUSE:.3f} s to first text at best; "
+        f"\n(paced upstream: chunk list after {CHUNK_DELAY * 1000:.0f} ms, "
+        f"then {DELTAS} deltas {DELTA_PAUSE * 1000:.0f} ms apart, i.e. {CHUNK_DELAY:.2f} s to sources "
+        f"and {CHUNK_DELAY + DELTA_PAUSE:.3f} s to first text at best; "
         f"the chatflow runs the stand-in LLM on graphon, {STREAMS} in this process at once)"
     )
     print_table(

@@ -85,8 +85,11 @@ def merge_marker_flood() -> int:
 
 def merge_deep_json() -> int:
     for field in ("rag_chunks", "web_chunks"):
-        raises(lambda: merge_chunks.main(**{field: "[" * 100_000 + "]" * 100_000}), f"{field}: JSON nested too deeply")
-        raises(lambda: merge_chunks.main(**{field: '{"a":' * 50_000 + "1" + "}" * 50_000}), field)
+        raises(
+            lambda field=field: merge_chunks.main(**{field: "[" * 100_000 + "]" * 100_000}),
+            f"{field}: JSON nested too deeply",
+        )
+        raises(lambda field=field: merge_chunks.main(**{field: '{"a":' * 50_000 + "1" + "}" * 50_000}), field)
     raises(lambda: merge_chunks.main(None, [[[[[[{"url": "http://a.b"}]]]]]]), "web_chunks: nested too deeply")
     return 4 * 200_000
 
@@ -164,7 +167,7 @@ def filter_deep_json_and_numbers() -> int:
 
 def acl_prefilter_hostile() -> int:
     for slots in (10**7, 10**400):
-        raises(lambda: acl_prefilter.main("a", slots), "role_slots")
+        raises(lambda slots=slots: acl_prefilter.main("a", slots), "role_slots")
     raises(lambda: acl_prefilter.main([f"r{n}" for n in range(10_000)]), "user_roles: 10000 roles")
     raises(lambda: acl_prefilter.main("[" * 100_000), "user_roles")
     raises(lambda: acl_prefilter.main(["a\ud800"]), "user_roles")

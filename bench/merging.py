@@ -150,9 +150,9 @@ def run() -> bool:
     rows, verdicts = [], []
     for size in SIZES:
         rag, web, limit = inputs(size)
-        works = {"now": lambda: merge_chunks.main(rag, web, max_web_results=limit)}
+        works = {"now": lambda rag=rag, web=web, limit=limit: merge_chunks.main(rag, web, max_web_results=limit)}
         if not isinstance(old, str):
-            works[BASELINE] = lambda: old.main(rag, web, max_web_results=limit)
+            works[BASELINE] = lambda rag=rag, web=web, limit=limit: old.main(rag, web, max_web_results=limit)
         rounds, inner = (40, 50) if size <= 10 else (25, 1) if size <= 1_000 else (9, 1)
         best = paired_times(works, rounds=rounds, inner=inner)
         now = best["now"]

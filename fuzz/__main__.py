@@ -90,14 +90,14 @@ def run_hypothesis(target: str, seconds: int, corpus: Path) -> bool:
     for path in sorted(corpus.iterdir()) if corpus.is_dir() else []:  # the seeds and earlier reproducers first
         try:
             function(path.read_bytes())
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - any exception is a finding to report
             print(f"  {target}: FAILED on {shown(path)} ({type(error).__name__}: {str(error)[:300]})")
             return False
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
             check()
-        except Exception as error:  # hypothesis re-raises the (shrunk) failure last: `last` holds that input
+        except Exception as error:  # noqa: BLE001 - hypothesis re-raises the (shrunk) failure: `last` holds it
             corpus.mkdir(parents=True, exist_ok=True)
             path = corpus / f"crash-{hashlib.sha1(last[0]).hexdigest()}"
             path.write_bytes(last[0])

@@ -15,7 +15,7 @@ JSON-able result.
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from gcite.protocol import DONE_KEYS, EVENTS, sse_blocks
 from gcite.sse import sse_lines
@@ -70,7 +70,7 @@ class Error:
     message: str
 
 
-Event = Union[Ready, Sources, Text, Cite, Replace, Done, Error]
+Event = Ready | Sources | Text | Cite | Replace | Done | Error
 NAMES = EVENTS  # the G-Cite protocol's events
 
 
@@ -182,7 +182,8 @@ def dify_events(events: Iterable[dict[str, Any]], merge_node: str | None = None)
 
 
 def sse_events(lines: Iterable[str]) -> Iterator[Event]:
-    """Typed events from SSE lines of either stream: a G-Cite event name, or Dify `data:` objects with an `event` key."""
+    """Typed events from SSE lines of either stream: a G-Cite event name, or Dify `data:` objects with an `event`
+    key."""
     iterator = iter(lines)
     head: list[str] = []
     for line in iterator:

@@ -404,12 +404,12 @@ COMPOUNDS_ZH = (
 ).split()
 SYNONYMS_ZH = groups(
     "害怕/生畏/畏惧/恐惧/惧怕/怕 有点/有些/稍微/略微/一点 开始/起始/启动 结束/完成/终了 购买/买/采购 出售/卖/销售 "
-    "帮助/协助/帮忙 立即/马上/立刻 需要/须/必须/应/应当/要 可以/能/能够/可 提前/预先/事先 通知/告知/告诉 时间/时候/时段 "
-    "每天/每日/天天 电话/致电/拨打 费用/收费/价格/花费/钱 免费/不收费/不要钱/不收钱 公司/企业/单位 孩子/小孩/儿童/子女 "
-    "父亲/爸爸 母亲/妈妈 丈夫/老公 妻子/老婆/太太 房子/住房/房屋 工作/上班/职业 高兴/开心/快乐/愉快 难过/伤心/悲伤/痛苦 "
-    "生气/愤怒/发火 漂亮/美丽/好看 很多/许多/大量/不少 增加/增长/提高/上升 减少/降低/下降 发展/进步 国家/政府 "
-    "晚上/夜间/夜里 早上/早晨/上午 如果/假如/要是 现在/目前/当前/如今 以前/过去/从前 感到/觉得/感觉 知道/了解/明白/清楚 "
-    "认为/以为/觉得 喜欢/喜爱/爱 重要/关键"
+    "帮助/协助/帮忙 立即/马上/立刻 需要/须/必须/应/应当/要 可以/能/能够/可 提前/预先/事先 通知/告知/告诉 "
+    "时间/时候/时段 每天/每日/天天 电话/致电/拨打 费用/收费/价格/花费/钱 免费/不收费/不要钱/不收钱 公司/企业/单位 "
+    "孩子/小孩/儿童/子女 父亲/爸爸 母亲/妈妈 丈夫/老公 妻子/老婆/太太 房子/住房/房屋 工作/上班/职业 "
+    "高兴/开心/快乐/愉快 难过/伤心/悲伤/痛苦 生气/愤怒/发火 漂亮/美丽/好看 很多/许多/大量/不少 增加/增长/提高/上升 "
+    "减少/降低/下降 发展/进步 国家/政府 晚上/夜间/夜里 早上/早晨/上午 如果/假如/要是 现在/目前/当前/如今 "
+    "以前/过去/从前 感到/觉得/感觉 知道/了解/明白/清楚 认为/以为/觉得 喜欢/喜爱/爱 重要/关键"
 )
 SYNONYMS_EN = groups(
     "start/begin/began/begun/commence/launch end/finish/conclude/complete buy/bought/purchase sell/sold big/large/huge "
@@ -439,9 +439,10 @@ def scales(kinds):
 # a quantity also counts in the other units of its kind (460 mm backs 46 cm)
 UNIT_SCALE = scales(
     {
-        "m": "mm 0.001 毫米 0.001 cm 0.01 厘米 0.01 m 1 米 1 km 1000 公里 1000 千米 1000 inch 0.0254 inches 0.0254 in 0.0254 "
-        "ft 0.3048 feet 0.3048 foot 0.3048 mile 1609.344 miles 1609.344",
-        "kg": "g 0.001 克 0.001 kg 1 千克 1 公斤 1 斤 0.5 t 1000 吨 1000 lb 0.45359237 lbs 0.45359237 pounds 0.45359237",
+        "m": "mm 0.001 毫米 0.001 cm 0.01 厘米 0.01 m 1 米 1 km 1000 公里 1000 千米 1000 inch 0.0254 inches 0.0254 "
+        "in 0.0254 ft 0.3048 feet 0.3048 foot 0.3048 mile 1609.344 miles 1609.344",
+        "kg": "g 0.001 克 0.001 kg 1 千克 1 公斤 1 斤 0.5 t 1000 吨 1000 lb 0.45359237 "
+        "lbs 0.45359237 pounds 0.45359237",
         "l": "ml 0.001 毫升 0.001 l 1 升 1",
         "s": "分钟 60 minute 60 minutes 60 min 60 小时 3600 hour 3600 hours 3600 h 3600 天 86400 day 86400 days 86400 "
         "周 604800 星期 604800 week 604800 weeks 604800",
@@ -1022,7 +1023,7 @@ def converted_numbers(found):
             continue
         kind, scale = UNIT_SCALE[name]
         value = float(number) * scale
-        for other, other_scale in unit_names()[kind]:
+        for _other, other_scale in unit_names()[kind]:
             if other_scale == scale:  # the same unit (m, 米): the number itself
                 continue
             converted = value / other_scale

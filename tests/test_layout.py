@@ -122,7 +122,7 @@ def test_no_source_folder_named_build():
         if Path(folder).name == "build":
             found.append(str(Path(folder).relative_to(ROOT)))
     assert not found, f"folders named build: {found}"
-    for name, path in MODULES.items():
+    for path in MODULES.values():
         for imported, line in imports_of(path):
             assert not imported.startswith("gcite.build"), f"{path.relative_to(ROOT)}:{line} imports {imported}"
 
@@ -194,7 +194,7 @@ def test_no_block_of_six_lines_repeats_unless_a_comment_says_why():
             window = lines[i : i + WINDOW]
             places[tuple(t for _, t in window)].append((path, window[0][0], window[-1][0]))
     repeats = []
-    for block, where in places.items():
+    for where in places.values():
         distinct = {(p, a) for p, a, _ in where}
         if len(distinct) > 1 and not all(explained(p, a, b) for p, a, b in where):
             repeats.append(" ~ ".join(f"{p.relative_to(ROOT)}:{a}-{b}" for p, a, b in where))

@@ -53,7 +53,7 @@ def converted_numbers(found):
             continue
         kind, scale = UNIT_SCALE[name]
         value = float(number) * scale
-        for other, other_scale in unit_names()[kind]:
+        for _other, other_scale in unit_names()[kind]:
             if other_scale == scale:  # the same unit (m, 米): the number itself
                 continue
             converted = value / other_scale

@@ -82,7 +82,9 @@ def summary(report: Report, mode: str) -> tuple[str, int]:
     counts = {s: sum(r.found.status == s for r in report.rows) for s in LABELS}
     rewrites = "rewritten" if mode == "apply" else "that fix rewrites"
     text = (
-        f"{len(report.rows)} document{'' if len(report.rows) == 1 else 's'}: {counts['ok']} {'follows' if counts['ok'] == 1 else 'follow'} the convention, {counts['unset']} without the field, "
+        f"{len(report.rows)} document{'' if len(report.rows) == 1 else 's'}: "
+        f"{counts['ok']} {'follows' if counts['ok'] == 1 else 'follow'} the convention, "
+        f"{counts['unset']} without the field, "
         f"{counts['fix']} outside the convention {rewrites}, {counts['unreadable']} it cannot read (left alone)"
     )
     if mode == "dry-run":

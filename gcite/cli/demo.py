@@ -1,4 +1,5 @@
-"""`make demo`: the G-Cite chatflow on the built-in building-assistant data, run on graphon, shown as a client sees it."""
+"""`make demo`: the G-Cite chatflow on the built-in building-assistant data, run on graphon, shown as a client
+sees it."""
 
 import sys
 from collections.abc import Mapping

@@ -2,8 +2,8 @@
 
 Shows, as the events arrive: the numbered chunk list (from the first `node_finished` whose outputs carry a
 `chunk_metadata` list, i.e. the merge node, whatever its id), the LLM's answer as it streams with every `[C:N]`
-marker turned into display numbers by `gcite.protocol.Translator` (never half a marker), then only the sources the answer
-cited, renumbered 1, 2, 3, and the run's status.
+marker turned into display numbers by `gcite.protocol.Translator` (never half a marker), then only the sources the
+answer cited, renumbered 1, 2, 3, and the run's status.
 """
 
 from typing import Any, TextIO

@@ -1,4 +1,5 @@
-"""`python -m gcite retrofit IN.yml`: G-Cite wired into an exported Dify app (the library: gcite/authoring/retrofit/)."""
+"""`python -m gcite retrofit IN.yml`: G-Cite wired into an exported Dify app (the library:
+gcite/authoring/retrofit/)."""
 
 import argparse
 from pathlib import Path

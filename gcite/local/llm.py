@@ -3,8 +3,8 @@
 - `ExtractiveModel`: a deterministic built-in stand-in, NOT a language model. It reads the numbered chunks in the
   system prompt, picks the ones that share the most with the question, quotes their first sentence and cites each
   with `[C:N]`; with nothing relevant it gives the insufficient-evidence answer. It answers in the question's
-  language: Chinese when the question has a CJK character, else English (the prompts' two refusal phrases). It lets the demo and the tests run
-  the real chatflow offline and repeatably.
+  language: Chinese when the question has a CJK character, else English (the prompts' two refusal phrases). It
+  lets the demo and the tests run the real chatflow offline and repeatably.
 - `OpenAICompatibleModel`: any `/chat/completions` endpoint, streamed with `requests`.
 
 `invocation_chunks` answers a plugin tool's backwards model call (`cited_answer`) with either, as Dify's inner API

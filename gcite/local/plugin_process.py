@@ -455,7 +455,7 @@ class PluginProcess:
             self._exited = True
             for session in self._sessions.values():
                 if isinstance(session, (EndpointCall, ToolCall)) and not session.ended_at:
-                    session._finish()
+                    session._finish()  # noqa: SLF001 - the process ends the calls it runs
             self._changed.notify_all()
         if first:
             self._manifest.put(EOFError(f"the plugin exited ({self._process.wait()}); stderr: {self.stderr[-2000:]}"))
@@ -482,7 +482,7 @@ class PluginProcess:
                 return
             if kind == "stream":
                 if isinstance(session, (EndpointCall, ToolCall)):
-                    session._message(data["data"])
+                    session._message(data["data"])  # noqa: SLF001 - the process feeds the calls it runs
                 else:
                     session.messages.append(data["data"])
             elif kind == "error":
@@ -497,7 +497,7 @@ class PluginProcess:
         session.ends += 1
         session.ended_at = session.ended_at or time.perf_counter()
         if isinstance(session, (EndpointCall, ToolCall)):
-            session._finish()
+            session._finish()  # noqa: SLF001 - the process ends the calls it runs
 
     # backwards invocations
 

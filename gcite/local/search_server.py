@@ -6,9 +6,10 @@ bodies and response shapes), pointed here by the base-URL override credentials:
     with SearchServer() as server:
         credentials = server.credentials()    # {"bocha_api_key": …, "bocha_base_url": server.base_url, "tavily_…": …}
 
-Results are ranked by the query over `gcite/local/samples/web_corpus.json`, so what a demo shows depends on the question.
-`fail=True` refuses every key with HTTP 401 in each provider's own error shape (to show the fallback when a search
-key is wrong); `delay=seconds` answers that late (to show a timeout). Every request is recorded in `.requests` (method, path, body; never the key).
+Results are ranked by the query over `gcite/local/samples/web_corpus.json`, so what a demo shows depends on the
+question. `fail=True` refuses every key with HTTP 401 in each provider's own error shape (to show the fallback when a
+search key is wrong); `delay=seconds` answers that late (to show a timeout). Every request is recorded in
+`.requests` (method, path, body; never the key).
 """
 
 from __future__ import annotations

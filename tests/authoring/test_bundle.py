@@ -30,7 +30,7 @@ FUZZED = {
 
 def load(name: str, source: str) -> types.ModuleType:
     module = types.ModuleType(name)
-    exec(compile(source, name, "exec"), module.__dict__)
+    exec(compile(source, name, "exec"), module.__dict__)  # noqa: S102 - a generated node, run as Dify runs it
     return module
 
 
@@ -122,10 +122,12 @@ def test_the_bundle_keeps_what_main_needs_in_dependency_order_and_drops_the_rest
     write_package(
         tmp_path,
         {
-            "citations.base": "import re\nimport json\n\n# the words\nWORDS = re.compile('w+')\nUNUSED = json.dumps(1)\n"
+            "citations.base": "import re\nimport json\n\n# the words\nWORDS = re.compile('w+')\n"
+            "UNUSED = json.dumps(1)\n"
             "TABLE = {}\nfor w in ('a', 'b'):\n    TABLE[w] = len(w)\n\n\ndef helper(x):\n"
             "    return WORDS.findall(x) + [TABLE]\n",
-            "citations.entry": '"""Entry."""\n\nfrom citations.base import helper\n\n\ndef main(x):\n    return helper(x)\n',
+            "citations.entry": '"""Entry."""\n\nfrom citations.base import helper\n\n\n'
+            "def main(x):\n    return helper(x)\n",
         },
     )
     monkeypatch.setitem(bundler.NODES, "probe", "citations.entry")

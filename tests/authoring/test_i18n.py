@@ -106,10 +106,13 @@ def test_prompt_labels_and_refusal_phrase_are_in_the_variants_language(variant):
 def test_variants_differ_only_in_language_not_in_the_graph():
     for kind in ("plugin", "code"):
         zh, en = load(f"{kind}-zh"), load(f"{kind}-en")
-        shape = lambda d: (
-            [(n["id"], n["data"]["type"]) for n in d["workflow"]["graph"]["nodes"]],  # noqa: E731
-            [(e["source"], e["target"]) for e in d["workflow"]["graph"]["edges"]],
-        )
+
+        def shape(d):
+            return (
+                [(n["id"], n["data"]["type"]) for n in d["workflow"]["graph"]["nodes"]],
+                [(e["source"], e["target"]) for e in d["workflow"]["graph"]["edges"]],
+            )
+
         assert shape(zh) == shape(en)
         assert nodes(zh)["kr"]["metadata_filtering_conditions"] == nodes(en)["kr"]["metadata_filtering_conditions"]
         assert [v["id"] for v in zh["workflow"]["conversation_variables"]] == [

@@ -133,7 +133,7 @@ def test_retrofit_keeps_the_builders_graph_and_adds_g_cite_beside_it(path):
             assert new[node_id] == node, node_id  # ids, positions, data: untouched
         assert new[node_id].get("position") == node.get("position")
     # edges: the builder's stay, except a retrieval → LLM edge now going through the merge node
-    for source, handle, target in edges_of(before) - edges_of(after):
+    for source, _handle, target in edges_of(before) - edges_of(after):
         assert target in targets and (source, "source", f"{PREFIX}merge_{target}"[:50]) in edges_of(after)
     for key in ("features", "environment_variables"):
         assert after["workflow"].get(key) == before["workflow"].get(key)

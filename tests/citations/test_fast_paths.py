@@ -213,7 +213,9 @@ def test_the_condition_built_once_holds_where_the_condition_read_each_time_holds
     filter_chunks.check_condition(condition, "condition")
     built = filter_chunks.evaluator(condition, case_sensitive)
     for doc in docs + docs:  # twice: the second time from what each leaf remembered of the text values
-        assert outcome(lambda: built(doc)) == outcome(lambda: filter_chunks.holds(condition, doc, case_sensitive))
+        assert outcome(lambda doc=doc: built(doc)) == outcome(
+            lambda doc=doc: filter_chunks.holds(condition, doc, case_sensitive)
+        )
 
 
 def test_an_acl_text_judged_once_gives_every_chunk_its_verdict():

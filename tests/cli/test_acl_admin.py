@@ -1,4 +1,5 @@
-"""`python -m gcite acl audit|fix` against a local Knowledge API server (tests/support/knowledge_api.py) on 127.0.0.1."""
+"""`python -m gcite acl audit|fix` against a local Knowledge API server (tests/support/knowledge_api.py) on
+127.0.0.1."""
 
 import copy
 import json
@@ -446,17 +447,19 @@ def test_readme_acl_table_matches_the_stages():
         if value_cell.startswith("chunk's `doc_metadata` is JSON text"):
             text = json.loads(re.search(r"`(\".*\")`", value_cell).group(1))
             item = {"content": "", "metadata": {"doc_metadata": text}}
-            check_stage(node_cell, lambda roles: filter_chunks.main([item], roles)["kept_count"] == 1, PROBES)
+            check_stage(
+                node_cell, lambda roles, item=item: filter_chunks.main([item], roles)["kept_count"] == 1, PROBES
+            )
             continue
         value = parse_cell_value(value_cell)
         values.append(value)
         doc = {} if value is acl_admin.MISSING else {FIELD: value}
         item = {"content": "", "metadata": {"doc_metadata": doc}}
 
-        def node(roles):
+        def node(roles, item=item):
             return filter_chunks.main([item], roles)
 
-        check_stage(pre_cell, lambda roles: admits(conditions_for_roles(FIELD, roles), doc), PROBES)
+        check_stage(pre_cell, lambda roles, doc=doc: admits(conditions_for_roles(FIELD, roles), doc), PROBES)
         check_stage(
             node_cell,
             lambda roles: node(roles)["kept_count"] == 1,

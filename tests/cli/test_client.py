@@ -346,7 +346,8 @@ def test_chat_dsl_is_checked_like_run_and_takes_plugin_or_code(tmp_path):
     (tmp_path / "workflow.yml").write_text("app:\n  mode: workflow\nworkflow:\n  graph: {}\n", encoding="utf-8")
     (tmp_path / "bad.yml").write_text("app: [1\n", encoding="utf-8")
     assert one_error_line(["chat", "q", "--dsl", str(tmp_path / "workflow.yml")]) == (
-        f"error: {tmp_path / 'workflow.yml'}: not a chatflow DSL (app.mode is 'workflow'; a chatflow has 'advanced-chat')"
+        f"error: {tmp_path / 'workflow.yml'}: not a chatflow DSL "
+        "(app.mode is 'workflow'; a chatflow has 'advanced-chat')"
     )
     assert one_error_line(["chat", "q", "--dsl", str(tmp_path / "bad.yml")]).startswith(
         f"error: {tmp_path / 'bad.yml'}: not a YAML file ("

@@ -136,14 +136,14 @@ class Stack:
 
     def close(self) -> None:
         """SIGTERM every process group, newest first; SIGKILL what is left after 15 s."""
-        for name, proc in reversed(self._procs):
+        for _name, proc in reversed(self._procs):
             if proc.poll() is None:
                 try:
                     os.killpg(proc.pid, signal.SIGTERM)
                 except ProcessLookupError:
                     pass
         deadline = time.monotonic() + 15
-        for name, proc in reversed(self._procs):
+        for _name, proc in reversed(self._procs):
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -185,7 +185,9 @@ def start_postgres(stack: Stack, database: str) -> int:
         try:
             owner = pwd.getpwnam(user)
         except KeyError:
-            raise StackError("running as root needs the 'postgres' user (Debian's postgresql package creates it)")
+            raise StackError(
+                "running as root needs the 'postgres' user (Debian's postgresql package creates it)"
+            ) from None
         stack.work.chmod(0o755)  # the postgres user must reach its data folder
         data.mkdir(mode=0o700)
         os.chown(data, owner.pw_uid, owner.pw_gid)

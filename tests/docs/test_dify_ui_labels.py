@@ -2,8 +2,8 @@
 
 `dify_ui_labels.json` records each checked label: its en-US and zh-Hans string, the i18n file and key in
 langgenius/dify's `web/`, and the commit read. The docs name a label in bold, in a `→` path (**Plugins → Install
-plugin → Local Package File**), next to a `→`, after a verb (click **…**, 点击 **…**), after "node's" / "节点的", or in the
-steps of "Where the keys go in Dify". Each such label must be in the record in the page's language, or be one of
+plugin → Local Package File**), next to a `→`, after a verb (click **…**, 点击 **…**), after "node's" / "节点的", or
+in the steps of "Where the keys go in Dify". Each such label must be in the record in the page's language, or be one of
 G-Cite's own labels (read from manifest.yaml, provider/, tools/ and group/, which is what Dify shows for them)."""
 
 import functools

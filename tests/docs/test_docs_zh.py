@@ -148,7 +148,7 @@ def test_the_english_docs_say_where_the_search_keys_go():
 
 
 def test_the_readmes_are_the_front_pages():
-    for lang, path in READMES.items():
+    for path in READMES.values():
         readme = text(path)
         assert "docs/page-cited-answer.png" in readme and "make demo" in readme and "make test" in readme
         assert ".venv/bin/python -m gcite" in readme

@@ -33,7 +33,8 @@ ASK = """async ([url, token, type]) => {
   const headers = {"Content-Type": type};
   if (token) headers.Authorization = "Bearer " + token;
   try {
-    const response = await fetch(url, {method: "POST", headers, body: JSON.stringify({query: "巡更时发现异常怎么上报？"})});
+    const response = await fetch(url, {method: "POST", headers,
+                                       body: JSON.stringify({query: "巡更时发现异常怎么上报？"})});
     return {status: response.status, text: await response.text()};
   } catch (error) {
     return {status: 0, text: String(error)};
@@ -122,7 +123,8 @@ ASK_WITH_CLIENT = """async ([url, users]) => {
     return {users: String(error)};
   }
   const events = [];
-  const result = await new Chat({ url, token }).ask("巡更时发现异常怎么上报？", { onEvent: (e) => events.push(e.event) });
+  const result = await new Chat({ url, token }).ask("巡更时发现异常怎么上报？",
+                                                    { onEvent: (e) => events.push(e.event) });
   return {users: "read", result, events};
 }"""
 

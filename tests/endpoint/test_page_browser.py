@@ -565,7 +565,11 @@ INCREMENTAL = (
     const whole = draw(text, [text]);
     const chars = draw(text, [...text]);
     const pieces = [];
-    for (let i = 0; i < text.length;) { const n = 1 + Math.floor(random() * 7); pieces.push(text.slice(i, i + n)); i += n; }
+    for (let i = 0; i < text.length;) {
+      const n = 1 + Math.floor(random() * 7);
+      pieces.push(text.slice(i, i + n));
+      i += n;
+    }
     return [whole, chars, draw(text, pieces), (whole.match(/<sup>/g) || []).length];
   });
 }"""
@@ -598,11 +602,13 @@ def test_appending_draws_what_drawing_the_whole_text_draws(served, browser):
 STREAM_COST = (
     """async ([sizes, observe, oneLine, layout]) => {
   const { Answer } = await %s;
-  const doc = "## 巡更异常上报\\n巡检过程中如发现异常情况，应立即通过对讲机向值班经理报告@。同时在巡更系统中登记异常的" +
+  const doc = "## 巡更异常上报\\n巡检过程中如发现异常情况，应立即通过对讲机向值班经理报告@。" +
+    "同时在巡更系统中登记异常的" +
     "时间、地点和现象@，必要时拍照留存。\\n\\n- 消防通道被占用：先劝离，再记录@；\\n- 设备异常：**不要自行处理**，" +
     "联系运维工程师@。\\n\\n```\\nreport(`巡更`)\\n```@\\n\\nPatrol staff report anomalies to the duty manager@, " +
     "then log the *time* and place@.\\n\\n";
-  const pieces = (oneLine ? doc.replaceAll("\\n", " ") : doc).split(/(@)/).flatMap((part) => part === "@" ? [null] : part.match(/[^]{1,4}/g) || []);
+  const pieces = (oneLine ? doc.replaceAll("\\n", " ") : doc).split(/(@)/)
+    .flatMap((part) => part === "@" ? [null] : part.match(/[^]{1,4}/g) || []);
   const sources = [1, 2, 3, 4, 5].map((n) => ({ id: String(n), source_type: n %% 2 ? "rag" : "web",
                                                document_title: `源${n}` }));
   const run = async (n) => {  // n events, 50 per task (a network read), each task ending with the browser's layout
@@ -626,7 +632,8 @@ STREAM_COST = (
       await new Promise((resolve) => setTimeout(resolve, 0));
     }
     const start = performance.now();  // and the end: the numbers take the citations' flags, the bar their sources
-    answer.apply("done", { status: "cited", citations: sources.map((s, i) => ({ ...s, number: i + 1, weak: i === 2 })) });
+    answer.apply("done", { status: "cited",
+                           citations: sources.map((s, i) => ({ ...s, number: i + 1, weak: i === 2 })) });
     if (layout) box.getBoundingClientRect();
     busy += performance.now() - start;
     for (const record of observer.takeRecords()) added += record.addedNodes.length;

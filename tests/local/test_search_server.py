@@ -118,7 +118,7 @@ def test_stopped_server_frees_its_port(server):
     with pytest.raises(requests.exceptions.ConnectionError):
         requests.get(url + "/usage", timeout=2)
     with pytest.raises(RuntimeError):
-        local.base_url
+        _ = local.base_url
 
 
 def test_credentials_point_the_tool_at_the_server(server):
@@ -215,8 +215,8 @@ def test_the_tool_through_the_sdk_searches_the_local_server(reg, server):
         (
             {"query": QUESTION, "provider": "tavily"},
             "failing",
-            "Tavily refused the API key (HTTP 401: Unauthorized: missing or invalid API key.); check the Tavily API key in "
-            "the G-Cite plugin's credentials",
+            "Tavily refused the API key (HTTP 401: Unauthorized: missing or invalid API key.); "
+            "check the Tavily API key in the G-Cite plugin's credentials",
         ),
         ({"query": QUESTION}, "none", "provider: no search provider is configured"),
         ({"query": QUESTION, "top_k": 0}, "good", "top_k: expected a whole number from 1 to 50, got 0"),

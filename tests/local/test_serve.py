@@ -171,8 +171,8 @@ def test_gcite_chat_cli_against_serve(local):
         (["--fail-on", " "], "error: --fail-on: the text is empty"),
         (
             ["--knowledge-base", "{tmp}/bad.json"],
-            "error: --knowledge-base {tmp}/bad.json: not a JSON file (Expecting property name enclosed in double quotes at "
-            "line 1, column 2)",
+            "error: --knowledge-base {tmp}/bad.json: not a JSON file "
+            "(Expecting property name enclosed in double quotes at line 1, column 2)",
         ),
         (["--knowledge-base", "{tmp}/list.json"], "error: --knowledge-base {tmp}/list.json: not a knowledge base"),
         (

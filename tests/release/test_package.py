@@ -127,7 +127,8 @@ def test_package_holds_only_what_the_plugin_runs(built):
 
 
 def test_the_docs_give_the_packages_size_and_file_count(built):
-    """docs/packaging.md says "about N KB (M files)" and its Chinese page "约 N KB（M 个文件）": M exactly, N within 10 %."""
+    """docs/packaging.md says "about N KB (M files)" and its Chinese page "约 N KB（M 个文件）": M exactly, N within
+    10 %."""
     pages = {
         "docs/packaging.md": r"about (\d+) KB \((\d+) files\)",
         "docs/zh/packaging.md": r"约 (\d+) KB（(\d+) 个文件）",
