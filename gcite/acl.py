@@ -365,6 +365,12 @@ class KnowledgeApi:
     def _count(self) -> None:
         self.requests_made += 1
 
+    def retry_or_fail(self, what: str, call: str, attempt: int, last: bool, problem: str) -> None:
+        """After a failed attempt: wait before the next one, or fail when it was the last."""
+        if last:
+            raise AclAdminError(EXIT_API, f"{what}: {call} failed after {attempts(attempt + 1)}: {problem}") from None
+        self.wait(attempt, None, f"{what}: {problem}")
+
     def request(self, method: str, path: str, what: str, **kwargs: Any) -> Any:
         url = self.base_url + path
         for attempt in range(self.retries + 1):
@@ -374,11 +380,7 @@ class KnowledgeApi:
                 response = self.send(method, url, **kwargs)
             except self._requests.exceptions.Timeout:
                 problem = f"no complete answer within {self.request_seconds:g} s"
-                if last:
-                    raise AclAdminError(
-                        EXIT_API, f"{what}: {method} {url} failed after {attempts(attempt + 1)}: {problem}"
-                    ) from None
-                self.wait(attempt, None, f"{what}: {problem}")
+                self.retry_or_fail(what, f"{method} {url}", attempt, last, problem)
                 continue
             except BodyTooLarge:
                 raise AclAdminError(
@@ -394,11 +396,7 @@ class KnowledgeApi:
                         f"check --base-url / DIFY_BASE_URL",
                     ) from None
                 problem = self.redact(f"{type(error).__name__}: {error}")
-                if last:
-                    raise AclAdminError(
-                        EXIT_API, f"{what}: {method} {url} failed after {attempts(attempt + 1)}: {problem}"
-                    ) from None
-                self.wait(attempt, None, f"{what}: {problem}")
+                self.retry_or_fail(what, f"{method} {url}", attempt, last, problem)
                 continue
             status = response.status_code
             rate_limited = status == 429 or (status == 403 and "rate limit" in self.message(response))

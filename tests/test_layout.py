@@ -166,6 +166,9 @@ def test_no_test_imports_another_test_or_conftest():
 
 WINDOW = 6
 SKIPPED = re.compile(r"^(#.*|[()\[\]{},:;]*|(from|import) .*|\"\"\"|'''|)$")
+# one parameter or argument per line, as the formatter splits a long signature or call (`name: type = default,`,
+# `*,`, `) -> T:`): the same parameters in two signatures are not a repeated block of logic
+PARAMETER = re.compile(r"^(\*{0,2}\w+(: [^=]+?)?( ?= ?.+?)?,|\*,|\)( -> .+)?:)$")
 EXPLAINED = re.compile(r"#.*\b(repeat|repeated|same as|copy of|mirrors)\b", re.IGNORECASE)
 
 
@@ -173,7 +176,7 @@ def meaningful_lines(path: Path) -> list[tuple[int, str]]:
     lines = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         text = " ".join(line.split())
-        if not SKIPPED.match(text):
+        if not SKIPPED.match(text) and not PARAMETER.match(text):
             lines.append((number, text))
     return lines
 
