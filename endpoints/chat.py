@@ -20,9 +20,15 @@ import jwt
 from dify_plugin import Endpoint
 from werkzeug import Request, Response
 
+from citations.support import check as support_check
 from endpoints.chat_protocol import INTERNAL_ERROR, OPEN_COMMENT, Translator, error_event, gcite_sse, translate
 from endpoints.settings import Config, SettingError, logger, normal_origin, read_settings
 from tools.params import LONE_SURROGATE
+from tools.validate_citations import off_loop
+
+# The support check at an answer's end is CPU-bound: it runs in a real OS thread (gevent's pool), so one long or
+# hostile answer never holds the loop that serves every other caller's stream (issue 34, item 3).
+support_check.run_elsewhere = off_loop
 
 
 MAX_BODY_BYTES = 64 * 1024

@@ -1633,9 +1633,20 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
 MAX_BACKING_WORK = 2_000_000  # unit look-ups for "does some chunk back this uncited sentence?" in one answer
 MAX_PASSAGE_WORK = 20_000_000  # characters the cues' passage searches may read in one answer; then no more cues
 MAX_SENTENCE_SHOWN = 300
+# Where the check runs: None = in the caller's thread. The plugin sets a function `(function, *args) -> its result`
+# that runs it in a real OS thread (endpoints/chat.py, `off_loop`): one answer's check never holds the event loop
+# every other stream shares.
+run_elsewhere = None
 
 
 def check_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEIGHTS):
+    """`checked_support`, in the thread `run_elsewhere` chooses (when set)."""
+    if run_elsewhere is not None:
+        return run_elsewhere(checked_support, pieces, chunks, question, phrases, weights)
+    return checked_support(pieces, chunks, question, phrases, weights)
+
+
+def checked_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEIGHTS):
     """The support check over an answer as pieces: its text without markers (strings) and, where a marker stood,
     its citation ({"ids": [chunk id, …]}). `chunks`: {int id: chunk}, the content under "content"; `question`:
     the user's question (its own words weigh less); `phrases`: the refusal phrases (a sentence holding one states
@@ -2019,7 +2030,7 @@ class CitationStream:
 
 def unchecked(plain):
     """What `check_support` returns, for an answer not checked: its text, and no scores, reasons or sentences."""
-    return {"text": "".join(part for part in plain if isinstance(part, str)), "support": {}, "reasons": {},
+    return {"text": "".join(part for part in plain if isinstance(part, str)), "support": {}, "reasons": {}, "reason": {},
             "uncited_sentences": [], "citation_recall_proxy": None, "citation_precision_proxy": None}
 
 

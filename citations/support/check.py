@@ -7,16 +7,27 @@ from citations.support.chunk import ChunkView
 from citations.support.reasons import missing_items, reason_text
 from citations.support.score import coverage, judge, plain_share, support_score
 from citations.support.sentences import sentence_of, sentence_spans
-from citations.support.text import normal_form
+from citations.support.text import CJK, normal_form  # noqa: F401 (CJK: citations/prompt.py imports it from here)
 from citations.support.units import content_units, unit_set
 from citations.support.weights import DEFAULT_WEIGHTS
 
 MAX_BACKING_WORK = 2_000_000  # unit look-ups for "does some chunk back this uncited sentence?" in one answer
 MAX_PASSAGE_WORK = 20_000_000  # characters the cues' passage searches may read in one answer; then no more cues
 MAX_SENTENCE_SHOWN = 300
+# Where the check runs: None = in the caller's thread. The plugin sets a function `(function, *args) -> its result`
+# that runs it in a real OS thread (endpoints/chat.py, `off_loop`): one answer's check never holds the event loop
+# every other stream shares.
+run_elsewhere = None
 
 
 def check_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEIGHTS):
+    """`checked_support`, in the thread `run_elsewhere` chooses (when set)."""
+    if run_elsewhere is not None:
+        return run_elsewhere(checked_support, pieces, chunks, question, phrases, weights)
+    return checked_support(pieces, chunks, question, phrases, weights)
+
+
+def checked_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEIGHTS):
     """The support check over an answer as pieces: its text without markers (strings) and, where a marker stood,
     its citation ({"ids": [chunk id, …]}). `chunks`: {int id: chunk}, the content under "content"; `question`:
     the user's question (its own words weigh less); `phrases`: the refusal phrases (a sentence holding one states
