@@ -3,12 +3,13 @@
 import sys
 
 from bench import common  # noqa: F401  (puts the repository root on sys.path)
-from bench import cited_answer, endpoint, filtering, hostile, merging, node_cost, plugin_stdio, streaming, support
+from bench import (cited_answer, endpoint, filtering, hostile, merging, node_cost, plugin_stdio, streaming, support,
+                   support_hostile)
 
 
 def main() -> int:
     results = [merging.run(), streaming.run(), support.run(), node_cost.run(), filtering.run(), plugin_stdio.run(),
-               hostile.run(), endpoint.run(), cited_answer.run()]
+               hostile.run(), support_hostile.run(), endpoint.run(), cited_answer.run()]
     return 0 if all(results) else 1
 
 

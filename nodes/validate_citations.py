@@ -552,8 +552,19 @@ DEFAULT_WEIGHTS = Weights()
 THOUSANDS = re.compile(r",(?<=\d,)(?=\d{3}(?!\d))")  # a comma between digits, three follow: 1,000
 CODE_HINT = re.compile(r"\d(?:(?<=[A-Za-z]\d)|(?=[A-Za-z]))")  # a digit beside a letter: a code's sign, found fast
 NUMBER_TOKENS = re.compile(r"\d\d*(?:\.\d+)?")  # digits, with a decimal part
-# a run of Chinese numerals before a measure word (三十个, 两天)
-ZH_NUMBER = re.compile("[零一二两三四五六七八九十百千][零一二两三四五六七八九十百千]*(?=[个天次楼层人元分年月日点号周岁小倍位条])")
+# a run of Chinese numerals, which counts as a number before a measure word (三十个, 两天: ZH_MEASURE). Found as a whole
+# run and the next character tested: a pattern with the measure word as a lookahead would read a long run without
+# one again from each of its characters (quadratic).
+ZH_NUMBER = re.compile("[零一二两三四五六七八九十百千][零一二两三四五六七八九十百千]*")
+ZH_MEASURE = frozenset("个天次楼层人元分年月日点号周岁小倍位条")
+
+
+def zh_numbers(text):
+    """`text` with each run of Chinese numerals before a measure word written in digits."""
+    def digits(match):
+        end = match.end()
+        return str(zh_number(match.group())) if end < len(text) and text[end] in ZH_MEASURE else match.group()
+    return ZH_NUMBER.sub(digits, text)
 
 
 @cache
@@ -671,7 +682,7 @@ def content_units(text, question=None, normalized=False, weights=DEFAULT_WEIGHTS
         text = THOUSANDS.sub("", text)
     ascii_only = text.isascii()  # no Chinese numeral, run or stop character to look for (str.isascii costs nothing)
     if not ascii_only:
-        text = ZH_NUMBER.sub(lambda m: str(zh_number(m.group())), text)
+        text = zh_numbers(text)
     exact = set()
     numbers = NUMBER_TOKENS.findall(text)
     if numbers:  # numbers and codes (a code holds a digit)
@@ -833,11 +844,12 @@ def negation_word(text):
     return match.group().strip() if match else None
 
 
-def negated_thing_cue(sentence_text, passage):
+def negated_thing_cue(sentence_text, passage, view=None):
     """When both negate: the sentence negates X (不X, 没有X) and the passage states X without a negation just
     before it (没有握…手 against 也握了她的手): {"kind": "negation", "claim": "没有握"}; else None."""
     cleared = without_not_negations(sentence_text)
     passage_cleared = without_not_negations(passage)
+    held = Held(passage_cleared, view)
     for match in negated_zh().finditer(cleared):
         at = match.end()
         while at < len(cleared) and cleared[at] in NEGATION_BRIDGE:
@@ -846,11 +858,51 @@ def negated_thing_cue(sentence_text, passage):
             thing = cleared[at:at + size]
             if len(thing) < size or not CJK_RUNS.fullmatch(thing) or (size == 1 and thing in STOP_CHARS):
                 continue
-            if thing in passage_cleared and not negated_somewhere(passage_cleared, thing):
+            if held.holds(thing) and not held.negated_somewhere(thing):
                 return {"kind": "negation", "claim": sentence_text[match.start():at + size]}
-            if thing in passage_cleared:
+            if held.holds(thing):
                 break
     return None
+
+
+class Held:
+    """What one text holds, for the negation rule's loops over the other side's negations: whether it holds a one- or
+    two-character string (its set of those, made on first use) and `negated_somewhere` / `negated_before` per word,
+    each found once. Asked for every negation of a long text, they would read the whole other text each time
+    (quadratic); this way a word's places are read once, and all words' places add up to the text's length."""
+
+    def __init__(self, text, view=None):
+        self.text = text
+        self._view = view  # the chunk's view, whose work budget pays for the reading (None: no bound)
+        self._grams = None
+        self._somewhere = {}
+        self._before = {}
+
+    def holds(self, thing):
+        if len(thing) > 2:
+            return thing in self.text
+        if self._grams is None:
+            text = self.text
+            self.spend(len(text) * 150)
+            self._grams = set(text) | {text[i:i + 2] for i in range(len(text) - 1)}
+        return thing in self._grams
+
+    def spend(self, units):
+        if self._view is not None:
+            self._view.spend(units)
+
+    def negated_somewhere(self, word):
+        self.spend(300)
+        if word not in self._somewhere:
+            self.spend(self.text.count(word) * 600 + len(self.text) // 4)
+            self._somewhere[word] = negated_somewhere(self.text, word)
+        return self._somewhere[word]
+
+    def negated_before(self, word):
+        if word not in self._before:
+            self.spend(self.text.count(word) * 600 + len(self.text) // 4)
+            self._before[word] = negated_before(self.text, word)
+        return self._before[word]
 
 
 def negated_somewhere(text, word):
@@ -883,7 +935,7 @@ def negation_cue(sentence_text, view, passage, said=None):
     said = negated(sentence_text) if said is None else said
     if said:
         if negated(passage):
-            return negated_thing_cue(sentence_text, passage)
+            return negated_thing_cue(sentence_text, passage, view)
         if NEGATION_CHARS.search(not_negations().sub("", sentence_text)):
             return {"kind": "negation", "claim": negation_word(sentence_text)}
         # English: the negated word itself must stand in the passage ("do not need" against "need"); a negation
@@ -899,6 +951,7 @@ def negation_cue(sentence_text, view, passage, said=None):
                     rest.append(word)
             if rest:
                 if passage_units is None:
+                    view.spend(len(passage) * 60)
                     passage_units = set(map(word_unit, WORD_TOKENS.findall(passage)))
                 negated_word = rest[0].group()
                 end = rest[0].end()  # the phrase runs to the word after the negated one, within the clause
@@ -911,15 +964,18 @@ def negation_cue(sentence_text, view, passage, said=None):
     if not view.negated():
         return None
     cleared = without_not_negations(passage)
+    held = Held(cleared, view)
     for match in negated_zh().finditer(cleared):
+        view.spend(2000)
         at = match.end()
         while at < len(cleared) and cleared[at] in NEGATION_BRIDGE + "得准":
             at += 1
         thing = cleared[at:at + 2]
         if (len(thing) == 2 and CJK_RUNS.fullmatch(thing) and thing in sentence_text
-                and negated_before(cleared, thing)):
+                and held.negated_before(thing)):
             return {"kind": "negation", "source": cleared[match.start():at + 2]}
     for match in negated_around_en().finditer(passage):  # "pets are not allowed" against "pets are allowed"
+        view.spend(3000)
         before, negation, after = match.groups()
         if re.search(rf"\b{re.escape(before)} {re.escape(after)}\b", sentence_text):
             return {"kind": "negation", "source": f"{negation} {after}"}
@@ -936,7 +992,7 @@ NUMBER_AFTER = re.compile(r"(\d\d*(?:\.\d+)?)\s*(%|[A-Za-z]+|[^\x00-\x7f\d\s]{1,
 @cache
 def number_before():
     """A word and the number right after it (floor 7)."""
-    return re.compile(r"([A-Za-z]+)\s+(\d+(?:\.\d+)?)")
+    return re.compile(r"(?<![A-Za-z])([A-Za-z]+)\s+(\d+(?:\.\d+)?)")  # from a word's start: linear
 
 
 @cache
@@ -1031,6 +1087,31 @@ def expand_chunk(text, units):
     return units | extra
 
 
+class OverBudget(Exception):
+    """The answer's or the sentence's work budget is spent: the citation being checked is left unchecked."""
+
+
+class Work:
+    """The work budget of one answer's support check and of its current sentence, in units of about a nanosecond
+    of this machine's time: `spend` takes from both and raises OverBudget once either is spent (docs/support-check.md,
+    "Bounded cost"). The rules whose work grows with the answer times a chunk (a passage search, a cue reading the
+    passage) spend from it before they read."""
+
+    def __init__(self, answer_units):
+        self.left = answer_units
+        self.sentence_left = answer_units
+
+    def sentence(self, units):
+        """A new sentence, which may spend at most `units` (and what the answer has left)."""
+        self.sentence_left = units
+
+    def spend(self, units):
+        self.left -= units
+        self.sentence_left -= units
+        if self.left < 0 or self.sentence_left < 0:
+            raise OverBudget
+
+
 class ChunkView:
     """What the support check needs of one chunk: its units (with synonyms and conversions), its casefolded text
     and, on first use, its sentences (where a cue looks for the passage that matches the cited sentence)."""
@@ -1043,12 +1124,24 @@ class ChunkView:
         self._converted = None
         self._quantities = None
         self._held = {}
-        self._budget = budget  # [characters the passage searches of this answer may still read], shared by the chunks
+        self._budget = budget  # the answer's Work (shared by the chunks), or None: no bound
+        self._memo = {}
         self._sentences = None
         self._negated = None
         self._words = None
         self._word_line = None
         self._numbers = None
+
+    def spend(self, units):
+        """Take `units` from the answer's work budget (OverBudget once it is spent)."""
+        if self._budget is not None:
+            self._budget.spend(units)
+
+    def memo(self, key, make):
+        """make(), made once per chunk."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
 
     def sentences(self):
         if self._sentences is None:
@@ -1112,14 +1205,11 @@ class ChunkView:
         return self._converted
 
     def passage(self, units):
-        """(the chunk sentence holding the most of `units`, a sentence's weighted units; the share it holds);
-        ("", 0.0) once the answer's passage budget is spent (see MAX_PASSAGE_WORK)."""
+        """(the chunk sentence holding the most of `units`, a sentence's weighted units; the share it holds).
+        Spends from the work budget first (it reads the chunk once per unit)."""
         sentences = self.sentences()
         keys = [(unit[1:] if unit[0] == "#" else unit, weight) for unit, weight in units.items()]
-        if self._budget is not None:
-            self._budget[0] -= len(keys) * len(self.text)
-            if self._budget[0] < 0:
-                return "", 0.0
+        self.spend(len(keys) * (len(self.text) // 2 + 50 * len(sentences)) + len(self.text) * 4)
         total = sum(weight for _, weight in keys) or 1.0
         if len(sentences) <= 1:
             return self.text, sum(weight for key, weight in keys if key in self.text) / total
@@ -1191,10 +1281,13 @@ def missing_items(sentence, view, others=None, limit=MAX_MISSING_SHOWN):
                 j += 1
             items.append((2, run.start() + i, chars[i:j]))
             i = j
-    shown = []
+    shown, seen = [], set()
     for _, _, item in sorted(items):
-        if item not in shown:
+        if item not in seen:
+            seen.add(item)
             shown.append(item)
+            if len(shown) == limit:
+                break
     return shown[:limit]
 
 
@@ -1211,6 +1304,8 @@ def reason_text(reasons):
             parts.append(f"number: {reason['claim']} ≠ {reason['source']}")
         elif kind == "scope":
             parts.append(f"scope: {reason['claim']}")
+        elif kind == "unchecked":  # past the work budget: no verdict (citations.support.check.UNCHECKED)
+            parts.append("unchecked: over the support check's work budget")
         else:
             parts.append(f"{kind}: {reason['claim']}/{reason['source']}")
     return "; ".join(parts)
@@ -1257,11 +1352,13 @@ def antonym_candidates(sentence_text, units, view, words=None):
     return found
 
 
-def antonym_cue(candidates, passage):
+def antonym_cue(candidates, passage, view=None):
     """{"kind": "antonym", "claim": a, "source": b}: the sentence says a, the chunk's matching passage says its
     opposite b and not a."""
     passage_words = None
     for said, other, shown, shown_other in candidates:
+        if view is not None:  # the work budget (citations.support.chunk.Work): each candidate reads the passage
+            view.spend(len(passage) * 60 + passage.count(other) * 600)
         if said.isascii():
             passage_words = passage_words if passage_words is not None else words_of(passage)
             if other in passage_words and said not in passage_words:
@@ -1314,7 +1411,7 @@ def measure_cue(sentence_text, view):
     if LATIN.search(sentence_text) and DIGIT.search(sentence_text):
         said = month_numbers(sentence_text)
         if said:
-            chunk = month_numbers(view.text)
+            chunk = view.memo("month_numbers", lambda: month_numbers(view.text))  # once per chunk
             for number, month in said:
                 if (number, month) in chunk:
                     continue
@@ -1375,17 +1472,19 @@ ROLE_HINT = re.compile("than|" + "|".join(ROLE_VERBS))
 @cache
 def role_patterns():
     return (re.compile(rf"([{CJK}a-z0-9]{{2}})比([{CJK}a-z0-9]{{2}})"),
-            re.compile(r"([a-z0-9]+) (?:is |are |was |were )?[a-z]+er than ([a-z0-9]+)"),
-            re.compile(rf"([a-z0-9]+) (?:{'|'.join(ROLE_VERBS)}) ([a-z0-9]+)"))
+            re.compile(r"(?<![a-z0-9])([a-z0-9]+) (?:is |are |was |were )?[a-z]+er than ([a-z0-9]+)"),
+            re.compile(rf"(?<![a-z0-9])([a-z0-9]+) (?:{'|'.join(ROLE_VERBS)}) ([a-z0-9]+)"))  # from a word's start
 
 
-def roles_cue(sentence_text, passage):
+def roles_cue(sentence_text, passage, view=None):
     """{"kind": "roles", "claim": "A比B", "source": "B比A"}: the sentence's two sides swapped in the passage."""
     for pattern in role_patterns():
         claim = pattern.search(sentence_text)
         if not claim or claim.group(1) == claim.group(2):
             continue
         for source in pattern.finditer(passage):
+            if view is not None:
+                view.spend(1500)  # a match of the passage (the work budget: citations.support.chunk.Work)
             if (source.group(1), source.group(2)) == (claim.group(2), claim.group(1)):
                 return {"kind": "roles", "claim": claim.group(), "source": source.group()}
     return None
@@ -1396,7 +1495,7 @@ def scope_cue(sentence_text, view, words=None):
     """{"kind": "scope", "claim": w}: the sentence says all/only/always… (SCOPE_ZH, SCOPE_EN) and the chunk does not;
     the first such word of the sentence. `words`: the sentence's `words_of`, when the caller has it."""
     said = [] if sentence_text.isascii() else [(sentence_text.find(word), -len(word), word) for word in SCOPE_ZH
-                                                if word in sentence_text and word not in view.text]
+                                                if word in sentence_text and not view.holds(word)]
     if words is None and LATIN.search(sentence_text):
         words = words_of(sentence_text)
     if words and not SCOPE_EN.isdisjoint(words):  # `words` holds every word of the sentence (and more forms)
@@ -1428,9 +1527,14 @@ def inline_code():
     return re.compile(r"`[^`\n]*`?")
 
 
-@cache
-def table_rule():
-    return re.compile(r"[ \t]*\|?[ \t:|-]*-[ \t:|-]*")
+RULE_CHARACTERS = frozenset(" \t:|-")
+
+
+def is_table_rule(line):
+    """Is a table line its rule (`|---|:--:|`)? Spaces, tabs, colons, bars and at least one dash: what the pattern
+    it replaces matched in full (optional blanks and bar, then blanks, colons, bars and dashes around a dash), read
+    in one pass (that pattern backtracked: quadratic on a long line of dashes that is no rule after all)."""
+    return "-" in line and RULE_CHARACTERS.issuperset(line)
 
 
 def full_stop_ends(line, dot):
@@ -1440,7 +1544,7 @@ def full_stop_ends(line, dot):
     return after.isascii() or after.isspace() or is_cjk(after)
 
 
-def not_an_end(text, begin, dot):
+def not_an_end(text, begin, dot, counts=None):
     """Does the . ; ! or ? at `text[dot]` (in a sentence starting at `begin`) end nothing? When a lower-case word
     follows, inside brackets or quotes still open, and for a full stop of an abbreviation (`Co.`, `e.g.`, `U.S.`,
     `v.`) or an initial (`Mark T. Smith`), and for a full stop before a character beyond ASCII that is neither a space
@@ -1452,10 +1556,11 @@ def not_an_end(text, begin, dot):
         return True
     if text[dot] == ";" and following[:1].isascii():
         return True  # an English semicolon joins the clauses of one sentence
-    if following and text.count("(", begin, dot) > text.count(")", begin, dot):
-        return True
-    if following and text.count('"', begin, dot) % 2:
-        return True
+    if following:
+        opened, closed, quotes = counts.upto(dot) if counts else (
+            text.count("(", begin, dot), text.count(")", begin, dot), text.count('"', begin, dot))
+        if opened > closed or quotes % 2:
+            return True
     if text[dot] != ".":
         return False
     word = WORD_BEFORE_DOT.search(text, max(0, dot - 12), dot)
@@ -1468,6 +1573,24 @@ def not_an_end(text, begin, dot):
         return bool(following)  # an initial, unless the text ends here
     parts = word.split(".")
     return len(parts) > 1 and all(0 < len(part) <= 2 for part in parts)
+
+
+class Counts:
+    """The ( ) and " of a line from `begin` on, counted once as the reader moves forward: a line with thousands of
+    stops that end nothing (`(a. B a. B …`) costs its length, not its length times its stops."""
+
+    def __init__(self, text, begin):
+        self.text, self.at, self.opened, self.closed, self.quotes = text, begin, 0, 0, 0
+
+    def upto(self, dot):
+        """The counts over text[begin:dot] (dot never goes back)."""
+        text, at = self.text, self.at
+        if dot > at:
+            self.opened += text.count("(", at, dot)
+            self.closed += text.count(")", at, dot)
+            self.quotes += text.count('"', at, dot)
+            self.at = dot
+        return self.opened, self.closed, self.quotes
 
 
 def sentence_spans(text):
@@ -1485,18 +1608,20 @@ def sentence_spans(text):
         if fence or not stripped:
             continue
         if stripped.startswith("|"):
-            if not table_rule().fullmatch(line):
+            if not is_table_rule(line):
                 spans.append((at, at + len(line), "row"))
             continue
         kind = "heading" if stripped.startswith("#") else "text"
         masked = inline_code().sub(lambda m: "x" * len(m.group()), line) if "`" in line else line
         begin = LINE_MARK.match(line).end()
+        counts = Counts(masked, begin)
         for end in SENTENCE_END.finditer(masked, begin):
-            if end.group()[0] in ".;!?" and not_an_end(masked, begin, end.start()):
+            if end.group()[0] in ".;!?" and not_an_end(masked, begin, end.start(), counts):
                 continue
             if end.end() > begin:
                 spans.append((at + begin, at + end.end(), kind))
                 begin = end.end()
+                counts = Counts(masked, begin)
         if line[begin:].strip():
             spans.append((at + begin, at + len(line), kind))
     return spans
@@ -1597,6 +1722,8 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
     score = found / needed * weights.missing_exact ** missing * weights.missing_decay ** lacking
     if found < needed and parts is None:
         parts = sentence_parts(text)
+    if parts and found < needed:  # each part is read once per unit: the sentence's length times its units
+        view.spend(len(units) * (len(text) // 2 + 50 * len(parts)))
     weakest = weakest_part(units, parts, view.units, others, weights) if parts and found < needed else None
     if weakest is not None:
         score = min(score, (1 - weights.part_weight) * score + weights.part_weight * weakest)
@@ -1618,8 +1745,9 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
         if negation or antonym or roles:
             passage, share = view.passage(units)
             if share >= weights.passage_match:  # the chunk's passage says enough of the sentence for a cue to count
+                view.spend(len(passage) * 30 + len(text) * 30)  # the cues' patterns over the passage and sentence
                 for cue in (negation and negation_cue(text, view, passage, said),
-                            antonym and antonym_cue(candidates, passage), roles and roles_cue(text, passage)):
+                            antonym and antonym_cue(candidates, passage, view), roles and roles_cue(text, passage, view)):
                     if cue:
                         reasons.append(cue)
     for reason in reasons:
@@ -1631,7 +1759,14 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
 
 # --- citations/support/check.py ----------------------------------------
 MAX_BACKING_WORK = 2_000_000  # unit look-ups for "does some chunk back this uncited sentence?" in one answer
-MAX_PASSAGE_WORK = 20_000_000  # characters the cues' passage searches may read in one answer; then no more cues
+# The work budget (citations.support.chunk.Work, in units of about a nanosecond): an answer may spend WORK_BASE and
+# WORK_PER_CHARACTER per character of the answer and of the chunks it cites; one sentence SENTENCE_WORK_BASE and
+# that much per character of itself and of the chunks it cites. A citation whose check would spend more is left
+# unchecked (UNCHECKED), never given a verdict from half its rules. Ordinary answers spend a fraction of it.
+WORK_BASE = 5_000_000
+WORK_PER_CHARACTER = 500
+SENTENCE_WORK_BASE = 2_000_000
+UNCHECKED = {"kind": "unchecked", "why": "work budget"}
 MAX_SENTENCE_SHOWN = 300
 # Where the check runs: None = in the caller's thread. The plugin sets a function `(function, *args) -> its result`
 # that runs it in a real OS thread (endpoints/chat.py, `off_loop`): one answer's check never holds the event loop
@@ -1671,7 +1806,14 @@ def checked_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEI
                     cited[index].append(chunk_id)
     question_units = unit_set(question) if question else None
     views = {}
-    budget = [MAX_PASSAGE_WORK]
+    lengths = {}  # chunk id -> the length of its text (for the work budget)
+    for ids in cited:
+        for chunk_id in ids:
+            if chunk_id not in lengths:
+                chunk = (chunks or {}).get(int(chunk_id))
+                content = chunk.get("content") if isinstance(chunk, dict) else None
+                lengths[chunk_id] = len(content) if isinstance(content, str) else 0
+    budget = Work(WORK_BASE + WORK_PER_CHARACTER * (len(text) + sum(lengths.values())))
 
     def view_of(chunk_id):
         if chunk_id not in views:
@@ -1685,6 +1827,7 @@ def checked_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEI
     backing = Backing(lambda: [view.units for view in map(view_of, map(str, chunks or {})) if view is not None])
     support = {}  # chunk id -> lowest score over the sentences citing it
     lowest = {}  # chunk id -> (sentence, cues, holders) of that lowest score
+    unchecked = set()  # chunk ids with a (sentence, chunk) pair past the work budget
     pairs = good_pairs = claims = backed = 0
     uncited = []
     for (start, end, kind), ids in zip(spans, cited):
@@ -1707,8 +1850,14 @@ def checked_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEI
                 plain = support_score(units, {unit for unit, n in holders.items() if n}, weights=weights)
             if plain >= threshold:
                 backed += 1
+            budget.sentence(SENTENCE_WORK_BASE + WORK_PER_CHARACTER * (end - start + sum(lengths[i] for i in known)))
             for chunk_id in known:
-                score, cues = judge(said, units, views[chunk_id], holders, parts, covered, weights)
+                try:
+                    views[chunk_id].spend(len(said) * 20)  # the pair's own reading of the sentence
+                    score, cues = judge(said, units, views[chunk_id], holders, parts, covered, weights)
+                except OverBudget:
+                    unchecked.add(chunk_id)
+                    continue
                 if chunk_id not in support or score < support[chunk_id]:
                     support[chunk_id] = score
                     lowest[chunk_id] = (sentence, cues, holders)
@@ -1719,7 +1868,11 @@ def checked_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEI
         if factual or (factual is False and backing.backs(units, threshold)):
             claims += 1
             uncited.append(sentence if len(sentence) <= MAX_SENTENCE_SHOWN else sentence[:MAX_SENTENCE_SHOWN - 1] + "…")
-    reasons = {}
+    for chunk_id in unchecked:  # a weak verdict found stays (the lowest score can only be lower); else unchecked
+        if chunk_id not in support or support[chunk_id] >= threshold:
+            support.pop(chunk_id, None)
+            lowest.pop(chunk_id, None)
+    reasons = {chunk_id: [dict(UNCHECKED)] for chunk_id in unchecked if chunk_id not in support}
     for chunk_id, (sentence, cues, others) in lowest.items():
         found = list(cues)
         if support[chunk_id] < threshold:

@@ -10,7 +10,7 @@ def scope_cue(sentence_text, view, words=None):
     """{"kind": "scope", "claim": w}: the sentence says all/only/always… (SCOPE_ZH, SCOPE_EN) and the chunk does not;
     the first such word of the sentence. `words`: the sentence's `words_of`, when the caller has it."""
     said = [] if sentence_text.isascii() else [(sentence_text.find(word), -len(word), word) for word in SCOPE_ZH
-                                                if word in sentence_text and word not in view.text]
+                                                if word in sentence_text and not view.holds(word)]
     if words is None and LATIN.search(sentence_text):
         words = words_of(sentence_text)
     if words and not SCOPE_EN.isdisjoint(words):  # `words` holds every word of the sentence (and more forms)
