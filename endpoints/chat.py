@@ -90,10 +90,12 @@ def caller(authorization: str | None, config: Config) -> tuple[str, list[str]]:
     if "aud" in claims and not claims["aud"]:  # PyJWT lets an empty audience through when none is configured
         raise HttpError(401, "invalid_token", "aud is empty")
     sub, roles = claims.get("sub"), claims.get("roles")
-    if not isinstance(sub, str) or not sub.strip() or len(sub) > MAX_SUB_CHARS:
+    # a lone surrogate (`"\ud800"` in the token's JSON) is no text: the app invocation could not carry it (issue 34)
+    if not isinstance(sub, str) or not sub.strip() or len(sub) > MAX_SUB_CHARS or LONE_SURROGATE.search(sub):
         raise HttpError(401, "invalid_token", "sub is not a user id")
     if not isinstance(roles, list) or len(roles) > MAX_ROLES or not all(
-            isinstance(r, str) and r.strip() and len(r) <= MAX_ROLE_CHARS for r in roles):
+            isinstance(r, str) and r.strip() and len(r) <= MAX_ROLE_CHARS and not LONE_SURROGATE.search(r)
+            for r in roles):
         raise HttpError(401, "invalid_token", "roles is not a list of role names")
     return sub, [r.strip() for r in roles]
 

@@ -264,6 +264,8 @@ function icon(type) {
   return svg;
 }
 
+const REASON_CHARS = 300;  // a reason line in the popover, at most (issue 34: the page drew 40,000 characters)
+
 /** Why a weak citation is weak, as lines in the page's language: from its `reasons` (objects with a `kind`), else
  *  its one-line `reason`, else a bare `missing` list. Unknown kinds are shown as they are. */
 export function reasons(citation) {
@@ -463,7 +465,13 @@ export class Answer {
     if (s.weak === true || unchecked) {  // unchecked (past the support check's work budget): says so, not "weak"
       if (s.weak === true) pop.append(el("div", "gc-pop-weak", T.weak));
       const why = reasons(s);
-      if (why.length) pop.appendChild(el("ul", "gc-pop-reasons")).append(...why.map((line) => el("li", "", line)));
+      // a reason line is cut to REASON_CHARS and wraps anywhere: a 40,000-character reason is never a 200,000-pixel box
+      const shown = why.slice(0, 8).map((line) => (line.length > REASON_CHARS ? `${line.slice(0, REASON_CHARS - 1)}…` : line));
+      if (shown.length) {
+        const list = pop.appendChild(el("ul", "gc-pop-reasons"));
+        list.style.overflowWrap = "anywhere";
+        list.append(...shown.map((line) => el("li", "", line)));
+      }
     }
     if (s.snippet) pop.append(el("blockquote", "gc-pop-snippet", s.snippet));
     const href = safeUrl(s.url || "");
