@@ -3,8 +3,8 @@
 import sys
 
 from bench import common  # noqa: F401  (puts the repository root on sys.path)
-from bench import (cited_answer, endpoint, filtering, hostile, merging, node_cost, plugin_stdio, streaming, support,
-                   support_hostile)
+from bench import cited_answer, endpoint, filtering, hostile, merging, node_cost, plugin_stdio, streaming, support
+from bench import support_hostile
 
 
 def main() -> int:

@@ -73,7 +73,8 @@ def open_brackets(scale: int) -> tuple[str, list[dict]]:
 
 def many_chunks_per_sentence(scale: int) -> tuple[str, list[dict]]:
     """Sentences citing all 30 chunks of 4,000 characters (× scale) that share their words and negations."""
-    chunks = [chunk(n, ("会议室不能预约。会议室可以预约, rooms are not booked than before. " * 100 * scale)) for n in range(1, 31)]
+    text = "会议室不能预约。会议室可以预约, rooms are not booked than before. "
+    chunks = [chunk(n, text * 100 * scale) for n in range(1, 31)]
     marks = "".join(f"[C:{n}]" for n in range(1, 31))
     return "".join(f"会议室都能预约，rooms are booked {n} times{marks}。" for n in range(40 * scale)), chunks
 

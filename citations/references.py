@@ -10,8 +10,8 @@ HIDDEN_SCHEMES = ("javascript", "vbscript", "data", "file")
 MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]()!|~])")  # inline markup
 BLOCK_START = re.compile(r"[#+=-]|\d{1,9}(?=[.)])")  # what would start a heading, list or rule at a line's start
 # Bounds (issue 34, item 7: Dify fails a Code node whose string output is over 400,000 characters): a title or
-# subtitle is shown to MAX_REFERENCE_TITLE_CHARS characters, a URL longer than MAX_URL_CHARS is not linked (a cut one would be
-# another address), and a whole list stops at MAX_LIST_CHARS with a line that says how many sources it left out.
+# subtitle is shown to MAX_REFERENCE_TITLE_CHARS characters, a URL longer than MAX_URL_CHARS is not linked (a cut
+# one would be another address), and a whole list stops at MAX_LIST_CHARS with a line counting the sources left out.
 MAX_REFERENCE_TITLE_CHARS = 300
 MAX_URL_CHARS = 2048
 MAX_LIST_CHARS = 100_000

@@ -74,8 +74,8 @@ HIDDEN_SCHEMES = ("javascript", "vbscript", "data", "file")
 MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]()!|~])")  # inline markup
 BLOCK_START = re.compile(r"[#+=-]|\d{1,9}(?=[.)])")  # what would start a heading, list or rule at a line's start
 # Bounds (issue 34, item 7: Dify fails a Code node whose string output is over 400,000 characters): a title or
-# subtitle is shown to MAX_REFERENCE_TITLE_CHARS characters, a URL longer than MAX_URL_CHARS is not linked (a cut one would be
-# another address), and a whole list stops at MAX_LIST_CHARS with a line that says how many sources it left out.
+# subtitle is shown to MAX_REFERENCE_TITLE_CHARS characters, a URL longer than MAX_URL_CHARS is not linked (a cut
+# one would be another address), and a whole list stops at MAX_LIST_CHARS with a line counting the sources left out.
 MAX_REFERENCE_TITLE_CHARS = 300
 MAX_URL_CHARS = 2048
 MAX_LIST_CHARS = 100_000
@@ -1112,14 +1112,14 @@ def expand_chunk(text, units):
     return units | extra
 
 
-class OverBudget(Exception):
+class OverBudgetError(Exception):
     """The answer's or the sentence's work budget is spent: the citation being checked is left unchecked."""
 
 
 class Work:
     """The work budget of one answer's support check and of its current sentence, in units of about a nanosecond
-    of this machine's time: `spend` takes from both and raises OverBudget once either is spent (docs/support-check.md,
-    "Bounded cost"). The rules whose work grows with the answer times a chunk (a passage search, a cue reading the
+    of this machine's time: `spend` takes from both and raises OverBudgetError once either is spent
+    (docs/support-check.md, "Bounded cost"). The rules whose work grows with the answer times a chunk (a passage search, a cue reading the
     passage) spend from it before they read."""
 
     def __init__(self, answer_units):
@@ -1134,7 +1134,7 @@ class Work:
         self.left -= units
         self.sentence_left -= units
         if self.left < 0 or self.sentence_left < 0:
-            raise OverBudget
+            raise OverBudgetError
 
 
 class ChunkView:
@@ -1158,7 +1158,7 @@ class ChunkView:
         self._numbers = None
 
     def spend(self, units):
-        """Take `units` from the answer's work budget (OverBudget once it is spent)."""
+        """Take `units` from the answer's work budget (OverBudgetError once it is spent)."""
         if self._budget is not None:
             self._budget.spend(units)
 
@@ -1772,7 +1772,8 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
             if share >= weights.passage_match:  # the chunk's passage says enough of the sentence for a cue to count
                 view.spend(len(passage) * 30 + len(text) * 30)  # the cues' patterns over the passage and sentence
                 for cue in (negation and negation_cue(text, view, passage, said),
-                            antonym and antonym_cue(candidates, passage, view), roles and roles_cue(text, passage, view)):
+                            antonym and antonym_cue(candidates, passage, view),
+                            roles and roles_cue(text, passage, view)):
                     if cue:
                         reasons.append(cue)
     for reason in reasons:
@@ -1880,7 +1881,7 @@ def checked_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEI
                 try:
                     views[chunk_id].spend(len(said) * 20)  # the pair's own reading of the sentence
                     score, cues = judge(said, units, views[chunk_id], holders, parts, covered, weights)
-                except OverBudget:
+                except OverBudgetError:
                     unchecked.add(chunk_id)
                     continue
                 if chunk_id not in support or score < support[chunk_id]:
@@ -2208,8 +2209,8 @@ class CitationStream:
 
 def unchecked(plain):
     """What `check_support` returns, for an answer not checked: its text, and no scores, reasons or sentences."""
-    return {"text": "".join(part for part in plain if isinstance(part, str)), "support": {}, "reasons": {}, "reason": {},
-            "uncited_sentences": [], "citation_recall_proxy": None, "citation_precision_proxy": None}
+    return {"text": "".join(part for part in plain if isinstance(part, str)), "support": {}, "reasons": {},
+            "reason": {}, "uncited_sentences": [], "citation_recall_proxy": None, "citation_precision_proxy": None}
 
 
 def pieces_of(parts):

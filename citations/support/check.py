@@ -3,7 +3,7 @@ the answer without markers and its citations (docs/support-check.md). A lexical 
 tokenizer: the share of the sentence's content found in the chunk, and contradiction cues."""
 
 from citations.phrases import normal_text
-from citations.support.chunk import ChunkView, OverBudget, Work
+from citations.support.chunk import ChunkView, OverBudgetError, Work
 from citations.support.reasons import missing_items, reason_text
 from citations.support.score import coverage, judge, plain_share, support_score
 from citations.support.sentences import sentence_of, sentence_spans
@@ -108,7 +108,7 @@ def checked_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEI
                 try:
                     views[chunk_id].spend(len(said) * 20)  # the pair's own reading of the sentence
                     score, cues = judge(said, units, views[chunk_id], holders, parts, covered, weights)
-                except OverBudget:
+                except OverBudgetError:
                     unchecked.add(chunk_id)
                     continue
                 if chunk_id not in support or score < support[chunk_id]:

@@ -59,14 +59,14 @@ def expand_chunk(text, units):
     return units | extra
 
 
-class OverBudget(Exception):
+class OverBudgetError(Exception):
     """The answer's or the sentence's work budget is spent: the citation being checked is left unchecked."""
 
 
 class Work:
     """The work budget of one answer's support check and of its current sentence, in units of about a nanosecond
-    of this machine's time: `spend` takes from both and raises OverBudget once either is spent (docs/support-check.md,
-    "Bounded cost"). The rules whose work grows with the answer times a chunk (a passage search, a cue reading the
+    of this machine's time: `spend` takes from both and raises OverBudgetError once either is spent
+    (docs/support-check.md, "Bounded cost"). The rules whose work grows with the answer times a chunk (a passage search, a cue reading the
     passage) spend from it before they read."""
 
     def __init__(self, answer_units):
@@ -81,7 +81,7 @@ class Work:
         self.left -= units
         self.sentence_left -= units
         if self.left < 0 or self.sentence_left < 0:
-            raise OverBudget
+            raise OverBudgetError
 
 
 class ChunkView:
@@ -105,7 +105,7 @@ class ChunkView:
         self._numbers = None
 
     def spend(self, units):
-        """Take `units` from the answer's work budget (OverBudget once it is spent)."""
+        """Take `units` from the answer's work budget (OverBudgetError once it is spent)."""
         if self._budget is not None:
             self._budget.spend(units)
 

@@ -115,7 +115,8 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
             if share >= weights.passage_match:  # the chunk's passage says enough of the sentence for a cue to count
                 view.spend(len(passage) * 30 + len(text) * 30)  # the cues' patterns over the passage and sentence
                 for cue in (negation and negation_cue(text, view, passage, said),
-                            antonym and antonym_cue(candidates, passage, view), roles and roles_cue(text, passage, view)):
+                            antonym and antonym_cue(candidates, passage, view),
+                            roles and roles_cue(text, passage, view)):
                     if cue:
                         reasons.append(cue)
     for reason in reasons:
