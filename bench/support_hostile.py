@@ -79,9 +79,19 @@ def many_chunks_per_sentence(scale: int) -> tuple[str, list[dict]]:
     return "".join(f"会议室都能预约，rooms are booked {n} times{marks}。" for n in range(40 * scale)), chunks
 
 
+def many_chunk_sentences(scale: int) -> tuple[str, list[dict]]:
+    """500 sentences (× scale) with a negation, each citing one of 30 chunks of 400 short sentences: the passage
+    search reads every chunk sentence for every citing sentence."""
+    words = "meeting room booking floor staff visitor badge parking lunch policy desk printer".split()
+    line = [" ".join(words[(n * 7 + k * 5) % len(words)] for k in range(12)).capitalize() for n in range(97)]
+    chunks = [chunk(n, " ".join(f"{line[(n + k) % 97]} not allowed {k % 9} days." for k in range(400)))
+              for n in range(1, 31)]
+    return "".join(f"{line[n % 97]} is not allowed {n % 9} days [C:{n % 30 + 1}]. " for n in range(500 * scale)), chunks
+
+
 CASES: dict[str, Case] = {f.__name__: f for f in (long_chunks, chinese_numerals, table_rule, long_words,
                                                      many_missing, many_parts, open_brackets,
-                                                     many_chunks_per_sentence)}
+                                                     many_chunks_per_sentence, many_chunk_sentences)}
 
 
 def size_of(answer: str, chunks: list[dict]) -> int:

@@ -196,6 +196,20 @@ def cors_headers(r: Request, config: Config | None) -> dict[str, str]:
     return {"Access-Control-Allow-Origin": origin.strip(), "Vary": "Origin"}
 
 
+class OffLoopTranslator(Translator):
+    """The Translator, with every event but a text delta handled in a real OS thread (`off_loop`): the end of an
+    answer (its citations, their support check, the done event) and a node's outputs are CPU work that grows with the
+    answer and the chunks; a delta is small and stays on the loop, where its event goes out at once."""
+
+    def feed(self, event):
+        if isinstance(event, Mapping) and event.get("event") == "message":
+            return super().feed(event)
+        return off_loop(super().feed, event)
+
+    def end(self):
+        return off_loop(super().end)
+
+
 class GCiteChatEndpoint(Endpoint):
     def _invoke(self, r: Request, values: Mapping, settings: Mapping) -> Response:
         config = None
@@ -232,7 +246,7 @@ class GCiteChatEndpoint(Endpoint):
         """The response body: a generator, so the daemon flushes each event as it comes; never raises. Events are
         encoded here (a lone surrogate becomes "?"), so not even encoding can fail after the body started."""
         yield OPEN_COMMENT.encode("ascii")
-        translator = Translator(source_node=config.source_node, snippet_length=config.snippet_length,
+        translator = OffLoopTranslator(source_node=config.source_node, snippet_length=config.snippet_length,
                                 conversation_handle=lambda cid: make_handle(config.secret, sub, cid))
 
         def app_events() -> Iterator[dict]:

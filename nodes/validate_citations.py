@@ -1234,7 +1234,7 @@ class ChunkView:
         Spends from the work budget first (it reads the chunk once per unit)."""
         sentences = self.sentences()
         keys = [(unit[1:] if unit[0] == "#" else unit, weight) for unit, weight in units.items()]
-        self.spend(len(keys) * (len(self.text) // 2 + 50 * len(sentences)) + len(self.text) * 4)
+        self.spend(len(keys) * (len(self.text) // 2 + 150 * len(sentences)) + len(self.text) * 4)
         total = sum(weight for _, weight in keys) or 1.0
         if len(sentences) <= 1:
             return self.text, sum(weight for key, weight in keys if key in self.text) / total
@@ -1790,7 +1790,7 @@ MAX_BACKING_WORK = 2_000_000  # unit look-ups for "does some chunk back this unc
 # that much per character of itself and of the chunks it cites. A citation whose check would spend more is left
 # unchecked (UNCHECKED), never given a verdict from half its rules. Ordinary answers spend a fraction of it.
 WORK_BASE = 5_000_000
-WORK_PER_CHARACTER = 500
+WORK_PER_CHARACTER = 700
 SENTENCE_WORK_BASE = 2_000_000
 UNCHECKED = {"kind": "unchecked", "why": "work budget"}
 MAX_SENTENCE_SHOWN = 300

@@ -17,7 +17,7 @@ MAX_BACKING_WORK = 2_000_000  # unit look-ups for "does some chunk back this unc
 # that much per character of itself and of the chunks it cites. A citation whose check would spend more is left
 # unchecked (UNCHECKED), never given a verdict from half its rules. Ordinary answers spend a fraction of it.
 WORK_BASE = 5_000_000
-WORK_PER_CHARACTER = 500
+WORK_PER_CHARACTER = 700
 SENTENCE_WORK_BASE = 2_000_000
 UNCHECKED = {"kind": "unchecked", "why": "work budget"}
 MAX_SENTENCE_SHOWN = 300

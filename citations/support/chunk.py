@@ -181,7 +181,7 @@ class ChunkView:
         Spends from the work budget first (it reads the chunk once per unit)."""
         sentences = self.sentences()
         keys = [(unit[1:] if unit[0] == "#" else unit, weight) for unit, weight in units.items()]
-        self.spend(len(keys) * (len(self.text) // 2 + 50 * len(sentences)) + len(self.text) * 4)
+        self.spend(len(keys) * (len(self.text) // 2 + 150 * len(sentences)) + len(self.text) * 4)
         total = sum(weight for _, weight in keys) or 1.0
         if len(sentences) <= 1:
             return self.text, sum(weight for key, weight in keys if key in self.text) / total
