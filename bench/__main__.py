@@ -13,6 +13,7 @@ from bench import (
     plugin_stdio,
     streaming,
     support,
+    support_hostile,
 )
 
 
@@ -25,6 +26,7 @@ def main() -> int:
         filtering.run(),
         plugin_stdio.run(),
         hostile.run(),
+        support_hostile.run(),
         endpoint.run(),
         cited_answer.run(),
     ]

@@ -9,6 +9,17 @@ LINK_SCHEMES = ("http", "https")
 HIDDEN_SCHEMES = ("javascript", "vbscript", "data", "file")
 MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]()!|~])")  # inline markup
 BLOCK_START = re.compile(r"[#+=-]|\d{1,9}(?=[.)])")  # what would start a heading, list or rule at a line's start
+# Bounds (issue 34, item 7: Dify fails a Code node whose string output is over 400,000 characters): a title or
+# subtitle is shown to MAX_REFERENCE_TITLE_CHARS characters, a URL longer than MAX_URL_CHARS is not linked (a cut
+# one would be another address), and a whole list stops at MAX_LIST_CHARS with a line counting the sources left out.
+MAX_REFERENCE_TITLE_CHARS = 300
+MAX_URL_CHARS = 2048
+MAX_LIST_CHARS = 100_000
+
+
+def shortened(text, limit=MAX_REFERENCE_TITLE_CHARS):
+    """`text` to `limit` characters, its last one "…" when it was cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def escape_markdown(text):
@@ -35,24 +46,38 @@ def escape_block_start(text):
 
 
 def reference_line(citation):
-    title = escape_markdown(citation["document_title"] or f"C:{citation['id']}")
+    title = escape_markdown(shortened(" ".join(str(citation["document_title"] or f"C:{citation['id']}").split())))
     url = citation.get("url") or ""
     url = url.strip() if isinstance(url, str) else ""
+    if len(url) > MAX_URL_CHARS:
+        url = ""  # not linked, not shown: cut, it would name another address
     scheme = url_scheme(url)
     if scheme in LINK_SCHEMES and urlsplit(url).netloc:
         line = f"[{title}]({quote(LONE_SURROGATE.sub(chr(0xFFFD), url), safe=':/?#@!$&*+,;=%~-._')})"
     else:
         line = escape_block_start(title)
     if citation.get("display_subtitle"):
-        line += " — " + escape_markdown(citation["display_subtitle"])
+        line += " — " + escape_markdown(shortened(" ".join(str(citation["display_subtitle"]).split())))
     if url and scheme not in LINK_SCHEMES and scheme not in HIDDEN_SCHEMES:
         line += " — " + escape_markdown(url)
     return line
 
 
+def bounded_lines(lines, count):
+    """The lines joined, to MAX_LIST_CHARS characters: whole lines, then one that counts the sources left out."""
+    out, size = [], 0
+    for n, line in enumerate(lines):
+        if size + len(line) + 1 > MAX_LIST_CHARS - 100:
+            out.append(f"…and {count - n} more sources (list cut at {MAX_LIST_CHARS:,} characters)")
+            break
+        out.append(line)
+        size += len(line) + 1
+    return "\n".join(out)
+
+
 def references_markdown(citations):
-    return "\n".join(f"{c['index']}. {reference_line(c)}" for c in citations)
+    return bounded_lines((f"{c['index']}. {reference_line(c)}" for c in citations), len(citations))
 
 
 def references_by_marker_markdown(citations):
-    return "\n".join(f"- [C:{c['id']}] {reference_line(c)}" for c in citations)
+    return bounded_lines((f"- [C:{c['id']}] {reference_line(c)}" for c in citations), len(citations))

@@ -5,7 +5,44 @@ list it returns for Dify's Code node (30 items).
 """
 
 from citations.phrases import INSUFFICIENT_DEFAULT
+from citations.references import MAX_URL_CHARS
 from citations.stream import CitationStream
+
+# Dify fails a Code node whose string output (at any depth) is over 400,000 characters (CODE_MAX_STRING_LENGTH):
+# every string `main` returns is capped below that, a cut one ending in CUT (issue 34, item 7)
+CUT = "…[cut]"
+MAX_ANSWER_CHARS = 380_000  # answer, answer_without_markers (the lists are bounded in citations.references)
+MAX_FIELD_CHARS = 2_000  # a citation's text fields and its one-line reason
+MAX_ITEM_CHARS = 200  # an invalid id, a reason's claim, source or missing item
+
+
+def capped(value, limit):
+    """A string to `limit` characters, ending in CUT when it was cut; anything else as it is."""
+    if not isinstance(value, str) or len(value) <= limit:
+        return value
+    return value[: limit - len(CUT)] + CUT
+
+
+def capped_reason(reason):
+    out = {}
+    for key, value in reason.items():
+        out[key] = (
+            [capped(item, MAX_ITEM_CHARS) for item in value]
+            if isinstance(value, list)
+            else capped(value, MAX_ITEM_CHARS)
+        )
+    return out
+
+
+def capped_citation(citation):
+    """A citation with every text field within MAX_FIELD_CHARS; a URL over MAX_URL_CHARS is dropped (cut, it would
+    be another address)."""
+    out = {key: capped(value, MAX_FIELD_CHARS) for key, value in citation.items()}
+    if isinstance(citation.get("url"), str) and len(citation["url"]) > MAX_URL_CHARS:
+        out["url"] = ""
+    if isinstance(citation.get("reasons"), list):
+        out["reasons"] = [capped_reason(r) if isinstance(r, dict) else r for r in citation["reasons"]]
+    return out
 
 
 def cap_texts(items, limit):
@@ -59,7 +96,12 @@ def main(
     stream = CitationStream(chunk_metadata, insufficient_phrases, question)
     stream.feed(answer)
     result = stream.result()
-    result["citations"] = cap_citations(result["citations"], max_list_items)
-    result["invalid_ids"] = cap_texts(result["invalid_ids"], max_list_items)
-    result["uncited_sentences"] = cap_texts(result["uncited_sentences"], max_list_items)
+    result["citations"] = [capped_citation(c) for c in cap_citations(result["citations"], max_list_items)]
+    result["invalid_ids"] = [capped(i, MAX_ITEM_CHARS) for i in cap_texts(result["invalid_ids"], max_list_items)]
+    result["uncited_sentences"] = [
+        capped(s, MAX_FIELD_CHARS) for s in cap_texts(result["uncited_sentences"], max_list_items)
+    ]
+    for name in ("answer", "answer_without_markers"):
+        result[name] = capped(result[name], MAX_ANSWER_CHARS)
+    result["id_map"] = {capped(key, MAX_ITEM_CHARS): value for key, value in result["id_map"].items()}
     return result

@@ -20,9 +20,15 @@ import jwt
 from dify_plugin import Endpoint
 from werkzeug import Request, Response
 
+from citations.support import check as support_check
 from endpoints.chat_protocol import INTERNAL_ERROR, OPEN_COMMENT, Translator, error_event, gcite_sse, translate
 from endpoints.settings import Config, SettingError, logger, normal_origin, read_settings
 from tools.params import LONE_SURROGATE
+from tools.validate_citations import off_loop
+
+# The support check at an answer's end is CPU-bound: it runs in a real OS thread (gevent's pool), so one long or
+# hostile answer never holds the loop that serves every other caller's stream (issue 34, item 3).
+support_check.run_elsewhere = off_loop
 
 MAX_BODY_BYTES = 64 * 1024
 MAX_QUERY_CHARS = 4000
@@ -89,12 +95,16 @@ def caller(authorization: str | None, config: Config) -> tuple[str, list[str]]:
     if "aud" in claims and not claims["aud"]:  # PyJWT lets an empty audience through when none is configured
         raise HttpError(401, "invalid_token", "aud is empty")
     sub, roles = claims.get("sub"), claims.get("roles")
-    if not isinstance(sub, str) or not sub.strip() or len(sub) > MAX_SUB_CHARS:
+    # a lone surrogate (`"\ud800"` in the token's JSON) is no text: the app invocation could not carry it (issue 34)
+    if not isinstance(sub, str) or not sub.strip() or len(sub) > MAX_SUB_CHARS or LONE_SURROGATE.search(sub):
         raise HttpError(401, "invalid_token", "sub is not a user id")
     if (
         not isinstance(roles, list)
         or len(roles) > MAX_ROLES
-        or not all(isinstance(r, str) and r.strip() and len(r) <= MAX_ROLE_CHARS for r in roles)
+        or not all(
+            isinstance(r, str) and r.strip() and len(r) <= MAX_ROLE_CHARS and not LONE_SURROGATE.search(r)
+            for r in roles
+        )
     ):
         raise HttpError(401, "invalid_token", "roles is not a list of role names")
     return sub, [r.strip() for r in roles]
@@ -199,6 +209,20 @@ def cors_headers(r: Request, config: Config | None) -> dict[str, str]:
     return {"Access-Control-Allow-Origin": origin.strip(), "Vary": "Origin"}
 
 
+class OffLoopTranslator(Translator):
+    """The Translator, with every event but a text delta handled in a real OS thread (`off_loop`): the end of an
+    answer (its citations, their support check, the done event) and a node's outputs are CPU work that grows with the
+    answer and the chunks; a delta is small and stays on the loop, where its event goes out at once."""
+
+    def feed(self, event):
+        if isinstance(event, Mapping) and event.get("event") == "message":
+            return super().feed(event)
+        return off_loop(super().feed, event)
+
+    def end(self):
+        return off_loop(super().end)
+
+
 class GCiteChatEndpoint(Endpoint):
     def _invoke(self, r: Request, values: Mapping, settings: Mapping) -> Response:
         config = None
@@ -240,7 +264,7 @@ class GCiteChatEndpoint(Endpoint):
         """The response body: a generator, so the daemon flushes each event as it comes; never raises. Events are
         encoded here (a lone surrogate becomes "?"), so not even encoding can fail after the body started."""
         yield OPEN_COMMENT.encode("ascii")
-        translator = Translator(
+        translator = OffLoopTranslator(
             source_node=config.source_node,
             snippet_length=config.snippet_length,
             conversation_handle=lambda cid: make_handle(config.secret, sub, cid),

@@ -1,4 +1,4 @@
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 from dify_plugin import Tool
@@ -14,17 +14,32 @@ STREAMED = ("answer", "answer_without_markers", "references_markdown", "referenc
 MAX_LIST_ITEMS = 1000
 
 
+def off_loop(function: Callable[..., Any], *args: Any) -> Any:
+    """`function(*args)` in a real OS thread of gevent's pool when called on the plugin's event loop (the SDK patches
+    threading with gevent): CPU-bound work there would hold every other stream and tool call until it ended; in
+    its own thread the interpreter switches away from it every few milliseconds. Elsewhere (a worker thread, tests
+    without gevent's patching) it runs here."""
+    try:
+        from gevent import get_hub, monkey
+    except ImportError:
+        return function(*args)
+    if not monkey.is_module_patched("threading"):
+        return function(*args)
+    return get_hub().threadpool.apply(function, args)
+
+
 class ValidateCitationsTool(Tool):
     """Thin adapter: the node does the work; bad input raises with the parameter's name."""
 
     def _invoke(self, tool_parameters: dict[str, Any]) -> Generator[ToolInvokeMessage, None, None]:
         phrases = tool_parameters.get("insufficient_phrases")
-        outputs = validate_citations.main(
-            answer=tool_parameters.get("answer"),
-            chunk_metadata=_chunk_list(tool_parameters.get("chunk_metadata")),
-            insufficient_phrases=INSUFFICIENT_DEFAULT if phrases is None else phrases,
-            max_list_items=MAX_LIST_ITEMS,
-            question=tool_parameters.get("question") or "",
+        outputs = off_loop(  # the support check is CPU-bound: never on the loop other streams share
+            validate_citations.main,
+            tool_parameters.get("answer"),
+            _chunk_list(tool_parameters.get("chunk_metadata")),
+            INSUFFICIENT_DEFAULT if phrases is None else phrases,
+            MAX_LIST_ITEMS,
+            tool_parameters.get("question") or "",
         )
         for name, value in outputs.items():
             if name in STREAMED:

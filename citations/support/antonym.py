@@ -50,11 +50,13 @@ def antonym_candidates(sentence_text, units, view, words=None):
     return found
 
 
-def antonym_cue(candidates, passage):
+def antonym_cue(candidates, passage, view=None):
     """{"kind": "antonym", "claim": a, "source": b}: the sentence says a, the chunk's matching passage says its
     opposite b and not a."""
     passage_words = None
     for said, other, shown, shown_other in candidates:
+        if view is not None:  # the work budget (citations.support.chunk.Work): each candidate reads the passage
+            view.spend(len(passage) * 60 + passage.count(other) * 600)
         if said.isascii():
             passage_words = passage_words if passage_words is not None else words_of(passage)
             if other in passage_words and said not in passage_words:

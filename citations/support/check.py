@@ -3,7 +3,7 @@ the answer without markers and its citations (docs/support-check.md). A lexical 
 tokenizer: the share of the sentence's content found in the chunk, and contradiction cues."""
 
 from citations.phrases import normal_text
-from citations.support.chunk import ChunkView
+from citations.support.chunk import ChunkView, OverBudgetError, Work
 from citations.support.reasons import missing_items, reason_text
 from citations.support.score import coverage, judge, plain_share, support_score
 from citations.support.sentences import sentence_of, sentence_spans
@@ -12,11 +12,29 @@ from citations.support.units import content_units, unit_set
 from citations.support.weights import DEFAULT_WEIGHTS
 
 MAX_BACKING_WORK = 2_000_000  # unit look-ups for "does some chunk back this uncited sentence?" in one answer
-MAX_PASSAGE_WORK = 20_000_000  # characters the cues' passage searches may read in one answer; then no more cues
+# The work budget (citations.support.chunk.Work, in units of about a nanosecond): an answer may spend WORK_BASE and
+# WORK_PER_CHARACTER per character of the answer and of the chunks it cites; one sentence SENTENCE_WORK_BASE and
+# that much per character of itself and of the chunks it cites. A citation whose check would spend more is left
+# unchecked (UNCHECKED), never given a verdict from half its rules. Ordinary answers spend a fraction of it.
+WORK_BASE = 5_000_000
+WORK_PER_CHARACTER = 700
+SENTENCE_WORK_BASE = 2_000_000
+UNCHECKED = {"kind": "unchecked", "why": "work budget"}
 MAX_SENTENCE_SHOWN = 300
+# Where the check runs: None = in the caller's thread. The plugin sets a function `(function, *args) -> its result`
+# that runs it in a real OS thread (endpoints/chat.py, `off_loop`): one answer's check never holds the event loop
+# every other stream shares.
+run_elsewhere = None
 
 
 def check_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEIGHTS):
+    """`checked_support`, in the thread `run_elsewhere` chooses (when set)."""
+    if run_elsewhere is not None:
+        return run_elsewhere(checked_support, pieces, chunks, question, phrases, weights)
+    return checked_support(pieces, chunks, question, phrases, weights)
+
+
+def checked_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEIGHTS):
     """The support check over an answer as pieces: its text without markers (strings) and, where a marker stood,
     its citation ({"ids": [chunk id, …]}). `chunks`: {int id: chunk}, the content under "content"; `question`:
     the user's question (its own words weigh less); `phrases`: the refusal phrases (a sentence holding one states
@@ -41,7 +59,14 @@ def check_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEIGH
                     cited[index].append(chunk_id)
     question_units = unit_set(question) if question else None
     views = {}
-    budget = [MAX_PASSAGE_WORK]
+    lengths = {}  # chunk id -> the length of its text (for the work budget)
+    for ids in cited:
+        for chunk_id in ids:
+            if chunk_id not in lengths:
+                chunk = (chunks or {}).get(int(chunk_id))
+                content = chunk.get("content") if isinstance(chunk, dict) else None
+                lengths[chunk_id] = len(content) if isinstance(content, str) else 0
+    budget = Work(WORK_BASE + WORK_PER_CHARACTER * (len(text) + sum(lengths.values())))
 
     def view_of(chunk_id):
         if chunk_id not in views:
@@ -55,6 +80,7 @@ def check_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEIGH
     backing = Backing(lambda: [view.units for view in map(view_of, map(str, chunks or {})) if view is not None])
     support = {}  # chunk id -> lowest score over the sentences citing it
     lowest = {}  # chunk id -> (sentence, cues, holders) of that lowest score
+    unchecked = set()  # chunk ids with a (sentence, chunk) pair past the work budget
     pairs = good_pairs = claims = backed = 0
     uncited = []
     for (start, end, kind), ids in zip(spans, cited):
@@ -77,8 +103,14 @@ def check_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEIGH
                 plain = support_score(units, {unit for unit, n in holders.items() if n}, weights=weights)
             if plain >= threshold:
                 backed += 1
+            budget.sentence(SENTENCE_WORK_BASE + WORK_PER_CHARACTER * (end - start + sum(lengths[i] for i in known)))
             for chunk_id in known:
-                score, cues = judge(said, units, views[chunk_id], holders, parts, covered, weights)
+                try:
+                    views[chunk_id].spend(len(said) * 20)  # the pair's own reading of the sentence
+                    score, cues = judge(said, units, views[chunk_id], holders, parts, covered, weights)
+                except OverBudgetError:
+                    unchecked.add(chunk_id)
+                    continue
                 if chunk_id not in support or score < support[chunk_id]:
                     support[chunk_id] = score
                     lowest[chunk_id] = (sentence, cues, holders)
@@ -91,7 +123,11 @@ def check_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEIGH
             uncited.append(
                 sentence if len(sentence) <= MAX_SENTENCE_SHOWN else sentence[: MAX_SENTENCE_SHOWN - 1] + "…"
             )
-    reasons = {}
+    for chunk_id in unchecked:  # a weak verdict found stays (the lowest score can only be lower); else unchecked
+        if chunk_id not in support or support[chunk_id] >= threshold:
+            support.pop(chunk_id, None)
+            lowest.pop(chunk_id, None)
+    reasons = {chunk_id: [dict(UNCHECKED)] for chunk_id in unchecked if chunk_id not in support}
     for chunk_id, (sentence, cues, others) in lowest.items():
         found = list(cues)
         if support[chunk_id] < threshold:

@@ -59,6 +59,31 @@ def expand_chunk(text, units):
     return units | extra
 
 
+class OverBudgetError(Exception):
+    """The answer's or the sentence's work budget is spent: the citation being checked is left unchecked."""
+
+
+class Work:
+    """The work budget of one answer's support check and of its current sentence, in units of about a nanosecond
+    of this machine's time: `spend` takes from both and raises OverBudgetError once either is spent
+    (docs/support-check.md, "Bounded cost"). The rules whose work grows with the answer times a chunk (a passage search, a cue reading the
+    passage) spend from it before they read."""
+
+    def __init__(self, answer_units):
+        self.left = answer_units
+        self.sentence_left = answer_units
+
+    def sentence(self, units):
+        """A new sentence, which may spend at most `units` (and what the answer has left)."""
+        self.sentence_left = units
+
+    def spend(self, units):
+        self.left -= units
+        self.sentence_left -= units
+        if self.left < 0 or self.sentence_left < 0:
+            raise OverBudgetError
+
+
 class ChunkView:
     """What the support check needs of one chunk: its units (with synonyms and conversions), its casefolded text
     and, on first use, its sentences (where a cue looks for the passage that matches the cited sentence)."""
@@ -71,12 +96,24 @@ class ChunkView:
         self._converted = None
         self._quantities = None
         self._held = {}
-        self._budget = budget  # [characters the passage searches of this answer may still read], shared by the chunks
+        self._budget = budget  # the answer's Work (shared by the chunks), or None: no bound
+        self._memo = {}
         self._sentences = None
         self._negated = None
         self._words = None
         self._word_line = None
         self._numbers = None
+
+    def spend(self, units):
+        """Take `units` from the answer's work budget (OverBudgetError once it is spent)."""
+        if self._budget is not None:
+            self._budget.spend(units)
+
+    def memo(self, key, make):
+        """make(), made once per chunk."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
 
     def sentences(self):
         if self._sentences is None:
@@ -140,14 +177,11 @@ class ChunkView:
         return self._converted
 
     def passage(self, units):
-        """(the chunk sentence holding the most of `units`, a sentence's weighted units; the share it holds);
-        ("", 0.0) once the answer's passage budget is spent (see MAX_PASSAGE_WORK)."""
+        """(the chunk sentence holding the most of `units`, a sentence's weighted units; the share it holds).
+        Spends from the work budget first (it reads the chunk once per unit)."""
         sentences = self.sentences()
         keys = [(unit[1:] if unit[0] == "#" else unit, weight) for unit, weight in units.items()]
-        if self._budget is not None:
-            self._budget[0] -= len(keys) * len(self.text)
-            if self._budget[0] < 0:
-                return "", 0.0
+        self.spend(len(keys) * (len(self.text) // 2 + 150 * len(sentences)) + len(self.text) * 4)
         total = sum(weight for _, weight in keys) or 1.0
         if len(sentences) <= 1:
             return self.text, sum(weight for key, weight in keys if key in self.text) / total

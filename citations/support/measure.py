@@ -53,7 +53,7 @@ def measure_cue(sentence_text, view):
     if LATIN.search(sentence_text) and DIGIT.search(sentence_text):
         said = month_numbers(sentence_text)
         if said:
-            chunk = month_numbers(view.text)
+            chunk = view.memo("month_numbers", lambda: month_numbers(view.text))  # once per chunk
             for number, month in said:
                 if (number, month) in chunk:
                     continue

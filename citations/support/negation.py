@@ -63,11 +63,12 @@ def negation_word(text):
     return match.group().strip() if match else None
 
 
-def negated_thing_cue(sentence_text, passage):
+def negated_thing_cue(sentence_text, passage, view=None):
     """When both negate: the sentence negates X (不X, 没有X) and the passage states X without a negation just
     before it (没有握…手 against 也握了她的手): {"kind": "negation", "claim": "没有握"}; else None."""
     cleared = without_not_negations(sentence_text)
     passage_cleared = without_not_negations(passage)
+    held = Held(passage_cleared, view)
     for match in negated_zh().finditer(cleared):
         at = match.end()
         while at < len(cleared) and cleared[at] in NEGATION_BRIDGE:
@@ -76,11 +77,51 @@ def negated_thing_cue(sentence_text, passage):
             thing = cleared[at : at + size]
             if len(thing) < size or not CJK_RUNS.fullmatch(thing) or (size == 1 and thing in STOP_CHARS):
                 continue
-            if thing in passage_cleared and not negated_somewhere(passage_cleared, thing):
+            if held.holds(thing) and not held.negated_somewhere(thing):
                 return {"kind": "negation", "claim": sentence_text[match.start() : at + size]}
-            if thing in passage_cleared:
+            if held.holds(thing):
                 break
     return None
+
+
+class Held:
+    """What one text holds, for the negation rule's loops over the other side's negations: whether it holds a one- or
+    two-character string (its set of those, made on first use) and `negated_somewhere` / `negated_before` per word,
+    each found once. Asked for every negation of a long text, they would read the whole other text each time
+    (quadratic); this way a word's places are read once, and all words' places add up to the text's length."""
+
+    def __init__(self, text, view=None):
+        self.text = text
+        self._view = view  # the chunk's view, whose work budget pays for the reading (None: no bound)
+        self._grams = None
+        self._somewhere = {}
+        self._before = {}
+
+    def holds(self, thing):
+        if len(thing) > 2:
+            return thing in self.text
+        if self._grams is None:
+            text = self.text
+            self.spend(len(text) * 150)
+            self._grams = set(text) | {text[i : i + 2] for i in range(len(text) - 1)}
+        return thing in self._grams
+
+    def spend(self, units):
+        if self._view is not None:
+            self._view.spend(units)
+
+    def negated_somewhere(self, word):
+        self.spend(300)
+        if word not in self._somewhere:
+            self.spend(self.text.count(word) * 600 + len(self.text) // 4)
+            self._somewhere[word] = negated_somewhere(self.text, word)
+        return self._somewhere[word]
+
+    def negated_before(self, word):
+        if word not in self._before:
+            self.spend(self.text.count(word) * 600 + len(self.text) // 4)
+            self._before[word] = negated_before(self.text, word)
+        return self._before[word]
 
 
 def negated_somewhere(text, word):
@@ -113,7 +154,7 @@ def negation_cue(sentence_text, view, passage, said=None):
     said = negated(sentence_text) if said is None else said
     if said:
         if negated(passage):
-            return negated_thing_cue(sentence_text, passage)
+            return negated_thing_cue(sentence_text, passage, view)
         if NEGATION_CHARS.search(not_negations().sub("", sentence_text)):
             return {"kind": "negation", "claim": negation_word(sentence_text)}
         # English: the negated word itself must stand in the passage ("do not need" against "need"); a negation
@@ -129,6 +170,7 @@ def negation_cue(sentence_text, view, passage, said=None):
                     rest.append(word)
             if rest:
                 if passage_units is None:
+                    view.spend(len(passage) * 60)
                     passage_units = set(map(word_unit, WORD_TOKENS.findall(passage)))
                 negated_word = rest[0].group()
                 end = rest[0].end()  # the phrase runs to the word after the negated one, within the clause
@@ -142,14 +184,17 @@ def negation_cue(sentence_text, view, passage, said=None):
     if not view.negated():
         return None
     cleared = without_not_negations(passage)
+    held = Held(cleared, view)
     for match in negated_zh().finditer(cleared):
+        view.spend(2000)
         at = match.end()
         while at < len(cleared) and cleared[at] in NEGATION_BRIDGE + "得准":
             at += 1
         thing = cleared[at : at + 2]
-        if len(thing) == 2 and CJK_RUNS.fullmatch(thing) and thing in sentence_text and negated_before(cleared, thing):
+        if len(thing) == 2 and CJK_RUNS.fullmatch(thing) and thing in sentence_text and held.negated_before(thing):
             return {"kind": "negation", "source": cleared[match.start() : at + 2]}
     for match in negated_around_en().finditer(passage):  # "pets are not allowed" against "pets are allowed"
+        view.spend(3000)
         before, negation, after = match.groups()
         if re.search(rf"\b{re.escape(before)} {re.escape(after)}\b", sentence_text):
             return {"kind": "negation", "source": f"{negation} {after}"}

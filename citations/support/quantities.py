@@ -17,7 +17,7 @@ NUMBER_AFTER = re.compile(r"(\d\d*(?:\.\d+)?)\s*(%|[A-Za-z]+|[^\x00-\x7f\d\s]{1,
 @cache
 def number_before():
     """A word and the number right after it (floor 7)."""
-    return re.compile(r"([A-Za-z]+)\s+(\d+(?:\.\d+)?)")
+    return re.compile(r"(?<![A-Za-z])([A-Za-z]+)\s+(\d+(?:\.\d+)?)")  # from a word's start: linear
 
 
 @cache

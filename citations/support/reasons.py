@@ -72,10 +72,13 @@ def missing_items(sentence, view, others=None, limit=MAX_MISSING_SHOWN):
                 j += 1
             items.append((2, run.start() + i, chars[i:j]))
             i = j
-    shown = []
+    shown, seen = [], set()
     for _, _, item in sorted(items):
-        if item not in shown:
+        if item not in seen:
+            seen.add(item)
             shown.append(item)
+            if len(shown) == limit:
+                break
     return shown[:limit]
 
 
@@ -92,6 +95,8 @@ def reason_text(reasons):
             parts.append(f"number: {reason['claim']} ≠ {reason['source']}")
         elif kind == "scope":
             parts.append(f"scope: {reason['claim']}")
+        elif kind == "unchecked":  # past the work budget: no verdict (citations.support.check.UNCHECKED)
+            parts.append("unchecked: over the support check's work budget")
         else:
             parts.append(f"{kind}: {reason['claim']}/{reason['source']}")
     return "; ".join(parts)

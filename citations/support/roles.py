@@ -16,18 +16,20 @@ ROLE_HINT = re.compile("than|" + "|".join(ROLE_VERBS))
 def role_patterns():
     return (
         re.compile(rf"([{CJK}a-z0-9]{{2}})比([{CJK}a-z0-9]{{2}})"),
-        re.compile(r"([a-z0-9]+) (?:is |are |was |were )?[a-z]+er than ([a-z0-9]+)"),
-        re.compile(rf"([a-z0-9]+) (?:{'|'.join(ROLE_VERBS)}) ([a-z0-9]+)"),
-    )
+        re.compile(r"(?<![a-z0-9])([a-z0-9]+) (?:is |are |was |were )?[a-z]+er than ([a-z0-9]+)"),
+        re.compile(rf"(?<![a-z0-9])([a-z0-9]+) (?:{'|'.join(ROLE_VERBS)}) ([a-z0-9]+)"),
+    )  # from a word's start
 
 
-def roles_cue(sentence_text, passage):
+def roles_cue(sentence_text, passage, view=None):
     """{"kind": "roles", "claim": "A比B", "source": "B比A"}: the sentence's two sides swapped in the passage."""
     for pattern in role_patterns():
         claim = pattern.search(sentence_text)
         if not claim or claim.group(1) == claim.group(2):
             continue
         for source in pattern.finditer(passage):
+            if view is not None:
+                view.spend(1500)  # a match of the passage (the work budget: citations.support.chunk.Work)
             if (source.group(1), source.group(2)) == (claim.group(2), claim.group(1)):
                 return {"kind": "roles", "claim": claim.group(), "source": source.group()}
     return None

@@ -15,7 +15,7 @@ def scope_cue(sentence_text, view, words=None):
         else [
             (sentence_text.find(word), -len(word), word)
             for word in SCOPE_ZH
-            if word in sentence_text and word not in view.text
+            if word in sentence_text and not view.holds(word)
         ]
     )
     if words is None and LATIN.search(sentence_text):

@@ -90,6 +90,8 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
     score = found / needed * weights.missing_exact**missing * weights.missing_decay**lacking
     if found < needed and parts is None:
         parts = sentence_parts(text)
+    if parts and found < needed:  # each part is read once per unit: the sentence's length times its units
+        view.spend(len(units) * (len(text) // 2 + 50 * len(parts)))
     weakest = weakest_part(units, parts, view.units, others, weights) if parts and found < needed else None
     if weakest is not None:
         score = min(score, (1 - weights.part_weight) * score + weights.part_weight * weakest)
@@ -115,10 +117,11 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
         if negation or antonym or roles:
             passage, share = view.passage(units)
             if share >= weights.passage_match:  # the chunk's passage says enough of the sentence for a cue to count
+                view.spend(len(passage) * 30 + len(text) * 30)  # the cues' patterns over the passage and sentence
                 for cue in (
                     negation and negation_cue(text, view, passage, said),
-                    antonym and antonym_cue(candidates, passage),
-                    roles and roles_cue(text, passage),
+                    antonym and antonym_cue(candidates, passage, view),
+                    roles and roles_cue(text, passage, view),
                 ):
                     if cue:
                         reasons.append(cue)

@@ -31,9 +31,14 @@ def inline_code():
     return re.compile(r"`[^`\n]*`?")
 
 
-@cache
-def table_rule():
-    return re.compile(r"[ \t]*\|?[ \t:|-]*-[ \t:|-]*")
+RULE_CHARACTERS = frozenset(" \t:|-")
+
+
+def is_table_rule(line):
+    """Is a table line its rule (`|---|:--:|`)? Spaces, tabs, colons, bars and at least one dash: what the pattern
+    it replaces matched in full (optional blanks and bar, then blanks, colons, bars and dashes around a dash), read
+    in one pass (that pattern backtracked: quadratic on a long line of dashes that is no rule after all)."""
+    return "-" in line and RULE_CHARACTERS.issuperset(line)
 
 
 def full_stop_ends(line, dot):
@@ -43,7 +48,7 @@ def full_stop_ends(line, dot):
     return after.isascii() or after.isspace() or is_cjk(after)
 
 
-def not_an_end(text, begin, dot):
+def not_an_end(text, begin, dot, counts=None):
     """Does the . ; ! or ? at `text[dot]` (in a sentence starting at `begin`) end nothing? When a lower-case word
     follows, inside brackets or quotes still open, and for a full stop of an abbreviation (`Co.`, `e.g.`, `U.S.`,
     `v.`) or an initial (`Mark T. Smith`), and for a full stop before a character beyond ASCII that is neither a space
@@ -55,10 +60,14 @@ def not_an_end(text, begin, dot):
         return True
     if text[dot] == ";" and following[:1].isascii():
         return True  # an English semicolon joins the clauses of one sentence
-    if following and text.count("(", begin, dot) > text.count(")", begin, dot):
-        return True
-    if following and text.count('"', begin, dot) % 2:
-        return True
+    if following:
+        opened, closed, quotes = (
+            counts.upto(dot)
+            if counts
+            else (text.count("(", begin, dot), text.count(")", begin, dot), text.count('"', begin, dot))
+        )
+        if opened > closed or quotes % 2:
+            return True
     if text[dot] != ".":
         return False
     word = WORD_BEFORE_DOT.search(text, max(0, dot - 12), dot)
@@ -71,6 +80,24 @@ def not_an_end(text, begin, dot):
         return bool(following)  # an initial, unless the text ends here
     parts = word.split(".")
     return len(parts) > 1 and all(0 < len(part) <= 2 for part in parts)
+
+
+class Counts:
+    """The ( ) and " of a line from `begin` on, counted once as the reader moves forward: a line with thousands of
+    stops that end nothing (`(a. B a. B …`) costs its length, not its length times its stops."""
+
+    def __init__(self, text, begin):
+        self.text, self.at, self.opened, self.closed, self.quotes = text, begin, 0, 0, 0
+
+    def upto(self, dot):
+        """The counts over text[begin:dot] (dot never goes back)."""
+        text, at = self.text, self.at
+        if dot > at:
+            self.opened += text.count("(", at, dot)
+            self.closed += text.count(")", at, dot)
+            self.quotes += text.count('"', at, dot)
+            self.at = dot
+        return self.opened, self.closed, self.quotes
 
 
 def sentence_spans(text):
@@ -88,18 +115,20 @@ def sentence_spans(text):
         if fence or not stripped:
             continue
         if stripped.startswith("|"):
-            if not table_rule().fullmatch(line):
+            if not is_table_rule(line):
                 spans.append((at, at + len(line), "row"))
             continue
         kind = "heading" if stripped.startswith("#") else "text"
         masked = inline_code().sub(lambda m: "x" * len(m.group()), line) if "`" in line else line
         begin = LINE_MARK.match(line).end()
+        counts = Counts(masked, begin)
         for end in SENTENCE_END.finditer(masked, begin):
-            if end.group()[0] in ".;!?" and not_an_end(masked, begin, end.start()):
+            if end.group()[0] in ".;!?" and not_an_end(masked, begin, end.start(), counts):
                 continue
             if end.end() > begin:
                 spans.append((at + begin, at + end.end(), kind))
                 begin = end.end()
+                counts = Counts(masked, begin)
         if line[begin:].strip():
             spans.append((at + begin, at + len(line), kind))
     return spans

@@ -16,10 +16,21 @@ from citations.support.weights import DEFAULT_WEIGHTS
 THOUSANDS = re.compile(r",(?<=\d,)(?=\d{3}(?!\d))")  # a comma between digits, three follow: 1,000
 CODE_HINT = re.compile(r"\d(?:(?<=[A-Za-z]\d)|(?=[A-Za-z]))")  # a digit beside a letter: a code's sign, found fast
 NUMBER_TOKENS = re.compile(r"\d\d*(?:\.\d+)?")  # digits, with a decimal part
-# a run of Chinese numerals before a measure word (三十个, 两天)
-ZH_NUMBER = re.compile(
-    "[零一二两三四五六七八九十百千][零一二两三四五六七八九十百千]*(?=[个天次楼层人元分年月日点号周岁小倍位条])"
-)
+# a run of Chinese numerals, which counts as a number before a measure word (三十个, 两天: ZH_MEASURE). Found as a whole
+# run and the next character tested: a pattern with the measure word as a lookahead would read a long run without
+# one again from each of its characters (quadratic).
+ZH_NUMBER = re.compile("[零一二两三四五六七八九十百千][零一二两三四五六七八九十百千]*")
+ZH_MEASURE = frozenset("个天次楼层人元分年月日点号周岁小倍位条")
+
+
+def zh_numbers(text):
+    """`text` with each run of Chinese numerals before a measure word written in digits."""
+
+    def digits(match):
+        end = match.end()
+        return str(zh_number(match.group())) if end < len(text) and text[end] in ZH_MEASURE else match.group()
+
+    return ZH_NUMBER.sub(digits, text)
 
 
 @cache
@@ -137,7 +148,7 @@ def content_units(text, question=None, normalized=False, weights=DEFAULT_WEIGHTS
         text = THOUSANDS.sub("", text)
     ascii_only = text.isascii()  # no Chinese numeral, run or stop character to look for (str.isascii costs nothing)
     if not ascii_only:
-        text = ZH_NUMBER.sub(lambda m: str(zh_number(m.group())), text)
+        text = zh_numbers(text)
     exact = set()
     numbers = NUMBER_TOKENS.findall(text)
     if numbers:  # numbers and codes (a code holds a digit)

@@ -30,6 +30,7 @@ const TEXT = {
       number: (c, s) => `Another number: ${c} in the sentence, ${s} in the source`,
       roles: (c, s) => `Roles swapped: “${c}” in the sentence, “${s}” in the source`,
       scope: (c) => `The source does not say “${c}”`,
+      unchecked: () => "Not checked: the answer was too long to check in time",
     },
     accessMissing: "No access token: open this page with #token=… or embed it and send the token with postMessage.",
     errors: {
@@ -55,6 +56,7 @@ const TEXT = {
       number: (c, s) => `数字不同：句中是 ${c}，来源是 ${s}`,
       roles: (c, s) => `主客颠倒：句中是“${c}”，来源是“${s}”`,
       scope: (c) => `来源中没有“${c}”这样的说法`,
+      unchecked: () => "未核对：回答太长，未能及时核对",
     },
     accessMissing: "缺少访问令牌：请用 #token=… 打开本页，或嵌入本页后通过 postMessage 发送令牌。",
     errors: {
@@ -262,6 +264,8 @@ function icon(type) {
   return svg;
 }
 
+const REASON_CHARS = 300;  // a reason line in the popover, at most (issue 34: the page drew 40,000 characters)
+
 /** Why a weak citation is weak, as lines in the page's language: from its `reasons` (objects with a `kind`), else
  *  its one-line `reason`, else a bare `missing` list. Unknown kinds are shown as they are. */
 export function reasons(citation) {
@@ -457,10 +461,17 @@ export class Answer {
     const sub = [s.display_subtitle, s.site_name, s.published_date].map((x) => (typeof x === "string" ? x : ""))
       .filter((x, i, all) => x && !all.slice(0, i).some((before) => before.includes(x)));  // each said once
     if (sub.length) pop.append(el("div", "gc-pop-sub", sub.join(" · ")));
-    if (s.weak === true) {
-      pop.append(el("div", "gc-pop-weak", T.weak));
+    const unchecked = Array.isArray(s.reasons) && s.reasons.some((r) => r && r.kind === "unchecked");
+    if (s.weak === true || unchecked) {  // unchecked (past the support check's work budget): says so, not "weak"
+      if (s.weak === true) pop.append(el("div", "gc-pop-weak", T.weak));
       const why = reasons(s);
-      if (why.length) pop.appendChild(el("ul", "gc-pop-reasons")).append(...why.map((line) => el("li", "", line)));
+      // a reason line is cut to REASON_CHARS and wraps anywhere: a 40,000-character reason is never a 200,000-pixel box
+      const shown = why.slice(0, 8).map((line) => (line.length > REASON_CHARS ? `${line.slice(0, REASON_CHARS - 1)}…` : line));
+      if (shown.length) {
+        const list = pop.appendChild(el("ul", "gc-pop-reasons"));
+        list.style.overflowWrap = "anywhere";
+        list.append(...shown.map((line) => el("li", "", line)));
+      }
     }
     if (s.snippet) pop.append(el("blockquote", "gc-pop-snippet", s.snippet));
     const href = safeUrl(s.url || "");

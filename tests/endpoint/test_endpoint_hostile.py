@@ -155,3 +155,16 @@ def test_a_float_exp_and_a_listed_audience_are_still_accepted(plugin):
             plugin, {"query": "q"}, bearer=raw_token(payload), handler=Canned(dify_stream(["ok"], [])), settings=used
         )
         assert call.wait_head() == 200 and events_of(call)[-1][0] == "done"
+
+
+# --- issue 34, item 11: a lone surrogate in a signed claim ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("claims", [{"sub": "al\ud800ice"}, {"roles": ["前台", "x\udfffy"]}])
+def test_a_valid_token_whose_sub_or_role_holds_a_lone_surrogate_is_401(plugin, claims):
+    payload = {"sub": "alice", "roles": ["前台"], "exp": int(time.time()) + 600, **claims}
+    canned = Canned(dify_stream(["ok"], []))
+    call = post(plugin, {"query": "会议室怎么预约？"}, bearer=raw_token(payload), handler=canned)
+    assert call.wait_head() == 401 and json.loads(call.read())["code"] == "invalid_token"
+    assert canned.requests == []
+    assert not [log for log in plugin.logs if log.get("level") == "ERROR"]

@@ -870,3 +870,27 @@ def test_a_weak_citations_popover_says_why(served, browser):
             assert popover.locator(".gc-pop-weak").count() == (1 if n < 5 else 0)
             visit.page.keyboard.press("Escape")
         visit.close()
+
+
+def test_a_40000_character_reason_is_cut_and_wrapped_in_the_popover(served, browser):
+    huge = "x" * 40_000
+    weak = [
+        citation(1, weak=True, support=0.1, reasons=[{"kind": "missing", "items": [huge]}]),
+        citation(2, weak=True, support=0.1, reason=huge),
+    ]
+    events = [("ready", {}), ("sources", {"sources": [source(n) for n in (1, 2)]})]
+    for n in (1, 2):
+        events += [("text", {"text": f"第{n}句"}), ("cite", {"numbers": [n], "ids": [str(n)]})]
+    events.append(done(weak))
+    visit = Visit(browser, served["page"], locale="en-US").as_user(served, "wang")
+    answer_with(visit, events)
+    answer = visit.ask("any question")
+    popover = visit.page.locator("#gc-popover")
+    for n in (1, 2):
+        answer.locator(f".gc-body .gc-num[data-number='{n}']").click()
+        line = popover.locator(".gc-pop-reasons li").first
+        assert len(line.text_content()) <= 300 and line.text_content().endswith("…")
+        box = popover.bounding_box()
+        assert box["height"] < 1_500 and box["width"] <= visit.page.viewport_size["width"], box
+        visit.page.keyboard.press("Escape")
+    visit.close()

@@ -282,10 +282,13 @@ def test_a_shortened_second_year_is_the_year_the_chunk_gives():
     assert other["weak"] and "2019" in other["reasons"][0]["items"]
 
 
-def test_the_passage_search_is_bounded_per_answer(monkeypatch):
+def test_past_the_work_budget_a_citation_is_unchecked_not_judged_by_half_its_rules(monkeypatch):
     chunk = "。".join(f"第{i}条规定访客须登记" for i in range(200)) + "。访客不得进入机房。"
     answer = "访客可以进入机房[C:1]。" * 5
     assert "negation" in kinds(cite("访客可以进入机房。", chunk))
-    monkeypatch.setattr(support_check, "MAX_PASSAGE_WORK", 10)
-    result = main(answer, [{"id": "1", "content": chunk}])
-    assert result["citations"][0]["reasons"] == [] or "negation" not in kinds(result["citations"][0])
+    monkeypatch.setattr(support_check, "WORK_BASE", 10)
+    monkeypatch.setattr(support_check, "WORK_PER_CHARACTER", 0)
+    citation = main(answer, [{"id": "1", "content": chunk}])["citations"][0]
+    assert citation["support"] is None and citation["weak"] is False
+    assert citation["reasons"] == [{"kind": "unchecked", "why": "work budget"}]
+    assert citation["reason"] == "unchecked: over the support check's work budget"

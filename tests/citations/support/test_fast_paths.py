@@ -9,10 +9,11 @@ from hypothesis import strategies as st
 
 from citations.support.measure import short_measure
 from citations.support.negation import NEGATION_HINT_EN, negated_en, negated_zh
-from citations.support.quantities import NUMBER_AFTER, thing_key, unit_name
+from citations.support.quantities import NUMBER_AFTER, number_before, thing_key, unit_name
+from citations.support.roles import role_patterns
 from citations.support.sentences import PART_SPLIT, SENTENCE_END, full_stop_ends
 from citations.support.text import CJK, CJK_RUNS, COMMON_COMPATIBILITY, WORD_TOKENS, nfkc
-from citations.support.units import CODE_HINT, NUMBER_TOKENS, THOUSANDS, ZH_NUMBER, code_tokens
+from citations.support.units import CODE_HINT, NUMBER_TOKENS, THOUSANDS, ZH_MEASURE, ZH_NUMBER, code_tokens
 
 COMPAT_TEXT = st.lists(
     st.sampled_from(
@@ -67,6 +68,9 @@ PLAIN_PATTERNS = {
     "NUMBER_TOKENS": r"\d+(?:\.\d+)?",
     "WORD_TOKENS": "[A-Za-z\u00c0-\u024f]+",
     "ZH_NUMBER": "[零一二两三四五六七八九十百千]+(?=[个天次楼层人元分年月日点号周岁小倍位条])",
+    "NUMBER_BEFORE": r"([A-Za-z]+)\s+(\d+(?:\.\d+)?)",  # issue 34: shipped from a word's start only (linear)
+    "ROLES_THAN": r"([a-z0-9]+) (?:is |are |was |were )?[a-z]+er than ([a-z0-9]+)",
+    "ROLES_VERB": r"([a-z0-9]+) (?:defeated|beat|overtook|succeeded|replaced) ([a-z0-9]+)",
 }
 # what follows a number is read by `thing_key` and `unit_name`: NUMBER_AFTER may take more than the Chinese
 # characters after it, never anything these read differently
@@ -82,12 +86,18 @@ SHIPPED = {
     "CJK_RUNS": CJK_RUNS.finditer,
     "NUMBER_TOKENS": NUMBER_TOKENS.finditer,
     "WORD_TOKENS": WORD_TOKENS.finditer,
-    "ZH_NUMBER": ZH_NUMBER.finditer,
+    # issue 34: runs of numerals, kept before a measure word (`zh_numbers`): linear on a long run without one
+    "ZH_NUMBER": lambda text: (
+        m for m in ZH_NUMBER.finditer(text) if m.end() < len(text) and text[m.end()] in ZH_MEASURE
+    ),
+    "NUMBER_BEFORE": lambda text: number_before().finditer(text),
+    "ROLES_THAN": lambda text: role_patterns()[1].finditer(text),
+    "ROLES_VERB": lambda text: role_patterns()[2].finditer(text),
 }
 PATTERN_TEXT = st.lists(
     st.sampled_from(
         list("ab é0123456789١ ,:;.…。！？!?；，：但是并且而同时没有不非三十个人%天”）\n\t_\u3000\u4dc0丽ｶ米、")
-        + ["公里", "小时", "km", "5 miles"]
+        + ["公里", "小时", "km", "5 miles", " than ", "taller", " beat ", " is ", "7"]
         + [
             " and ",
             " but ",
