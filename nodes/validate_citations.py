@@ -83,7 +83,7 @@ MAX_LIST_CHARS = 100_000
 
 def shortened(text, limit=MAX_REFERENCE_TITLE_CHARS):
     """`text` to `limit` characters, its last one "…" when it was cut."""
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def escape_markdown(text):
@@ -1170,8 +1170,8 @@ class OverBudgetError(Exception):
 class Work:
     """The work budget of one answer's support check and of its current sentence, in units of about a nanosecond
     of this machine's time: `spend` takes from both and raises OverBudgetError once either is spent
-    (docs/support-check.md, "Bounded cost"). The rules whose work grows with the answer times a chunk (a passage search, a cue reading the
-    passage) spend from it before they read."""
+    (docs/support-check.md, "Bounded cost"). The rules whose work grows with the answer times a chunk (a passage
+    search, a cue reading the passage) spend from it before they read."""
 
     def __init__(self, answer_units):
         self.left = answer_units
@@ -1650,8 +1650,11 @@ def not_an_end(text, begin, dot, counts=None):
     if text[dot] == ";" and following[:1].isascii():
         return True  # an English semicolon joins the clauses of one sentence
     if following:
-        opened, closed, quotes = counts.upto(dot) if counts else (
-            text.count("(", begin, dot), text.count(")", begin, dot), text.count('"', begin, dot))
+        opened, closed, quotes = (
+            counts.upto(dot)
+            if counts
+            else (text.count("(", begin, dot), text.count(")", begin, dot), text.count('"', begin, dot))
+        )
         if opened > closed or quotes % 2:
             return True
     if text[dot] != ".":
@@ -2341,14 +2344,17 @@ def capped(value, limit):
     """A string to `limit` characters, ending in CUT when it was cut; anything else as it is."""
     if not isinstance(value, str) or len(value) <= limit:
         return value
-    return value[:limit - len(CUT)] + CUT
+    return value[: limit - len(CUT)] + CUT
 
 
 def capped_reason(reason):
     out = {}
     for key, value in reason.items():
-        out[key] = [capped(item, MAX_ITEM_CHARS) for item in value] if isinstance(value, list) else \
-            capped(value, MAX_ITEM_CHARS)
+        out[key] = (
+            [capped(item, MAX_ITEM_CHARS) for item in value]
+            if isinstance(value, list)
+            else capped(value, MAX_ITEM_CHARS)
+        )
     return out
 
 
@@ -2416,8 +2422,9 @@ def main(
     result = stream.result()
     result["citations"] = [capped_citation(c) for c in cap_citations(result["citations"], max_list_items)]
     result["invalid_ids"] = [capped(i, MAX_ITEM_CHARS) for i in cap_texts(result["invalid_ids"], max_list_items)]
-    result["uncited_sentences"] = [capped(s, MAX_FIELD_CHARS)
-                                   for s in cap_texts(result["uncited_sentences"], max_list_items)]
+    result["uncited_sentences"] = [
+        capped(s, MAX_FIELD_CHARS) for s in cap_texts(result["uncited_sentences"], max_list_items)
+    ]
     for name in ("answer", "answer_without_markers"):
         result[name] = capped(result[name], MAX_ANSWER_CHARS)
     result["id_map"] = {capped(key, MAX_ITEM_CHARS): value for key, value in result["id_map"].items()}

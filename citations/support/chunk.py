@@ -66,8 +66,8 @@ class OverBudgetError(Exception):
 class Work:
     """The work budget of one answer's support check and of its current sentence, in units of about a nanosecond
     of this machine's time: `spend` takes from both and raises OverBudgetError once either is spent
-    (docs/support-check.md, "Bounded cost"). The rules whose work grows with the answer times a chunk (a passage search, a cue reading the
-    passage) spend from it before they read."""
+    (docs/support-check.md, "Bounded cost"). The rules whose work grows with the answer times a chunk (a passage
+    search, a cue reading the passage) spend from it before they read."""
 
     def __init__(self, answer_units):
         self.left = answer_units

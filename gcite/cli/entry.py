@@ -13,7 +13,8 @@ def main() -> int:
         hint = (
             "pip install --no-deps -r requirements-engine.txt (graphon, the workflow engine, is installed apart)"
             if missing == ["graphon"]
-            else "pip install . in a clone, or make venv and run .venv/bin/python -m gcite (or source .venv/bin/activate)"
+            else "pip install . in a clone, or make venv and run .venv/bin/python -m gcite "
+            "(or source .venv/bin/activate)"
         )
         print(
             f"error: this Python ({sys.executable}) lacks G-Cite's packages ({', '.join(missing)}): {hint}",
