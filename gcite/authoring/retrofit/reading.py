@@ -7,9 +7,7 @@ Dify writes it in, so the passes after it can take those shapes for granted.
 
 from typing import Any
 
-import yaml
-
-from gcite import load_yaml
+from gcite.safeyaml import DslReadError, read_dsl
 
 APP_MODES = ("advanced-chat", "workflow")
 
@@ -19,17 +17,24 @@ class RetrofitRefusal(ValueError):
 
 
 def parse(text: str) -> tuple[dict[str, Any], bool]:
-    """The DSL document, and whether it came in the export API's `{"data": "<yaml>"}` form."""
+    """The DSL document, and whether it came in the export API's `{"data": "<yaml>"}` form (read as JSON: an emoji
+    escaped as a surrogate pair is the one character it stands for). Bounded (gcite/safeyaml.py): what cannot be
+    read is one line with its position."""
+    document, _yaml_text, wrapped = read_text(text)
+    return check_document(document), wrapped
+
+
+def read_text(text: str) -> tuple[Any, str, bool]:
+    """(document, its YAML text, wrapped), or a one-line refusal naming the position and the next step."""
     try:
-        document = load_yaml(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise RetrofitRefusal(f"not a Dify app DSL: the file is not valid YAML{where}") from None
-    wrapped = False
-    if isinstance(document, dict) and set(document) == {"data"} and isinstance(document["data"], str):
-        wrapped = True
-        return parse(document["data"])[0], wrapped
+        return read_dsl(text)
+    except DslReadError as error:
+        raise RetrofitRefusal(f"not a Dify app DSL: {error}; export the app again from Dify (Studio → app menu → "
+                              f"Export DSL) and retrofit that file") from None
+
+
+def check_document(document: Any) -> dict[str, Any]:
+    """The checks on the document's shape (every field a later pass reads, in the shape Dify writes it)."""
     if not isinstance(document, dict):
         raise RetrofitRefusal("not a Dify app DSL: the file is not a YAML mapping")
     kind = document.get("kind")
@@ -70,4 +75,4 @@ def parse(text: str) -> tuple[dict[str, Any], bool]:
         for field, kind, shape in shapes.get(str(data.get("type")), ()):
             if data.get(field) is not None and not isinstance(data[field], kind):
                 raise RetrofitRefusal(f"not a Dify app DSL: node {item['id']}'s {field} is not {shape}")
-    return document, wrapped
+    return document
