@@ -62,6 +62,7 @@ class Result:
     text: str
     changes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -104,7 +105,7 @@ def retrofit_path(plan: Plan, target: Target) -> None:
     source list, memory. Reads the path; writes the nodes, edges and prompt each pass names."""
     o = plan.options
     llm, lang = target.llm, lang_of(plan, target.llm)
-    v = dsl_build.Variant(plugin=o.nodes == "plugin", lang=lang, slots=o.slots)
+    v = dsl_build.Variant(plugin=o.nodes == "plugin", lang=label_lang(lang), slots=o.slots)
     rag = [target.source, target.selector[1]] if len(target.selector) == 2 else list(target.selector)
     upstream = target.source
     if o.acl:
@@ -121,6 +122,11 @@ def retrofit_path(plan: Plan, target: Target) -> None:
     note_builtin_memory(plan, llm)
 
 
+def label_lang(lang: str) -> str:
+    """The language of the added nodes' titles: the rules' where our chatflows have it, else English."""
+    return lang if lang in dsl_build.LANGS else "en"
+
+
 def complete_path(plan: Plan, llm_id: str) -> None:
     """An LLM retrofitted before: add what the options ask for and the first run did not (nothing by default).
     Reads the LLM's merge node (its context); writes the prompt, validate node, source list and memory the options
@@ -129,16 +135,16 @@ def complete_path(plan: Plan, llm_id: str) -> None:
     g = plan.graph
     merge = g.by_id[llm_id]["data"]["context"]["variable_selector"][0]
     lang = lang_of(plan, llm_id)
-    v = dsl_build.Variant(plugin=plan.options.nodes == "plugin", lang=lang, slots=plan.options.slots)
+    v = dsl_build.Variant(plugin=plan.options.nodes == "plugin", lang=label_lang(lang), slots=plan.options.slots)
     rewrite_prompt(plan, llm_id, lang)
-    validate = new_id("validate", llm_id)
+    validate = plan.id_of("validate", llm_id)
     if validate not in g.by_id:
         validate = add_validate(plan, Target(llm_id, merge, [merge, "formatted_chunks"], []), v, merge)
     if plan.options.sources_in_answer:
         list_sources(plan, llm_id, validate)
     if plan.options.memory:
         add_memory(plan, Target(llm_id, merge, [], []), v, validate)
-    if plan.options.acl and new_id("filter", llm_id) not in g.by_id:
+    if plan.options.acl and plan.id_of("filter", llm_id) not in g.by_id:
         # access control asked for and absent: written without it, the app would show every chunk to everyone
         raise RetrofitRefusal(f"--acl: LLM {g.title(llm_id)} was retrofitted before without access control, "
                               f"which retrofit adds on a first run only: run it with --acl on the app as "
@@ -151,4 +157,4 @@ def report(plan: Plan, wrapped: bool) -> Result:
     notes = plan.notes
     if wrapped:
         notes = ["read the export API's {\"data\": …} form; the output is the plain YAML Dify imports", *notes]
-    return Result(plan.document, dsl_build.render(plan.document), plan.changes, notes)
+    return Result(plan.document, dsl_build.render(plan.document), plan.changes, notes, plan.warnings)

@@ -29,7 +29,7 @@ def add_access_control(plan: Plan, target: Target, v: dsl_build.Variant) -> None
         variables.append({"variable": "user_roles", "label": v.text["user_roles"], "type": "text-input",
                           "required": False, "hide": True, "max_length": 256, "options": []})
         plan.change(f"input added: Start {g.title(start)} gains the hidden user_roles input")
-    roles = new_id("acl_roles", start)
+    roles = plan.id_of("acl_roles", start)
     if roles not in g.by_id:
         x, y = g.position_near(start, dy=DEFAULT_SIZE[1] + 2 * GAP)
         node = dsl_build.code_node(roles, x, y, v.text["acl_roles"], "acl_prefilter",
@@ -64,7 +64,7 @@ def add_filter(plan: Plan, target: Target, v: dsl_build.Variant, rag: list[str])
     the edge source → LLM. Returns the filtered chunks' selector and the filter node's id (what the merge node
     reads next)."""
     g, o = plan.graph, plan.options
-    node_id = new_id("filter", target.llm)
+    node_id = plan.id_of("filter", target.llm)
     start = g.start_id()
     if node_id not in g.by_id:
         x, y = g.position_near(target.source, dy=-(DEFAULT_SIZE[1] + 2 * GAP))

@@ -1,6 +1,7 @@
 """The app's graph as retrofit edits it: nodes by id, edges, what lies downstream, and the canvas (a new node goes
 beside what it joins, on a free spot). No pass of its own: every pass reads and writes the graph through this."""
 
+import unicodedata
 from typing import Any
 
 from gcite.authoring.retrofit.reading import RetrofitRefusal
@@ -23,8 +24,7 @@ class Graph:
 
     def title(self, node_id: str) -> str:
         title = str(self.by_id[node_id]["data"].get("title") or self.type_of(node_id)).strip()
-        return f'"{title}" ({node_id})'
-
+        return f'"{printable(title)}" ({printable(node_id)})'
     @property
     def edges(self) -> list[dict[str, Any]]:
         return self.graph["edges"]
@@ -86,3 +86,10 @@ class Graph:
     def add_node(self, node: dict[str, Any]) -> None:
         self.nodes.append(node)
         self.by_id[node["id"]] = node
+
+
+def printable(text: str) -> str:
+    """`text` with every control, format (bidi, zero-width) and line or paragraph separator character escaped
+    (`\\u202e`), so a name from the DSL cannot hide, reorder or forge a line on the builder's terminal."""
+    return "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs") else c
+                   for c in str(text))

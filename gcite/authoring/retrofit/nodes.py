@@ -3,9 +3,14 @@ its context rewired to the merge node, the validate node after it; in a workflow
 outputs the validate node's citations. Each node is placed beside what it joins (`Graph.position_near`) and wired
 as it is added, so the report reads node by node."""
 
+import json
+
 from gcite.authoring import chatflows as dsl_build
 from gcite.authoring.retrofit.graph import DEFAULT_SIZE, GAP
 from gcite.authoring.retrofit.plan import Plan, Target, new_id, query_selector, template_of
+from gcite.authoring.retrofit.prompt import insufficient_phrases, lang_of
+
+VALIDATE_MAIN = "def main(answer, chunk_metadata=None, insufficient_phrases=INSUFFICIENT_DEFAULT"
 
 
 def add_merge(plan: Plan, target: Target, v: dsl_build.Variant, rag: list[str], upstream: str) -> str:
@@ -15,7 +20,7 @@ def add_merge(plan: Plan, target: Target, v: dsl_build.Variant, rag: list[str], 
     retrieval, aggregator or filter node). Writes the merge node (our `merge_chunks` tool or its Code node), the
     web search node first with `--web gcite` (`add_web_search`), and the edges into the merge node. Returns its id."""
     g, o = plan.graph, plan.options
-    node_id = new_id("merge", target.llm)
+    node_id = plan.id_of("merge", target.llm)
     if node_id in g.by_id:
         return node_id
     web = add_web_search(plan, target, v) if o.web == "gcite" else None
@@ -46,7 +51,7 @@ def add_web_search(plan: Plan, target: Target, v: dsl_build.Variant) -> str:
     edges: those of the retrievals, branch handles included (else an edge from where the question comes from).
     Returns its id."""
     g = plan.graph
-    node_id = new_id("web", target.llm)
+    node_id = plan.id_of("web", target.llm)
     if node_id in g.by_id:
         return node_id
     query = query_selector(g, target)
@@ -95,22 +100,28 @@ def add_validate(plan: Plan, target: Target, v: dsl_build.Variant, merge: str) -
     retrieval asks: `question_of`). Writes the node, the edge LLM → validate, and in a workflow the End nodes'
     `citations` outputs (`end_outputs`). Returns its id."""
     g, o = plan.graph, plan.options
-    node_id = new_id("validate", target.llm)
+    node_id = plan.id_of("validate", target.llm)
     if node_id in g.by_id:
         return node_id
     question = query_selector(g, target) if target.retrievals else question_of(plan, merge)
+    phrases = insufficient_phrases(plan, target.llm, lang_of(plan, target.llm))
     x, y = g.position_near(target.llm, dy=DEFAULT_SIZE[1] + 2 * GAP)
     if o.nodes == "plugin":
         node = dsl_build.gcite_tool(node_id, x, y, v.text["validate"], "validate_citations", plan.identifier,
                                     {"answer": dsl_build.mixed(template_of([target.llm, "text"])),
                                      "chunk_metadata": dsl_build.variable(merge, "chunk_metadata"),
                                      "question": dsl_build.mixed(template_of(question))},
-                                    {"insufficient_phrases": v.recognised_refusals})
+                                    {"insufficient_phrases": phrases})
     else:
-        # the Code node takes no constant: the validator's default refusal phrases (both languages) apply
         node = dsl_build.code_node(node_id, x, y, v.text["validate"], "validate_citations",
                                    {"answer": [target.llm, "text"], "chunk_metadata": [merge, "chunk_metadata"],
                                     "question": question}, dsl_build.VALIDATE_OUTPUTS)
+        # a Code node takes no constant: the phrases are the default of its main's parameter
+        if VALIDATE_MAIN not in node["data"]["code"]:
+            raise RuntimeError(f"nodes/validate_citations.py no longer starts main with {VALIDATE_MAIN!r}")
+        node["data"]["code"] = node["data"]["code"].replace(
+            VALIDATE_MAIN, VALIDATE_MAIN.replace("INSUFFICIENT_DEFAULT", json.dumps(phrases, ensure_ascii=False)),
+            1)
     plan.add_node(node, f"checks the markers of {g.title(target.llm)}")
     g.add_edge(target.llm, node_id)
     plan.change(f"edge added: {g.title(target.llm)} → {node_id}")

@@ -9,7 +9,7 @@ from typing import Any
 
 from gcite.authoring.retrofit.access import our_conditions
 from gcite.authoring.retrofit.graph import Graph
-from gcite.authoring.retrofit.plan import PREFIX, Plan, Target, new_id
+from gcite.authoring.retrofit.plan import KINDS, Plan, Target, is_ours, query_selector
 from gcite.authoring.retrofit.prompt import prompt_messages
 from gcite.authoring.retrofit.reading import RetrofitRefusal
 
@@ -57,7 +57,7 @@ def context_source(graph: Graph, llm_id: str) -> tuple[Target | None, str]:
     if source not in graph.by_id:
         return None, f"context reads {'.'.join(map(str, selector))}, which no node outputs"
     kind = graph.type_of(source)
-    if source.startswith(PREFIX) and selector[1:] == ["formatted_chunks"]:
+    if selector[1:] == ["formatted_chunks"] and is_ours(graph, source, "merge"):
         return None, "already retrofitted"
     if kind == "knowledge-retrieval":
         return Target(llm_id, source, list(selector), [source]), ""
@@ -95,6 +95,55 @@ def check_paths(plan: Plan) -> None:
     holds."""
     for target in plan.targets:
         check_path(plan, target)
+    check_ids(plan)
+
+
+# what a web search may send to the third-party provider: the user's question, never the app's settings
+QUESTION_SYSTEM_VARIABLES = ("query",)
+
+
+def check_web_query(plan: Plan, target: Target) -> None:
+    """Check (`--web gcite`): the web search would send the path's question to a third-party search provider, so
+    that question must be the user's: refused when the retrieval's query is an environment variable (a secret,
+    perhaps), a system variable other than sys.query (user id, app id, files…) or a conversation variable."""
+    g = plan.graph
+    query = query_selector(g, target)
+    retrieval = g.title(target.retrievals[0])
+    where = ".".join(query)
+    why = None
+    if query[0] == "env":
+        why = f"the environment variable {where} (a setting of the app, secret ones included)"
+    elif query[0] == "sys" and query[1:] != list(QUESTION_SYSTEM_VARIABLES):
+        why = f"the system variable {where}, not the user's question"
+    elif query[0] == "conversation":
+        why = f"the conversation variable {where}, not the user's question"
+    if why:
+        raise RetrofitRefusal(f"--web gcite: the web search would send the query of retrieval {retrieval}, {why}, "
+                              f"to a third-party search provider; set that retrieval's query to the user's question "
+                              f"(sys.query, or the Start input holding it) in Dify, or retrofit without --web gcite")
+
+
+def check_ids(plan: Plan) -> None:
+    """Check, before anything changes: every id this run may add is free or already the node G-Cite adds there
+    (by what that node is, `is_ours`), and no two added nodes share an id. Reads every id in the file; writes
+    nothing; refuses an id taken by a node G-Cite did not add, naming it and the next step."""
+    g = plan.graph
+    owners = [t.llm for t in plan.targets] + plan.done
+    wanted = {(kind, llm) for llm in owners for kind in KINDS if kind != "acl_roles"}
+    if plan.options.acl:
+        wanted.add(("acl_roles", g.start_id()))
+    seen: dict[str, tuple[str, str]] = {}
+    for kind, owner in sorted(wanted):
+        node_id = plan.id_of(kind, owner)
+        if node_id in seen:  # by construction this does not happen; checked all the same
+            raise RetrofitRefusal(f"cannot rewire safely: the {kind} node of {g.title(owner)} and the "
+                                  f"{seen[node_id][0]} node of {g.title(seen[node_id][1])} would share the id "
+                                  f"{node_id}; report this with the file to the G-Cite team")
+        seen[node_id] = (kind, owner)
+        if node_id in g.by_id and not is_ours(g, node_id, kind):
+            raise RetrofitRefusal(f"cannot rewire safely: node id {node_id} is taken by a node G-Cite did not add "
+                                  f"({g.title(node_id)}); delete it in Dify and add it again (a new node gets a "
+                                  f"new id), export the app and retrofit that file")
 
 
 def check_path(plan: Plan, target: Target) -> None:
@@ -109,20 +158,11 @@ def check_path(plan: Plan, target: Target) -> None:
         if plan.options.acl and mode != "disabled" and not our_conditions(plan, r):
             raise RetrofitRefusal(f"cannot rewire safely: --acl would replace the {mode} metadata filter of "
                                   f"retrieval {g.title(r)}")
+    if plan.options.web == "gcite":
+        check_web_query(plan, target)
     for message in prompt_messages(llm["data"]):
         if message.get("edition_type") == "jinja2":
             raise RetrofitRefusal(f"cannot rewire safely: LLM {g.title(target.llm)} has a Jinja2 prompt; "
                                   f"add the rules by hand (docs/retrofit.md)")
     if not prompt_messages(llm["data"]):
         raise RetrofitRefusal(f"cannot rewire safely: LLM {g.title(target.llm)} has no prompt_template")
-    for kind in ("merge", "validate", "filter", "web", "remember", "save_history"):
-        node_id = new_id(kind, target.llm)
-        if node_id in g.by_id and not ours(plan, node_id):
-            raise RetrofitRefusal(f"cannot rewire safely: node id {node_id} is taken by a node G-Cite did not add")
-
-
-def ours(plan: Plan, node_id: str) -> bool:
-    """The node is one G-Cite added: its id has our prefix and it is a Code or assigner node or one of our tools."""
-    data = plan.graph.by_id[node_id]["data"]
-    return node_id.startswith(PREFIX) and (data.get("type") in ("code", "assigner")
-                                           or str(data.get("provider_id", "")).startswith("gcite/"))
