@@ -3,11 +3,12 @@
 import sys
 
 from bench import common  # noqa: F401  (puts the repository root on sys.path)
-from bench import endpoint, filtering, hostile, merging, plugin_stdio, streaming, support
+from bench import endpoint, filtering, hostile, merging, plugin_stdio, retrofit, streaming, support
 
 
 def main() -> int:
-    results = [merging.run(), streaming.run(), support.run(), filtering.run(), plugin_stdio.run(), hostile.run(), endpoint.run()]
+    results = [merging.run(), streaming.run(), support.run(), filtering.run(), plugin_stdio.run(), hostile.run(), endpoint.run(),
+               retrofit.run()]
     return 0 if all(results) else 1
 
 

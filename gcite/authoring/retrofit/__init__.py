@@ -155,6 +155,7 @@ def report(plan: Plan, wrapped: bool) -> Result:
     """Pass, last: the rewired app as the YAML Dify imports, with the change lines and the notes (a first note when
     the file came in the export API's wrapped form). Reads the plan; writes nothing."""
     notes = plan.notes
+    plan.graph.edges  # the edges removed by the passes leave the list (Graph.edges)
     if wrapped:
         notes = ["read the export API's {\"data\": …} form; the output is the plain YAML Dify imports", *notes]
     return Result(plan.document, dsl_build.render(plan.document), plan.changes, notes, plan.warnings)

@@ -39,9 +39,7 @@ def add_access_control(plan: Plan, target: Target, v: dsl_build.Variant) -> None
         plan.add_node(node, "fills the pre-filter's role slots")
         # after Start, before everything Start led to: every retrieval sees its slots
         for edge in [e for e in g.edges if e.get("source") == start]:
-            edge["source"] = roles
-            edge["id"] = f"{roles}-{edge.get('sourceHandle') or 'source'}-{edge['target']}-target"
-            edge.setdefault("data", {})["sourceType"] = "code"
+            g.move_source(edge, roles)
             plan.change(f"edge moved: {g.title(start)} → {g.title(edge['target'])} now leaves {roles}")
         g.add_edge(start, roles)
         plan.change(f"edge added: {g.title(start)} → {roles}")

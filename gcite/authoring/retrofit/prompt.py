@@ -66,6 +66,13 @@ def searches_web(plan: Plan) -> bool:
     """The app searches the web: `--web gcite`, or a tool or HTTP node of its own that searches."""
     if plan.options.web == "gcite":
         return True
+    cached = getattr(plan, "_searches_web", None)
+    if cached is None:
+        cached = plan._searches_web = own_search(plan)  # type: ignore[attr-defined]
+    return cached
+
+
+def own_search(plan: Plan) -> bool:
     for node in plan.graph.nodes:
         data = node["data"]
         if data.get("type") == "tool" and not str(data.get("provider_id", "")).startswith("gcite/") and \
