@@ -42,6 +42,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--sources-in-answer", action="store_true",
                         help="each Answer node showing the LLM's text then lists the cited sources, as in G-Cite's own "
                              "chatflows (a workflow: each End node after the LLM outputs the list as references)")
+    parser.add_argument("--enable-context", action="store_true",
+                        help="an LLM whose prompt uses {{#context#}} while its context is switched off (Dify's "
+                             "\"Knowledge Retrieval + Chatbot\" template): switch it on, from the nearest Knowledge "
+                             "Retrieval upstream")
     parser.add_argument("--package", metavar="FILE.difypkg",
                         help="the G-Cite package you install (a signed build, say): the plugin tools and the "
                              "dependency name its identifier (default: the unsigned package this checkout builds)")
@@ -128,6 +132,7 @@ def command(args: argparse.Namespace) -> int:
     try:
         options = retrofit.Options(nodes=args.nodes, web=args.web, acl=args.acl, memory=args.memory, lang=args.lang,
                                    sources_in_answer=args.sources_in_answer, identifier=identifier,
+                                   enable_context=args.enable_context,
                                    slots=ROLE_SLOTS if args.slots is None else args.slots)
     except ValueError as error:
         raise CliError(f"--{error}") from None

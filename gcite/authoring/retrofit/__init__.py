@@ -81,7 +81,8 @@ def retrofit(text: str, options: Options | None = None) -> Result:
     except (AttributeError, TypeError, KeyError, IndexError, ValueError) as error:
         # a value of a shape `parse` does not check: one line, never a traceback
         raise RetrofitRefusal(f"cannot rewire safely: a value in the DSL has an unexpected shape "
-                              f"({type(error).__name__}: {str(error)[:120]})") from None
+                              f"({type(error).__name__}: {str(error)[:120]}); export the app again from Dify "
+                              f"and retrofit that file, or report it with the file to the G-Cite team") from None
     return report(plan, wrapped)
 
 

@@ -8,6 +8,8 @@ from gcite.authoring.retrofit.reading import RetrofitRefusal
 
 DEFAULT_SIZE = (244, 90)
 GAP = 40
+CONTAINERS = {"iteration": ("isInIteration", "iteration_id"), "loop": ("isInLoop", "loop_id")}
+CHILD_Z_INDEX = 1002  # Dify's canvas: ITERATION_CHILDREN_Z_INDEX / LOOP_CHILDREN_Z_INDEX
 
 
 class Graph:
@@ -46,13 +48,23 @@ class Graph:
     def has_edge(self, source: str, target: str) -> bool:
         return (source, target) in self._index_pairs()
 
+    def container_of(self, node_id: str) -> str | None:
+        """The iteration or loop node `node_id` is inside (its `parentId`), or None at the top level."""
+        parent = (self.by_id.get(node_id) or {}).get("parentId")
+        return str(parent) if parent is not None and self.type_of(str(parent)) in CONTAINERS else None
+
     def add_edge(self, source: str, target: str, handle: str = "source") -> None:
         edges = self.edges if (source, target) in (getattr(self, "_removed", None) or ()) else self.graph["edges"]
-        edges.append({
-            "id": f"{source}-{handle}-{target}-target", "source": source, "sourceHandle": handle, "target": target,
-            "targetHandle": "target", "type": "custom", "zIndex": 0,
-            "data": {"sourceType": self.type_of(source), "targetType": self.type_of(target), "isInIteration": False,
-                     "isInLoop": False}})
+        edge = {"id": f"{source}-{handle}-{target}-target", "source": source, "sourceHandle": handle, "target": target,
+                "targetHandle": "target", "type": "custom", "zIndex": 0,
+                "data": {"sourceType": self.type_of(source), "targetType": self.type_of(target), "isInIteration": False,
+                         "isInLoop": False}}
+        container = self.container_of(source)
+        if container is not None and container == self.container_of(target):
+            flag, key = CONTAINERS[self.type_of(container)]
+            edge["data"].update({flag: True, key: container})
+            edge["zIndex"] = CHILD_Z_INDEX
+        edges.append(edge)
         pairs = self._index_pairs()
         pairs[(source, target)] = pairs.get((source, target), 0) + 1
 
@@ -90,7 +102,8 @@ class Graph:
     def start_id(self) -> str:
         starts = [n["id"] for n in self.nodes if n["data"].get("type") == "start" and not n.get("parentId")]
         if len(starts) != 1:
-            raise RetrofitRefusal(f"cannot rewire safely: the graph has {len(starts)} Start nodes, not one")
+            raise RetrofitRefusal(f"cannot rewire safely: the graph has {len(starts)} Start nodes, not one; "
+                                  f"export the app again from Dify and retrofit that file")
         return starts[0]
 
     # the canvas: a new node goes beside what it joins, on a free spot
@@ -142,6 +155,29 @@ class Graph:
         x = sum(p[0] for p in points) / len(points) + dx
         y = sum(p[1] for p in points) / len(points) + dy
         return self.free_spot(x, y)
+
+    def put_inside(self, node: dict[str, Any], container: str) -> None:
+        """`node` (placed at an absolute spot) becomes a child of the iteration or loop `container`, with the fields
+        Dify writes on a node inside one: `parentId`, `data.isInIteration`/`iteration_id` (or `isInLoop`/
+        `loop_id`), `zIndex`, its position relative to the container; the container grows to hold it."""
+        parent = self.by_id[container]
+        flag, key = CONTAINERS[self.type_of(container)]
+        px, py, pw, ph = self.box(parent)
+        x, y = node["position"]["x"], node["position"]["y"]
+        node["parentId"] = container
+        node["data"].update({"isInIteration": False, "isInLoop": False})
+        node["data"].update({flag: True, key: container})
+        node["zIndex"] = CHILD_Z_INDEX
+        node["positionAbsolute"] = {"x": x, "y": y}
+        node["position"] = {"x": round(x - px), "y": round(y - py)}
+        width = max(pw, x - px + DEFAULT_SIZE[0] + GAP)
+        height = max(ph, y - py + DEFAULT_SIZE[1] + GAP)
+        if (width, height) != (pw, ph):
+            for holder in (parent, parent["data"]):
+                if "width" in holder or holder is parent:
+                    holder["width"] = round(width)
+                if "height" in holder or holder is parent:
+                    holder["height"] = round(height)
 
     def add_node(self, node: dict[str, Any]) -> None:
         self.nodes.append(node)

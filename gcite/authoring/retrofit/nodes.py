@@ -35,9 +35,19 @@ def add_merge(plan: Plan, target: Target, v: dsl_build.Variant, rag: list[str], 
         variables = {"rag_chunks": rag, **({"web_chunks": [web, "json"]} if web else {})}
         node = dsl_build.code_node(node_id, x, y, v.text["merge"], "merge_chunks", variables,
                                    dsl_build.MERGE_OUTPUTS)
-    plan.add_node(node, f"numbers the chunks of {'.'.join(rag)}" + (" and the web results" if web else ""))
-    g.add_edge(upstream, node_id)
-    plan.change(f"edge added: {g.title(upstream)} → {node_id}")
+    inside = g.container_of(target.llm)
+    plan.add_node(node, f"numbers the chunks of {'.'.join(rag)}" + (" and the web results" if web else "")
+                  + (f", inside {g.title(inside)}" if inside else ""), inside=inside)
+    if g.container_of(upstream) == inside:
+        g.add_edge(upstream, node_id)
+        plan.change(f"edge added: {g.title(upstream)} → {node_id}")
+    else:  # a retrieval outside the container: the merge node runs where the LLM's turn in the container starts
+        for source, handle in dict.fromkeys((str(e["source"]), str(e.get("sourceHandle") or "source"))
+                                            for e in g.edges if e.get("target") == target.llm):
+            if g.container_of(source) == inside and source != node_id:
+                g.add_edge(source, node_id, handle)
+                plan.change(f"edge added: {g.title(source)} → {node_id} (inside {g.title(inside)}; it reads "
+                            f"{'.'.join(rag)} from outside)")
     if web:
         g.add_edge(web, node_id)
         plan.change(f"edge added: {web} → {node_id}")
@@ -80,14 +90,23 @@ def rewire_context(plan: Plan, target: Target, merge: str, upstream: str) -> Non
     Reads the path and the merge node's id. Writes the edges (the path's source → LLM removed when nothing came
     between them, merge → LLM added) and the LLM's context selector (`<merge>.formatted_chunks`)."""
     g, llm = plan.graph, target.llm
+    context = g.by_id[llm]["data"].setdefault("context", {})
+    if target.enable:
+        context["enabled"] = True
+        plan.change(f"context enabled: LLM {g.title(llm)} had its context switched off while its prompt uses "
+                    f"{{{{#context#}}}} (--enable-context)")
+    if target.formatter:
+        plan.notes.append(f"LLM {g.title(llm)}: {g.title(target.formatter)} formatted "
+                          f"{'.'.join(target.selector)} for the context; the merge node now numbers that result "
+                          f"itself, so {g.title(target.formatter)} no longer feeds the context (it still runs; delete "
+                          f"it in Dify if nothing else reads it)")
     if g.has_edge(target.source, llm) and upstream == target.source:
         g.remove_edge(target.source, llm)
         plan.change(f"edge removed: {g.title(target.source)} → {g.title(llm)} (now through {merge})")
     if not g.has_edge(merge, llm):
         g.add_edge(merge, llm)
         plan.change(f"edge added: {merge} → {g.title(llm)}")
-    context = g.by_id[llm]["data"]["context"]
-    old = ".".join(map(str, context["variable_selector"]))
+    old = ".".join(map(str, context.get("variable_selector") or [])) or "(none)"
     context["variable_selector"] = [merge, "formatted_chunks"]
     plan.change(f"selector rewired: LLM {g.title(llm)} context {old} → {merge}.formatted_chunks")
 
@@ -122,9 +141,12 @@ def add_validate(plan: Plan, target: Target, v: dsl_build.Variant, merge: str) -
         node["data"]["code"] = node["data"]["code"].replace(
             VALIDATE_MAIN, VALIDATE_MAIN.replace("INSUFFICIENT_DEFAULT", json.dumps(phrases, ensure_ascii=False)),
             1)
-    plan.add_node(node, f"checks the markers of {g.title(target.llm)}")
+    inside = g.container_of(target.llm)
+    plan.add_node(node, f"checks the markers of {g.title(target.llm)}", inside=inside)
     g.add_edge(target.llm, node_id)
     plan.change(f"edge added: {g.title(target.llm)} → {node_id}")
+    if inside is not None:
+        container_output(plan, target.llm, node_id, inside)
     if plan.mode == "workflow":
         end_outputs(plan, target.llm, node_id)
     return node_id
@@ -159,3 +181,38 @@ def end_outputs(plan: Plan, llm_id: str, validate: str, output: str = "citations
         if not g.has_edge(validate, end):
             g.add_edge(validate, end)
             plan.change(f"edge added: {validate} → {g.title(end)}")
+
+
+def container_output(plan: Plan, llm: str, validate: str, container: str) -> None:
+    """An LLM inside an iteration whose output is the LLM's text: each item's output becomes that text followed by
+    the sources it cited (each item's merge node numbers its own chunks from 1, so an item's [C:N] markers are read
+    against its own list), through a Template node after the validate node; a loop (whose outputs are its loop
+    variables) gets a note saying which output to assign.
+
+    Reads the container's `output_selector`. Writes the Template node, its edge and the new output selector."""
+    g = plan.graph
+    data = g.by_id[container]["data"]
+    shown = template_of([validate, "references_by_marker_markdown"])
+    if g.type_of(container) != "iteration":
+        plan.notes.append(f"LLM {g.title(llm)} is inside loop {g.title(container)}: to carry each round's cited "
+                          f"sources out of the loop, assign {shown} to a loop variable in Dify")
+        return
+    if list(data.get("output_selector") or []) != [llm, "text"]:
+        plan.notes.append(f"iteration {g.title(container)} does not output the text of LLM {g.title(llm)}: its "
+                          f"output is kept; each item's cited sources are {shown}")
+        return
+    node_id = plan.id_of("section", llm)
+    if node_id not in g.by_id:
+        x, y = g.position_near(validate, dx=DEFAULT_SIZE[0] + GAP)
+        node = dsl_build.node(node_id, x, y, {
+            "type": "template-transform", "title": "G-Cite: text and its sources",
+            "template": "{{ text }}\n\n{{ sources }}",
+            "variables": [{"variable": "text", "value_selector": [llm, "text"], "value_type": "string"},
+                          {"variable": "sources", "value_selector": [validate, "references_by_marker_markdown"],
+                           "value_type": "string"}]})
+        plan.add_node(node, f"each item's text with the sources it cited", inside=container)
+        g.add_edge(validate, node_id)
+        plan.change(f"edge added: {validate} → {node_id}")
+    data["output_selector"] = [node_id, "output"]
+    plan.change(f"output rewired: iteration {g.title(container)} outputs {node_id}.output (each item's text, then "
+                f"the sources it cited) instead of {llm}.text")

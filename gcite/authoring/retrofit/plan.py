@@ -27,6 +27,7 @@ class Options:
     lang: str = "auto"
     sources_in_answer: bool = False  # the Answer nodes list the cited sources after the LLM's text
     identifier: str | None = None  # the plugin's unique identifier (default: the unsigned package of this checkout)
+    enable_context: bool = False  # an LLM whose prompt uses {{#context#}} with context off: wire it to retrieval
 
     def __post_init__(self) -> None:
         if self.nodes not in NODES:
@@ -52,6 +53,8 @@ class Target:
     source: str  # the node the context came from: a retrieval node or an aggregator of retrieval results
     selector: list[str]  # the context's original selector
     retrievals: list[str]
+    formatter: str | None = None  # a Template or Code node that only formatted the retrieval result for the context
+    enable: bool = False  # the context was switched off (with {{#context#}} in the prompt): --enable-context
 
 
 class Plan:
@@ -92,8 +95,11 @@ class Plan:
         if line not in self.warnings:
             self.warnings.append(line)
 
-    def add_node(self, node: dict[str, Any], line: str) -> str:
-        """Adds `node` to the graph and reports it (`line`: what it does); its id."""
+    def add_node(self, node: dict[str, Any], line: str, inside: str | None = None) -> str:
+        """Adds `node` to the graph (inside the iteration or loop `inside`, if given) and reports it (`line`: what
+        it does); its id."""
+        if inside is not None:
+            self.graph.put_inside(node, inside)
         self.graph.add_node(node)
         self.change(f"node added: {node['data']['title']} ({node['id']}, {node['data']['type']}) — {line}")
         return node["id"]
@@ -129,7 +135,7 @@ KINDS = {"merge": ("merge_chunks", {"formatted_chunks", "chunk_metadata"}),
          "validate": ("validate_citations", {"citations", "answer_without_markers"}),
          "filter": ("filter_chunks", {"chunks", "kept_count"}), "web": ("web_search", None),
          "remember": (None, {"history", "history_text"}), "acl_roles": (None, {"role_1", "role_count"}),
-         "save_history": (None, None)}
+         "save_history": (None, None), "section": (None, {"output"})}
 
 
 def is_ours(graph: Graph, node_id: str, kind: str) -> bool:
@@ -147,6 +153,8 @@ def is_ours(graph: Graph, node_id: str, kind: str) -> bool:
         declared = data.get("outputs")
         return outputs is not None and isinstance(declared, dict) and outputs <= set(declared) \
             and "def main(" in str(data.get("code") or "")
+    if data.get("type") == "template-transform":
+        return kind == "section"
     if data.get("type") == "assigner":
         return kind == "save_history" and any(
             list(item.get("variable_selector") or [])[:1] == ["conversation"] for item in data.get("items") or [])

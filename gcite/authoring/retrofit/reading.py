@@ -12,6 +12,9 @@ from gcite.safeyaml import DslReadError, read_dsl
 APP_MODES = ("advanced-chat", "workflow")
 
 
+EXPORT_AGAIN = "export the app again from Dify (Studio → app menu → Export DSL) and retrofit that file"
+
+
 class RetrofitRefusal(ValueError):
     """The file is not a Dify app DSL, has nothing to retrofit, or has a shape that cannot be rewired safely."""
 
@@ -21,7 +24,12 @@ def parse(text: str) -> tuple[dict[str, Any], bool]:
     escaped as a surrogate pair is the one character it stands for). Bounded (gcite/safeyaml.py): what cannot be
     read is one line with its position."""
     document, _yaml_text, wrapped = read_text(text)
-    return check_document(document), wrapped
+    try:
+        return check_document(document), wrapped
+    except RetrofitRefusal as refusal:
+        if str(refusal).startswith("app mode"):
+            raise
+        raise RetrofitRefusal(f"{refusal}; {EXPORT_AGAIN}") from None
 
 
 def read_text(text: str) -> tuple[Any, str, bool]:
@@ -29,8 +37,7 @@ def read_text(text: str) -> tuple[Any, str, bool]:
     try:
         return read_dsl(text)
     except DslReadError as error:
-        raise RetrofitRefusal(f"not a Dify app DSL: {error}; export the app again from Dify (Studio → app menu → "
-                              f"Export DSL) and retrofit that file") from None
+        raise RetrofitRefusal(f"not a Dify app DSL: {error}; {EXPORT_AGAIN}") from None
 
 
 def check_document(document: Any) -> dict[str, Any]:
@@ -50,7 +57,9 @@ def check_document(document: Any) -> dict[str, Any]:
     mode = app.get("mode")
     if mode not in APP_MODES:
         raise RetrofitRefusal(f"app mode {mode!r} has no workflow graph to rewire: retrofit takes chatflows "
-                              f"(advanced-chat) and workflows")
+                              f"(advanced-chat) and workflows; in Dify, create the app as a chatflow (or switch a "
+                              f"basic chatbot to workflow orchestration from its menu), export it and retrofit that "
+                              f"file")
     graph = (document.get("workflow") or {}).get("graph") if isinstance(document.get("workflow"), dict) else None
     if not isinstance(graph, dict) or not isinstance(graph.get("nodes"), list):
         raise RetrofitRefusal("not a Dify app DSL: it has no workflow.graph.nodes")
