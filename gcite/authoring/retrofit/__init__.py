@@ -37,6 +37,7 @@ what it reads and writes (a reader can take them one at a time):
 6. `report`: the YAML text, the change lines and the notes (`Result`).
 """
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +51,8 @@ from gcite.authoring.retrofit.paths import check_options, check_paths, find_path
 from gcite.authoring.retrofit.plan import GCITE_PLUGIN, LANGS, NODES, PREFIX, WEBS, Options, Plan, Target, new_id
 from gcite.authoring.retrofit.prompt import (CONTEXT, RULE_HEADINGS, chunks_section, citation_rules, detect_lang,
                                              lang_of, rewrite_prompt)
-from gcite.authoring.retrofit.reading import RetrofitRefusal, parse
+from gcite.authoring.retrofit.reading import RetrofitRefusal, check_document, parse, read_text, reading_refusal
+from gcite.authoring.retrofit.splice import splice
 
 __all__ = ["CONTEXT", "GCITE_PLUGIN", "LANGS", "NODES", "PREFIX", "RULE_HEADINGS", "WEBS", "Options", "Result",
            "RetrofitRefusal", "chunks_section", "citation_rules", "detect_lang", "new_id", "retrofit"]
@@ -72,7 +74,12 @@ class Result:
 def retrofit(text: str, options: Options | None = None) -> Result:
     """Retrofit one DSL text. Raises RetrofitRefusal (one line) for what it must refuse."""
     options = options or Options()
-    document, wrapped = parse(text)
+    document, yaml_text, wrapped = read_text(text)
+    try:
+        document = check_document(document)
+    except RetrofitRefusal as refusal:
+        raise RetrofitRefusal(reading_refusal(refusal)) from None
+    before = copy.deepcopy(document)
     plan = Plan(document, options)
     try:
         run(plan)
@@ -83,7 +90,7 @@ def retrofit(text: str, options: Options | None = None) -> Result:
         raise RetrofitRefusal(f"cannot rewire safely: a value in the DSL has an unexpected shape "
                               f"({type(error).__name__}: {str(error)[:120]}); export the app again from Dify "
                               f"and retrofit that file, or report it with the file to the G-Cite team") from None
-    return report(plan, wrapped)
+    return report(plan, wrapped, yaml_text, before)
 
 
 def run(plan: Plan) -> None:
@@ -152,11 +159,12 @@ def complete_path(plan: Plan, llm_id: str) -> None:
                               f"exported before G-Cite (not on its .gcite.yml)")
 
 
-def report(plan: Plan, wrapped: bool) -> Result:
+def report(plan: Plan, wrapped: bool, yaml_text: str, before: dict[str, Any]) -> Result:
     """Pass, last: the rewired app as the YAML Dify imports, with the change lines and the notes (a first note when
-    the file came in the export API's wrapped form). Reads the plan; writes nothing."""
+    the file came in the export API's wrapped form). The YAML is the builder's own text with the changes spliced in
+    (`splice.splice`: a diff shows what changed and nothing else). Reads the plan; writes nothing."""
     notes = plan.notes
     plan.graph.edges  # the edges removed by the passes leave the list (Graph.edges)
     if wrapped:
         notes = ["read the export API's {\"data\": …} form; the output is the plain YAML Dify imports", *notes]
-    return Result(plan.document, dsl_build.render(plan.document), plan.changes, notes, plan.warnings)
+    return Result(plan.document, splice(yaml_text, before, plan.document), plan.changes, notes, plan.warnings)

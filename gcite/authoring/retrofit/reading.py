@@ -27,9 +27,12 @@ def parse(text: str) -> tuple[dict[str, Any], bool]:
     try:
         return check_document(document), wrapped
     except RetrofitRefusal as refusal:
-        if str(refusal).startswith("app mode"):
-            raise
-        raise RetrofitRefusal(f"{refusal}; {EXPORT_AGAIN}") from None
+        raise RetrofitRefusal(reading_refusal(refusal)) from None
+
+
+def reading_refusal(refusal: RetrofitRefusal) -> str:
+    """A refusal of `check_document`, with the next step."""
+    return str(refusal) if str(refusal).startswith("app mode") else f"{refusal}; {EXPORT_AGAIN}"
 
 
 def read_text(text: str) -> tuple[Any, str, bool]:
