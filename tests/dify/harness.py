@@ -36,6 +36,9 @@ LLM_PROVIDER = "langgenius/openai/openai"
 RETROFIT_FIXTURE = ROOT / "tests" / "fixtures" / "retrofit" / "svcvit-image-knowledge-base.zh.yml"  # a builder's own
 RETROFIT_APP = "retrofit:" + RETROFIT_FIXTURE.name  # its `gcite retrofit --nodes code` output, among run.apps
 RETROFIT_OPTIONS = retrofit.Options(nodes="code")  # Code nodes: no plugin tool needed
+# a shape retrofit places inside a container: retrieval before a loop, the LLM and the Answer in it (issue 33)
+RETROFIT_LOOP_FIXTURE = ROOT / "tests" / "fixtures" / "retrofit" / "shapes" / "own-0.6.0-loop-retrieval-outside.ja.yml"
+RETROFIT_LOOP_APP = "retrofit:" + RETROFIT_LOOP_FIXTURE.name
 TOOL_PROVIDER = "gcite/gcite/gcite"
 METADATA_FIELDS = ("document_title", "source_file_url", "access_roles", "updated")
 ENDPOINT_SECRET = "test-dify-endpoint-secret-0123456789-abcdef"
@@ -69,6 +72,7 @@ class DifyRun:
     documents: dict[str, str] = field(default_factory=dict)  # sample document_id -> Dify document id
     apps: dict[str, App] = field(default_factory=dict)
     retrofitted: retrofit.Result | None = None  # what `gcite retrofit` made of RETROFIT_FIXTURE (RETROFIT_APP)
+    retrofitted_loop: retrofit.Result | None = None  # … and of RETROFIT_LOOP_FIXTURE (RETROFIT_LOOP_APP)
     kb: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
@@ -162,6 +166,13 @@ def _boot(run: DifyRun, tarball: Path, python: Path, work: Path) -> None:
         run.console.publish(app.app_id)
         app.key = run.console.app_api_key(app.app_id)
         run.apps[RETROFIT_APP] = app
+        run.retrofitted_loop = retrofit.retrofit(builder_export_for_dify(
+            RETROFIT_LOOP_FIXTURE.read_text(encoding="utf-8"), run), RETROFIT_OPTIONS)
+        app = App(RETROFIT_LOOP_APP, run.retrofitted_loop.text)
+        app.app_id, app.import_result = run.console.import_app(app.dsl_text)
+        run.console.publish(app.app_id)
+        app.key = run.console.app_api_key(app.app_id)
+        run.apps[RETROFIT_LOOP_APP] = app
     run.daemon.endpoint_settings[HOOK_ID] = {
         "app": {"app_id": run.apps["gcite_chatflow.yml"].app_id}, "token_secret": ENDPOINT_SECRET,
         "allowed_origins": "", "snippet_length": "300"}
