@@ -7,8 +7,8 @@ from bench import endpoint, filtering, hostile, merging, plugin_stdio, retrofit,
 
 
 def main() -> int:
-    results = [merging.run(), streaming.run(), support.run(), filtering.run(), plugin_stdio.run(), hostile.run(), endpoint.run(),
-               retrofit.run()]
+    results = [merging.run(), streaming.run(), support.run(), filtering.run(), plugin_stdio.run(), hostile.run(),
+               endpoint.run(), retrofit.run()]
     return 0 if all(results) else 1
 
 

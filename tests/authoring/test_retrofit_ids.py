@@ -88,8 +88,9 @@ def test_a_builders_node_with_our_id_is_not_taken_for_ours():
     document = yaml.safe_load(load("svcvit-image-knowledge-base.zh.yml"))
     # a Code node of the builder's, with the id our merge node would have and our prefix, but not our outputs
     document["workflow"]["graph"]["nodes"].append(
-        {"id": "gcite_merge_1743994891832", "data": {"type": "code", "title": "mine", "code": "def main():\n  return {}",
-                                                     "outputs": {"result": {"type": "string"}}, "variables": []}})
+        {"id": "gcite_merge_1743994891832",
+         "data": {"type": "code", "title": "mine", "code": "def main():\n  return {}",
+                  "outputs": {"result": {"type": "string"}}, "variables": []}})
     with pytest.raises(RetrofitRefusal) as refused:
         retrofit(yaml.safe_dump(document, allow_unicode=True), Options(identifier=IDENTIFIER))
     assert "node id gcite_merge_1743994891832 is taken by a node G-Cite did not add" in str(refused.value)

@@ -10,8 +10,16 @@ import pytest
 import yaml
 
 from gcite.authoring.retrofit import Options, retrofit
-from gcite.authoring.retrofit.rules import (LANGS, REFUSALS, RULE_HEADINGS, RULE_KEYS, builder_refusal,
-                                            citation_rules, contradictions, detect_lang)
+from gcite.authoring.retrofit.rules import (
+    LANGS,
+    REFUSALS,
+    RULE_HEADINGS,
+    RULE_KEYS,
+    builder_refusal,
+    citation_rules,
+    contradictions,
+    detect_lang,
+)
 from gcite.cli.main import main
 from gcite.local.llm import ExtractiveModel
 from gcite.local.runner import run_chatflow

@@ -49,9 +49,16 @@ from gcite.authoring.retrofit.memory import add_memory, note_builtin_memory
 from gcite.authoring.retrofit.nodes import add_merge, add_validate, rewire_context
 from gcite.authoring.retrofit.paths import check_options, check_paths, find_paths
 from gcite.authoring.retrofit.plan import GCITE_PLUGIN, LANGS, NODES, PREFIX, WEBS, Options, Plan, Target, new_id
-from gcite.authoring.retrofit.prompt import (CONTEXT, RULE_HEADINGS, chunks_section, citation_rules, detect_lang,
-                                             lang_of, rewrite_prompt)
-from gcite.authoring.retrofit.reading import RetrofitRefusal, check_document, parse, read_text, reading_refusal
+from gcite.authoring.retrofit.prompt import (
+    CONTEXT,
+    RULE_HEADINGS,
+    chunks_section,
+    citation_rules,
+    detect_lang,
+    lang_of,
+    rewrite_prompt,
+)
+from gcite.authoring.retrofit.reading import RetrofitRefusal, check_document, read_text, reading_refusal
 from gcite.authoring.retrofit.splice import splice
 
 __all__ = ["CONTEXT", "GCITE_PLUGIN", "LANGS", "NODES", "PREFIX", "RULE_HEADINGS", "WEBS", "Options", "Result",
@@ -164,7 +171,7 @@ def report(plan: Plan, wrapped: bool, yaml_text: str, before: dict[str, Any]) ->
     the file came in the export API's wrapped form). The YAML is the builder's own text with the changes spliced in
     (`splice.splice`: a diff shows what changed and nothing else). Reads the plan; writes nothing."""
     notes = plan.notes
-    plan.graph.edges  # the edges removed by the passes leave the list (Graph.edges)
+    plan.graph.flush()
     if wrapped:
         notes = ["read the export API's {\"data\": …} form; the output is the plain YAML Dify imports", *notes]
     return Result(plan.document, splice(yaml_text, before, plan.document), plan.changes, notes, plan.warnings)

@@ -7,7 +7,7 @@ import json
 from gcite.authoring import chatflows as dsl_build
 from gcite.authoring.prefilter import templated_conditions
 from gcite.authoring.retrofit.graph import DEFAULT_SIZE, GAP
-from gcite.authoring.retrofit.plan import Plan, Target, new_id, template_of
+from gcite.authoring.retrofit.plan import Plan, Target, template_of
 
 
 def our_conditions(plan: Plan, retrieval: str) -> bool:

@@ -37,6 +37,10 @@ class Graph:
             self._removed = set()
         return self.graph["edges"]
 
+    def flush(self) -> None:
+        """The edges removed by the passes leave the document's list (before it is written)."""
+        self.graph["edges"] = self.edges
+
     def _index_pairs(self) -> dict[tuple[Any, Any], int]:
         if getattr(self, "_pairs", None) is None:
             self._pairs: dict[tuple[Any, Any], int] = {}

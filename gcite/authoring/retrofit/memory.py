@@ -4,7 +4,7 @@ built-in memory, whose earlier answers carry their markers into the prompt."""
 
 from gcite.authoring import chatflows as dsl_build
 from gcite.authoring.retrofit.graph import DEFAULT_SIZE, GAP
-from gcite.authoring.retrofit.plan import Plan, Target, new_id, query_selector
+from gcite.authoring.retrofit.plan import Plan, Target, query_selector
 
 
 def add_memory(plan: Plan, target: Target, v: dsl_build.Variant, validate: str) -> None:

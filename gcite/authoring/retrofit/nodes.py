@@ -7,7 +7,7 @@ import json
 
 from gcite.authoring import chatflows as dsl_build
 from gcite.authoring.retrofit.graph import DEFAULT_SIZE, GAP
-from gcite.authoring.retrofit.plan import Plan, Target, new_id, query_selector, template_of
+from gcite.authoring.retrofit.plan import Plan, Target, query_selector, template_of
 from gcite.authoring.retrofit.prompt import insufficient_phrases, lang_of
 
 VALIDATE_MAIN = "def main(answer, chunk_metadata=None, insufficient_phrases=INSUFFICIENT_DEFAULT"
@@ -210,7 +210,7 @@ def container_output(plan: Plan, llm: str, validate: str, container: str) -> Non
             "variables": [{"variable": "text", "value_selector": [llm, "text"], "value_type": "string"},
                           {"variable": "sources", "value_selector": [validate, "references_by_marker_markdown"],
                            "value_type": "string"}]})
-        plan.add_node(node, f"each item's text with the sources it cited", inside=container)
+        plan.add_node(node, "each item's text with the sources it cited", inside=container)
         g.add_edge(validate, node_id)
         plan.change(f"edge added: {validate} → {node_id}")
     data["output_selector"] = [node_id, "output"]

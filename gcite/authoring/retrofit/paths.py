@@ -85,8 +85,8 @@ def context_source(graph: Graph, llm_id: str, enable_context: bool = False) -> t
 
 FORMATTERS = ("template-transform", "code")
 # what a template may do with the retrieval result and still only format it: loop over every chunk, print fields
-PICKS = re.compile(r"\[|\|\s*(?:first|last|slice|batch|selectattr|rejectattr|random|sort|unique)\b|\bloop\.(?:index|first|last)"
-                   r"|\{%-?\s*if\b|\{%-?\s*break\b")
+PICKS = re.compile(r"\[|\|\s*(?:first|last|slice|batch|selectattr|rejectattr|random|sort|unique)\b"
+                   r"|\bloop\.(?:index|first|last)|\{%-?\s*if\b|\{%-?\s*break\b")
 
 
 def through_formatter(graph: Graph, llm_id: str, node_id: str, selector: list[str]) -> tuple[Target | None, str]:
@@ -97,7 +97,8 @@ def through_formatter(graph: Graph, llm_id: str, node_id: str, selector: list[st
     inputs = [list(v.get("value_selector") or []) for v in data.get("variables") or [] if isinstance(v, dict)]
     retrievals = [s for s in inputs if s[:1] and graph.type_of(str(s[0])) == "knowledge-retrieval"]
     if not retrievals:
-        return None, f"context is {'.'.join(map(str, selector))} (a {graph.type_of(node_id)} node of no retrieval result)"
+        return None, (f"context is {'.'.join(map(str, selector))} (a {graph.type_of(node_id)} node of no retrieval "
+                      f"result)")
     retrieval = retrievals[0]
     kind = "Template" if data.get("type") == "template-transform" else "Code"
     fix = (f"in Dify, set the context of LLM {graph.title(llm_id)} to {'.'.join(map(str, retrieval))} (the retrieval "
@@ -108,7 +109,8 @@ def through_formatter(graph: Graph, llm_id: str, node_id: str, selector: list[st
         raise RetrofitRefusal(f"cannot rewire safely: the context of LLM {graph.title(llm_id)} comes through {kind} "
                               f"node {graph.title(node_id)}, which also uses {', '.join(others)}; {fix}")
     if kind == "Template":
-        name = next(str(v.get("variable")) for v in data["variables"] if list(v.get("value_selector") or []) == retrieval)
+        name = next(str(v.get("variable")) for v in data["variables"]
+                    if list(v.get("value_selector") or []) == retrieval)
         template = str(data.get("template") or "")
         picks = [m.group(0) for m in PICKS.finditer(template)]
         if picks or name not in template:
@@ -250,8 +252,8 @@ def check_path(plan: Plan, target: Target) -> None:
         mode = g.by_id[r]["data"].get("metadata_filtering_mode") or "disabled"
         if plan.options.acl and mode != "disabled" and not our_conditions(plan, r):
             raise RetrofitRefusal(f"cannot rewire safely: --acl would replace the {mode} metadata filter of "
-                                  f"retrieval {g.title(r)}; remove that filter in Dify (retrofit adds the role pre-filter), "
-                                  f"or retrofit without --acl")
+                                  f"retrieval {g.title(r)}; remove that filter in Dify (retrofit adds the role "
+                                  f"pre-filter), or retrofit without --acl")
     if plan.options.web == "gcite":
         check_web_query(plan, target)
     for message in prompt_messages(llm["data"]):

@@ -74,6 +74,7 @@ class Plan:
         self.changes: list[str] = []
         self.notes: list[str] = []
         self.warnings: list[str] = []
+        self.cache: dict[str, Any] = {}  # what a pass computes once per app (prompt.searches_web)
         self._identifier = options.identifier
 
     @property

@@ -9,10 +9,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from gcite.authoring import chatflows as dsl_build
 from gcite.authoring.retrofit import rules as text_rules
 from gcite.authoring.retrofit.plan import Plan, new_id
-from gcite.authoring.retrofit.rules import REFUSALS, RULE_HEADINGS, builder_refusal, contradictions
+from gcite.authoring.retrofit.rules import REFUSALS, RULE_HEADINGS, builder_refusal, contradictions, prompt_parts
 
 WEB_SEARCH = re.compile(r"(?i)search|tavily|bocha|serp|bing|google|duckduckgo|brave|exa|jina|perplexity|firecrawl")
 
@@ -33,28 +32,6 @@ def detect_lang(texts: Iterable[str]) -> str:
     return text_rules.detect_lang("".join(texts))[0]
 
 
-def prompt_parts(lang: str) -> dict[str, str]:
-    """Our own chatflows' system prompt (gcite.authoring.chatflows) cut at its `# ` headings into the parts retrofit
-    adds: `sources` (where the chunks come from), `rules` (the answering rules), `history` (the earlier
-    conversation), `chunks` (the numbered chunks). The first part, the persona, stays the builder's."""
-    parts = [p.strip() for p in re.split(r"(?m)^(?=# )", dsl_build.Variant(lang=lang).system_prompt())
-             if p.startswith("# ")]
-    named = dict(zip(("persona", "sources", "rules", "history", "chunks"), parts, strict=True))
-    if CONTEXT not in named["chunks"] or "{{#conversation.history_text#}}" not in named["history"] \
-            or "[C:N]" not in named["rules"]:
-        raise RuntimeError("gcite/authoring/chatflows.py's prompt no longer has the sections retrofit takes from it: "
-                           "persona, sources, rules, history, chunks")
-    return named
-
-
-# Our own prompt puts the chunks below its rules; a builder's prompt may hold its context above them, so the rules
-# retrofit adds say "the numbered chunks" without saying where
-POSITION_FREE = {"en": (("The numbered chunks below come from", "The numbered chunks come from"),
-                        ("strictly on the numbered chunks below.", "strictly on the numbered chunks.")),
-                 "zh": (("下方检索片段可能来自", "检索片段可能来自"),
-                        ("严格基于下方编号的检索片段", "严格基于编号的检索片段"))}
-
-
 def citation_rules(lang: str, web: bool = False, refusal: str | None = None) -> str:
     """The citation rules retrofit adds (rules.citation_rules): those of our own chatflows' prompt, one heading
     level down under G-Cite's heading, with no word on where the chunks stand (POSITION_FREE); the web named only
@@ -66,10 +43,9 @@ def searches_web(plan: Plan) -> bool:
     """The app searches the web: `--web gcite`, or a tool or HTTP node of its own that searches."""
     if plan.options.web == "gcite":
         return True
-    cached = getattr(plan, "_searches_web", None)
-    if cached is None:
-        cached = plan._searches_web = own_search(plan)  # type: ignore[attr-defined]
-    return cached
+    if "searches_web" not in plan.cache:
+        plan.cache["searches_web"] = own_search(plan)
+    return plan.cache["searches_web"]
 
 
 def own_search(plan: Plan) -> bool:

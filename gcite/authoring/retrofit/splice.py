@@ -20,7 +20,7 @@ import yaml
 from gcite.authoring import chatflows as dsl_build
 
 
-class Unspliceable(Exception):
+class SpliceError(Exception):
     """A change in a place whose lines cannot be replaced on their own."""
 
 
@@ -30,7 +30,7 @@ def splice(text: str, before: Any, after: Any) -> str:
         root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         lines = text.splitlines(keepends=True)
         if root is None or "&" in text and "*" in text:  # anchors and aliases: written again whole
-            raise Unspliceable
+            raise SpliceError
         style = Style(text)
         edits: list[tuple[int, int, list[str]]] = []
         Splicer(lines, style, edits).value(before, after, root, 0, len(lines))
@@ -38,9 +38,9 @@ def splice(text: str, before: Any, after: Any) -> str:
             lines[start:end] = new
         out = "".join(lines)
         if yaml.safe_load(out) != after:  # never hand out a text that does not read as the rewired document
-            raise Unspliceable
+            raise SpliceError
         return out
-    except (Unspliceable, yaml.YAMLError, RecursionError, ValueError, TypeError, KeyError, IndexError):
+    except (SpliceError, yaml.YAMLError, RecursionError, ValueError, TypeError, KeyError, IndexError):
         return dsl_build.render(after)
 
 
@@ -65,7 +65,7 @@ class Style:
 
     def _dump(self, value: Any, column: int, unicode: bool, width: int) -> list[str]:
         if column % 2:
-            raise Unspliceable
+            raise SpliceError
         levels = column // 2 + (1 if isinstance(value, list) else 0)
         wrapped = value
         for _ in range(levels):
@@ -73,7 +73,7 @@ class Style:
         dumped = yaml.safe_dump(wrapped, allow_unicode=unicode, sort_keys=True, width=width,
                                 default_flow_style=False).splitlines(keepends=True)[levels:]
         if not dumped or len(dumped[0]) - len(dumped[0].lstrip(" ")) != column:
-            raise Unspliceable
+            raise SpliceError
         return dumped
 
     @staticmethod
@@ -97,12 +97,12 @@ class Splicer:
                 and not node.flow_style:
             self.sequence(old, new, node, end)
         else:
-            raise Unspliceable  # a scalar: its key (or item) is written again by the caller
+            raise SpliceError  # a scalar: its key (or item) is written again by the caller
 
     def mapping(self, old: dict, new: dict, node: yaml.MappingNode, end: int) -> None:
         keys = [k.value for k, _ in node.value]
         if set(keys) - set(new) or len(set(keys)) != len(keys):
-            raise Unspliceable  # a removed key: not something retrofit does
+            raise SpliceError  # a removed key: not something retrofit does
         starts = [k.start_mark.line for k, _ in node.value]
         column = node.value[0][0].start_mark.column if node.value else None
         for n, (knode, vnode) in enumerate(node.value):
@@ -112,14 +112,14 @@ class Splicer:
                 continue
             try:
                 self.value(old[key], new[key], vnode, starts[n], span_end)
-            except Unspliceable:
+            except SpliceError:
                 original = self.lines[starts[n]:self.last_line(span_end)]
                 self.replace(starts[n], span_end, column,
                              self.style.dump({key: new[key]}, column, {key: old[key]}, self.plain(original, column)))
         added = [k for k in new if k not in old]
         if added:
             if column is None:
-                raise Unspliceable
+                raise SpliceError
             for key in added:
                 later = [starts[i] for i, k in enumerate(keys) if isinstance(k, str) and str(k) > str(key)]
                 at = min(later) if later and keys == sorted(keys) else self.last_line(end)
@@ -128,11 +128,11 @@ class Splicer:
     def sequence(self, old: list, new: list, node: yaml.SequenceNode, end: int) -> None:
         items = node.value
         if len(items) != len(old) or not items:
-            raise Unspliceable
+            raise SpliceError
         starts = [i.start_mark.line for i in items]
         column = items[0].start_mark.column - 2
         if column < 0 or any(self.lines[s][column:column + 2] != "- " for s in starts):
-            raise Unspliceable
+            raise SpliceError
         keyed = all(isinstance(x, dict) and "id" in x for x in old + new)
         if keyed:
             new_by_id = {}
@@ -140,17 +140,17 @@ class Splicer:
                 new_by_id.setdefault(x["id"], []).append(x)
             old_ids = [x["id"] for x in old]
             if len(set(old_ids)) != len(old_ids) or any(len(v) > 1 for v in new_by_id.values()):
-                raise Unspliceable
+                raise SpliceError
             kept = [x["id"] for x in new if x["id"] in set(old_ids)]
             if kept != [i for i in old_ids if i in new_by_id]:
-                raise Unspliceable  # reordered
+                raise SpliceError  # reordered
             pairs = [(n, new_by_id.get(x["id"], [None])[0]) for n, x in enumerate(old)]
             appended = [x for x in new if x["id"] not in set(old_ids)]
             if appended and new[-len(appended):] != appended:
-                raise Unspliceable
+                raise SpliceError
         else:
             if len(new) < len(old) or new[:len(old)] != old and len(new) != len(old):
-                raise Unspliceable
+                raise SpliceError
             pairs = [(n, new[n]) for n in range(len(old))]
             appended = new[len(old):]
         for n, item in pairs:
@@ -162,7 +162,7 @@ class Splicer:
                 continue
             try:
                 self.value(old[n], item, items[n], starts[n], span_end)
-            except Unspliceable:
+            except SpliceError:
                 original = self.lines[starts[n]:self.last_line(span_end)]
                 self.replace(starts[n], span_end, column,
                              self.style.dump([item], column, [old[n]], self.plain(original, column)))
@@ -189,10 +189,10 @@ class Splicer:
         """Lines [start, end) (less the blank lines at their end) become `rendered` (already at `column`), the first
         keeping what stood before the column on its line (a sequence item's "- ")."""
         if column is None:
-            raise Unspliceable
+            raise SpliceError
         prefix = self.lines[start][:column]
         if prefix.strip() not in ("", "-"):
-            raise Unspliceable
+            raise SpliceError
         at = self.last_line(end)
         if at <= start:
             at = end
