@@ -11,6 +11,7 @@ from bench import (
     merging,
     node_cost,
     plugin_stdio,
+    retrofit,
     streaming,
     support,
     support_hostile,
@@ -29,6 +30,7 @@ def main() -> int:
         support_hostile.run(),
         endpoint.run(),
         cited_answer.run(),
+        retrofit.run(),
     ]
     return 0 if all(results) else 1
 

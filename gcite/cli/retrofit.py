@@ -6,6 +6,7 @@ from pathlib import Path
 
 import yaml
 
+from gcite.authoring.retrofit.graph import printable
 from gcite.cli.common import CliError, os_error_text, read_text
 
 SUFFIX = ".gcite"
@@ -66,6 +67,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "chatflows (a workflow: each End node after the LLM outputs the list as references)",
     )
     parser.add_argument(
+        "--enable-context",
+        action="store_true",
+        help="an LLM whose prompt uses {{#context#}} while its context is switched off (Dify's "
+        '"Knowledge Retrieval + Chatbot" template): switch it on, from the nearest Knowledge '
+        "Retrieval upstream",
+    )
+    parser.add_argument(
         "--package",
         metavar="FILE.difypkg",
         help="the G-Cite package you install (a signed build, say): the plugin tools and the "
@@ -80,24 +88,60 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--dry-run", action="store_true", help="print the changes and write nothing")
 
 
-def package_identifier(path: Path) -> str:
-    """The identifier the plugin daemon gives the package at `path` (`--package`), or a one-line error."""
-    import zipfile
+MAX_PACKAGE_ENTRIES = 10_000  # docs/security.md
+MAX_PACKAGE_BYTES = 64 * 1024 * 1024  # the declared uncompressed size of all entries together
 
-    from gcite.authoring.retrofit import GCITE_PLUGIN
+
+def package_identifier(path: Path) -> str:
+    """The identifier the plugin daemon gives the package at `path` (`--package`), or a one-line error: a package
+    of another author, name or version than the G-Cite plugin this checkout builds (its manifest.yaml) is refused,
+    so are archives past the entry and size bounds."""
+    import zipfile
+    import zlib
+
+    from gcite import ROOT, load_yaml
     from gcite.release.archive import ArchiveError
     from gcite.release.package import identifier_of_package
 
     if not path.is_file():
         raise CliError(f"--package {path}: no such file (build one with `python -m gcite package`)")
+    not_package = f"--package {path}: not a plugin package (a .difypkg zip with a manifest.yaml)"
     try:
+        with zipfile.ZipFile(path) as archive:
+            infos = archive.infolist()
+        if len(infos) > MAX_PACKAGE_ENTRIES or sum(i.file_size for i in infos) > MAX_PACKAGE_BYTES:
+            raise CliError(
+                f"--package {path}: more than {MAX_PACKAGE_ENTRIES:,} entries or "
+                f"{MAX_PACKAGE_BYTES // (1024 * 1024)} MiB uncompressed: not a G-Cite package"
+            )
         identifier = identifier_of_package(path)
+    except CliError:
+        raise
     except ArchiveError as error:  # read within gcite.release.archive's bounds; the message names the entry
         raise CliError(f"--package {path}: not a readable plugin package ({error})") from None
-    except (zipfile.BadZipFile, KeyError, OSError, ValueError, TypeError, yaml.YAMLError):
-        raise CliError(f"--package {path}: not a plugin package (a .difypkg zip with a manifest.yaml)") from None
-    if not identifier.startswith(GCITE_PLUGIN):
-        raise CliError(f"--package {path}: the package is {identifier.split('@')[0]}, not the G-Cite plugin")
+    except (
+        zipfile.BadZipFile,
+        zlib.error,
+        KeyError,
+        OSError,
+        ValueError,
+        TypeError,
+        EOFError,
+        RuntimeError,
+        NotImplementedError,
+        MemoryError,
+        RecursionError,
+        yaml.YAMLError,
+    ):
+        raise CliError(not_package) from None
+    manifest = load_yaml((ROOT / "manifest.yaml").read_text(encoding="utf-8"))
+    ours = f"{manifest['author']}/{manifest['name']}:{manifest['version']}"
+    if identifier.split("@")[0] != ours:
+        raise CliError(
+            f"--package {path}: the package is {identifier.split('@')[0]}, not the G-Cite plugin this "
+            f"checkout builds ({ours}); build it with `python -m gcite package` (and `--sign`), or "
+            f"retrofit with the G-Cite checkout of that version"
+        )
     return identifier
 
 
@@ -107,6 +151,30 @@ def default_out(path: Path) -> Path:
     if stem.endswith(SUFFIX) and path.suffix in (".yml", ".yaml"):
         return path
     return path.with_name(f"{stem}{SUFFIX}.yml")
+
+
+def write_no_follow(out: Path, text: str) -> None:
+    """Writes `text` to `out`, never through a symlink (the result lands where the builder named it, not where a
+    link planted there points): a symlink at `out` is an error."""
+    import os
+
+    if out.is_symlink():
+        raise CliError(
+            f"--out {out}: is a symbolic link; the result is never written through one (remove the link "
+            f"or name another file)"
+        )
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        descriptor = os.open(out, flags, 0o644)
+    except OSError as error:
+        if error.errno == getattr(__import__("errno"), "ELOOP", None):
+            raise CliError(
+                f"--out {out}: is a symbolic link; the result is never written through one (remove "
+                f"the link or name another file)"
+            ) from None
+        raise
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 def command(args: argparse.Namespace) -> int:
@@ -127,6 +195,7 @@ def command(args: argparse.Namespace) -> int:
             lang=args.lang,
             sources_in_answer=args.sources_in_answer,
             identifier=identifier,
+            enable_context=args.enable_context,
             slots=ROLE_SLOTS if args.slots is None else args.slots,
         )
     except ValueError as error:
@@ -134,11 +203,14 @@ def command(args: argparse.Namespace) -> int:
     try:
         result = retrofit.retrofit(text, options)
     except retrofit.RetrofitRefusal as error:
-        raise CliError(f"{source}: {error}") from None
+        raise CliError(f"{source}: {printable(str(error))}") from None
+    # names from the DSL reach the terminal with their control and bidi characters escaped
     for line in result.changes:
-        print(line)
+        print(printable(line))
     for note in result.notes:
-        print(f"note: {note}")
+        print(f"note: {printable(note)}")
+    for warning in result.warnings:
+        print(f"warning: {printable(warning)}")
     out = Path(args.out) if args.out else default_out(source)
     if args.out and not args.dry_run and out.resolve() == source.resolve() and default_out(source) != source:
         # the export stays as Dify wrote it: --acl, say, must later run on it (only IN.gcite.yml is rewritten)
@@ -153,6 +225,11 @@ def command(args: argparse.Namespace) -> int:
         return 0
     if not result.changed and out == source:
         return 0
+    if out.is_symlink():
+        raise CliError(
+            f"--out {out}: is a symbolic link; the result is never written through one (remove the link "
+            f"or name another file)"
+        )
     try:
         current = out.read_text(encoding="utf-8") if out.exists() else None
     except (OSError, UnicodeDecodeError):
@@ -162,7 +239,7 @@ def command(args: argparse.Namespace) -> int:
             print(f"{out} already holds this result")
         return 0
     try:
-        out.write_text(result.text, encoding="utf-8")
+        write_no_follow(out, result.text)
     except OSError as error:
         raise CliError(f"--out {out}: cannot write it ({os_error_text(error)})") from None
     print(f"wrote {out}: import it in Dify (Studio → Import DSL file)")

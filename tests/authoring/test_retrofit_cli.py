@@ -238,7 +238,7 @@ def test_a_package_that_is_not_g_cites_is_one_error_line(argv, message, tmp_path
             [],
             'no Knowledge Retrieval → LLM context path; LLM nodes looked at: "LLM" (1711528917469): context disabled',
         ),
-        ("refuse/own-not-yaml.txt.yml", [], "not a Dify app DSL: the file is not valid YAML"),
+        ("refuse/own-not-yaml.txt.yml", [], "not a Dify app DSL: not valid YAML"),
         ("svcvit-image-knowledge-base.zh.yml", ["--slots", "2"], "--slots needs --acl FIELD"),
         (
             "svcvit-image-knowledge-base.zh.yml",

@@ -39,6 +39,9 @@ RETROFIT_FIXTURE = ROOT / "tests" / "fixtures" / "retrofit" / "svcvit-image-know
 RETROFIT_APP = "retrofit:" + RETROFIT_FIXTURE.name  # its `gcite retrofit --nodes code` output, among run.apps
 RETROFIT_OPTIONS = retrofit.Options(nodes="code")  # Code nodes: no plugin tool needed
 CITED_APP = "cited:" + DSL_FILES[0]  # the Chinese plugin chatflow with cited_answer in place of LLM + validate
+# a shape retrofit places inside a container: retrieval before a loop, the LLM and the Answer in it (issue 33)
+RETROFIT_LOOP_FIXTURE = ROOT / "tests" / "fixtures" / "retrofit" / "shapes" / "own-0.6.0-loop-retrieval-outside.ja.yml"
+RETROFIT_LOOP_APP = "retrofit:" + RETROFIT_LOOP_FIXTURE.name
 TOOL_PROVIDER = "gcite/gcite/gcite"
 METADATA_FIELDS = ("document_title", "source_file_url", "access_roles", "updated")
 ENDPOINT_SECRET = "test-dify-endpoint-secret-0123456789-abcdef"
@@ -74,6 +77,7 @@ class DifyRun:
     documents: dict[str, str] = field(default_factory=dict)  # sample document_id -> Dify document id
     apps: dict[str, App] = field(default_factory=dict)
     retrofitted: retrofit.Result | None = None  # what `gcite retrofit` made of RETROFIT_FIXTURE (RETROFIT_APP)
+    retrofitted_loop: retrofit.Result | None = None  # … and of RETROFIT_LOOP_FIXTURE (RETROFIT_LOOP_APP)
     kb: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
@@ -171,6 +175,10 @@ def _boot(run: DifyRun, tarball: Path, python: Path, work: Path) -> None:
             builder_export_for_dify(RETROFIT_FIXTURE.read_text(encoding="utf-8"), run), RETROFIT_OPTIONS
         )
         add_app(run, RETROFIT_APP, run.retrofitted.text)  # retrofit's output as it is, nothing edited after
+        run.retrofitted_loop = retrofit.retrofit(
+            builder_export_for_dify(RETROFIT_LOOP_FIXTURE.read_text(encoding="utf-8"), run), RETROFIT_OPTIONS
+        )
+        add_app(run, RETROFIT_LOOP_APP, run.retrofitted_loop.text)
     with phase("a chatflow with cited_answer (tests/support/cited.py), import, publish and key it"):
         add_app(
             run, CITED_APP, dsl_for_dify(cited_chatflow((ROOT / "dsl" / DSL_FILES[0]).read_text(encoding="utf-8")), run)

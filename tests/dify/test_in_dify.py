@@ -29,6 +29,7 @@ from tests.dify.harness import (
     METADATA_FIELDS,
     RESTRICTED_QUERIES,
     RETROFIT_APP,
+    RETROFIT_LOOP_APP,
     ROOT,
     dump,
     restricted_texts,
@@ -101,7 +102,12 @@ def llm_prompt(dify, app_id: str, query: str) -> str:
 
 def test_console_setup_imports_all_four_chatflows_and_the_retrofitted_one(dify):
     assert dify.tenant_id and dify.console.http.cookies.get("access_token")
-    assert set(dify.apps) == {*DSL_FILES, RETROFIT_APP, CITED_APP}  # CITED_APP: test_cited_answer_in_dify.py
+    assert set(dify.apps) == {
+        *DSL_FILES,
+        RETROFIT_APP,
+        RETROFIT_LOOP_APP,
+        CITED_APP,
+    }  # CITED_APP: test_cited_answer_in_dify.py
     for app in dify.apps.values():
         assert app.import_result["status"] in ("completed", "completed-with-warnings"), app.import_result
         assert app.import_result["imported_dsl_version"] and app.key.startswith("app-")
@@ -199,6 +205,30 @@ def test_a_retrofitted_builder_chatflow_cites_in_real_dify(dify):
     assert len(calls) == 1, calls  # the LLM node's; no memory, so the prompt is the builder's system prompt alone
     prompt = "\n".join(m["content"] for m in calls[0]["data"]["prompt_messages"] if m["role"] == "system")
     assert "注意保留图片信息" in prompt and "[C:" in prompt, prompt[-800:]  # the builder's prompt, with the chunks
+
+
+def test_a_retrofitted_llm_inside_a_loop_cites_in_real_dify(dify):
+    """Issue 33: retrofit places the merge and validate nodes inside the LLM's loop (parentId, isInLoop, loop_id,
+    zIndex, relative position); Dify imports that, runs them inside the loop (their events carry the loop's id) and
+    the merge node reads the retrieval before the loop."""
+    document = dify.retrofitted_loop.document
+    nodes = {n["id"]: n for n in document["workflow"]["graph"]["nodes"]}
+    loop = next(i for i, n in nodes.items() if n["data"]["type"] == "loop")
+    llm = next(i for i, n in nodes.items() if n["data"]["type"] == "llm")
+    merge, validate = new_id("merge", llm), new_id("validate", llm)
+    assert nodes[merge]["parentId"] == nodes[validate]["parentId"] == loop
+    status, events = chat(dify.base_url, dify.apps[RETROFIT_LOOP_APP].key, VISITOR_QUERY, {}, user="builder")
+    assert status == 200, events
+    assert workflow_status(events)["status"] == "succeeded", dump(events[-1:])
+    merged, checked = finished(events, merge), finished(events, validate)
+    assert merged["status"] == checked["status"] == "succeeded", (merged.get("error"), checked.get("error"))
+    assert merged.get("loop_id") == checked.get("loop_id") == loop, (merged.get("loop_id"), checked.get("loop_id"))
+    chunks = merged["outputs"]["chunk_metadata"]
+    assert any(c["source_type"] == "rag" and c["document_title"] == "访客管理制度" for c in chunks), chunks
+    llm_text = finished(events, llm)["outputs"]["text"]
+    cited = set(MARKER.findall(llm_text))
+    assert cited and cited <= {c["id"] for c in chunks}, (llm_text, chunks)
+    assert checked["outputs"]["invalid_ids"] == [] and set(checked["outputs"]["id_map"]) == cited, checked["outputs"]
 
 
 # --- gcite acl against the real Knowledge API ------------------------------------------------------------------------

@@ -37,6 +37,7 @@ what it reads and writes (a reader can take them one at a time):
 6. `report`: the YAML text, the change lines and the notes (`Result`).
 """
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,7 +58,8 @@ from gcite.authoring.retrofit.prompt import (
     lang_of,
     rewrite_prompt,
 )
-from gcite.authoring.retrofit.reading import RetrofitRefusal, parse
+from gcite.authoring.retrofit.reading import RetrofitRefusal, check_document, read_text, reading_refusal
+from gcite.authoring.retrofit.splice import splice
 
 __all__ = [
     "CONTEXT",
@@ -84,6 +86,7 @@ class Result:
     text: str
     changes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -93,7 +96,12 @@ class Result:
 def retrofit(text: str, options: Options | None = None) -> Result:
     """Retrofit one DSL text. Raises RetrofitRefusal (one line) for what it must refuse."""
     options = options or Options()
-    document, wrapped = parse(text)
+    document, yaml_text, wrapped = read_text(text)
+    try:
+        document = check_document(document)
+    except RetrofitRefusal as refusal:
+        raise RetrofitRefusal(reading_refusal(refusal)) from None
+    before = copy.deepcopy(document)
     plan = Plan(document, options)
     try:
         run(plan)
@@ -103,9 +111,10 @@ def retrofit(text: str, options: Options | None = None) -> Result:
         # a value of a shape `parse` does not check: one line, never a traceback
         raise RetrofitRefusal(
             f"cannot rewire safely: a value in the DSL has an unexpected shape "
-            f"({type(error).__name__}: {str(error)[:120]})"
+            f"({type(error).__name__}: {str(error)[:120]}); export the app again from Dify "
+            f"and retrofit that file, or report it with the file to the G-Cite team"
         ) from None
-    return report(plan, wrapped)
+    return report(plan, wrapped, yaml_text, before)
 
 
 def run(plan: Plan) -> None:
@@ -128,7 +137,7 @@ def retrofit_path(plan: Plan, target: Target) -> None:
     source list, memory. Reads the path; writes the nodes, edges and prompt each pass names."""
     o = plan.options
     llm, lang = target.llm, lang_of(plan, target.llm)
-    v = dsl_build.Variant(plugin=o.nodes == "plugin", lang=lang, slots=o.slots)
+    v = dsl_build.Variant(plugin=o.nodes == "plugin", lang=label_lang(lang), slots=o.slots)
     rag = [target.source, target.selector[1]] if len(target.selector) == 2 else list(target.selector)
     upstream = target.source
     if o.acl:
@@ -145,6 +154,11 @@ def retrofit_path(plan: Plan, target: Target) -> None:
     note_builtin_memory(plan, llm)
 
 
+def label_lang(lang: str) -> str:
+    """The language of the added nodes' titles: the rules' where our chatflows have it, else English."""
+    return lang if lang in dsl_build.LANGS else "en"
+
+
 def complete_path(plan: Plan, llm_id: str) -> None:
     """An LLM retrofitted before: add what the options ask for and the first run did not (nothing by default).
     Reads the LLM's merge node (its context); writes the prompt, validate node, source list and memory the options
@@ -153,16 +167,16 @@ def complete_path(plan: Plan, llm_id: str) -> None:
     g = plan.graph
     merge = g.by_id[llm_id]["data"]["context"]["variable_selector"][0]
     lang = lang_of(plan, llm_id)
-    v = dsl_build.Variant(plugin=plan.options.nodes == "plugin", lang=lang, slots=plan.options.slots)
+    v = dsl_build.Variant(plugin=plan.options.nodes == "plugin", lang=label_lang(lang), slots=plan.options.slots)
     rewrite_prompt(plan, llm_id, lang)
-    validate = new_id("validate", llm_id)
+    validate = plan.id_of("validate", llm_id)
     if validate not in g.by_id:
         validate = add_validate(plan, Target(llm_id, merge, [merge, "formatted_chunks"], []), v, merge)
     if plan.options.sources_in_answer:
         list_sources(plan, llm_id, validate)
     if plan.options.memory:
         add_memory(plan, Target(llm_id, merge, [], []), v, validate)
-    if plan.options.acl and new_id("filter", llm_id) not in g.by_id:
+    if plan.options.acl and plan.id_of("filter", llm_id) not in g.by_id:
         # access control asked for and absent: written without it, the app would show every chunk to everyone
         raise RetrofitRefusal(
             f"--acl: LLM {g.title(llm_id)} was retrofitted before without access control, "
@@ -171,10 +185,12 @@ def complete_path(plan: Plan, llm_id: str) -> None:
         )
 
 
-def report(plan: Plan, wrapped: bool) -> Result:
+def report(plan: Plan, wrapped: bool, yaml_text: str, before: dict[str, Any]) -> Result:
     """Pass, last: the rewired app as the YAML Dify imports, with the change lines and the notes (a first note when
-    the file came in the export API's wrapped form). Reads the plan; writes nothing."""
+    the file came in the export API's wrapped form). The YAML is the builder's own text with the changes spliced in
+    (`splice.splice`: a diff shows what changed and nothing else). Reads the plan; writes nothing."""
     notes = plan.notes
+    plan.graph.flush()
     if wrapped:
         notes = ['read the export API\'s {"data": …} form; the output is the plain YAML Dify imports', *notes]
-    return Result(plan.document, dsl_build.render(plan.document), plan.changes, notes)
+    return Result(plan.document, splice(yaml_text, before, plan.document), plan.changes, notes, plan.warnings)

@@ -7,7 +7,7 @@ import json
 from gcite.authoring import chatflows as dsl_build
 from gcite.authoring.prefilter import templated_conditions
 from gcite.authoring.retrofit.graph import DEFAULT_SIZE, GAP
-from gcite.authoring.retrofit.plan import Plan, Target, new_id, template_of
+from gcite.authoring.retrofit.plan import Plan, Target, template_of
 
 
 def our_conditions(plan: Plan, retrieval: str) -> bool:
@@ -38,7 +38,7 @@ def add_access_control(plan: Plan, target: Target, v: dsl_build.Variant) -> None
             }
         )
         plan.change(f"input added: Start {g.title(start)} gains the hidden user_roles input")
-    roles = new_id("acl_roles", start)
+    roles = plan.id_of("acl_roles", start)
     if roles not in g.by_id:
         x, y = g.position_near(start, dy=DEFAULT_SIZE[1] + 2 * GAP)
         node = dsl_build.code_node(
@@ -54,9 +54,7 @@ def add_access_control(plan: Plan, target: Target, v: dsl_build.Variant) -> None
         plan.add_node(node, "fills the pre-filter's role slots")
         # after Start, before everything Start led to: every retrieval sees its slots
         for edge in [e for e in g.edges if e.get("source") == start]:
-            edge["source"] = roles
-            edge["id"] = f"{roles}-{edge.get('sourceHandle') or 'source'}-{edge['target']}-target"
-            edge.setdefault("data", {})["sourceType"] = "code"
+            g.move_source(edge, roles)
             plan.change(f"edge moved: {g.title(start)} → {g.title(edge['target'])} now leaves {roles}")
         g.add_edge(start, roles)
         plan.change(f"edge added: {g.title(start)} → {roles}")
@@ -81,7 +79,7 @@ def add_filter(plan: Plan, target: Target, v: dsl_build.Variant, rag: list[str])
     the edge source → LLM. Returns the filtered chunks' selector and the filter node's id (what the merge node
     reads next)."""
     g, o = plan.graph, plan.options
-    node_id = new_id("filter", target.llm)
+    node_id = plan.id_of("filter", target.llm)
     start = g.start_id()
     if node_id not in g.by_id:
         x, y = g.position_near(target.source, dy=-(DEFAULT_SIZE[1] + 2 * GAP))

@@ -4,7 +4,7 @@ built-in memory, whose earlier answers carry their markers into the prompt."""
 
 from gcite.authoring import chatflows as dsl_build
 from gcite.authoring.retrofit.graph import DEFAULT_SIZE, GAP
-from gcite.authoring.retrofit.plan import Plan, Target, new_id, query_selector
+from gcite.authoring.retrofit.plan import Plan, Target, query_selector
 
 
 def add_memory(plan: Plan, target: Target, v: dsl_build.Variant, validate: str) -> None:
@@ -21,7 +21,7 @@ def add_memory(plan: Plan, target: Target, v: dsl_build.Variant, validate: str) 
             continue
         variables.append(variable)
         plan.change(f"conversation variable added: {variable['name']} ({variable['value_type']})")
-    remember = new_id("remember", target.llm)
+    remember = plan.id_of("remember", target.llm)
     if remember in g.by_id:
         return
     question = query_selector(g, target) if target.retrievals else ["sys", "query"]
@@ -39,7 +39,7 @@ def add_memory(plan: Plan, target: Target, v: dsl_build.Variant, validate: str) 
     plan.add_node(node, "keeps the turn without its markers")
     g.add_edge(validate, remember)
     plan.change(f"edge added: {validate} → {remember}")
-    save = new_id("save_history", target.llm)
+    save = plan.id_of("save_history", target.llm)
     x, y = g.position_near(remember, dx=DEFAULT_SIZE[0] + 2 * GAP)
     generated = next(n for n in dsl_build.common_nodes(v) if n["id"] == "save_history")
     node = dsl_build.node(

@@ -3,9 +3,14 @@ its context rewired to the merge node, the validate node after it; in a workflow
 outputs the validate node's citations. Each node is placed beside what it joins (`Graph.position_near`) and wired
 as it is added, so the report reads node by node."""
 
+import json
+
 from gcite.authoring import chatflows as dsl_build
 from gcite.authoring.retrofit.graph import DEFAULT_SIZE, GAP
-from gcite.authoring.retrofit.plan import Plan, Target, new_id, query_selector, template_of
+from gcite.authoring.retrofit.plan import Plan, Target, query_selector, template_of
+from gcite.authoring.retrofit.prompt import insufficient_phrases, lang_of
+
+VALIDATE_MAIN = "def main(answer, chunk_metadata=None, insufficient_phrases=INSUFFICIENT_DEFAULT"
 
 
 def add_merge(plan: Plan, target: Target, v: dsl_build.Variant, rag: list[str], upstream: str) -> str:
@@ -15,7 +20,7 @@ def add_merge(plan: Plan, target: Target, v: dsl_build.Variant, rag: list[str], 
     retrieval, aggregator or filter node). Writes the merge node (our `merge_chunks` tool or its Code node), the
     web search node first with `--web gcite` (`add_web_search`), and the edges into the merge node. Returns its id."""
     g, o = plan.graph, plan.options
-    node_id = new_id("merge", target.llm)
+    node_id = plan.id_of("merge", target.llm)
     if node_id in g.by_id:
         return node_id
     web = add_web_search(plan, target, v) if o.web == "gcite" else None
@@ -37,9 +42,27 @@ def add_merge(plan: Plan, target: Target, v: dsl_build.Variant, rag: list[str], 
     else:
         variables = {"rag_chunks": rag, **({"web_chunks": [web, "json"]} if web else {})}
         node = dsl_build.code_node(node_id, x, y, v.text["merge"], "merge_chunks", variables, dsl_build.MERGE_OUTPUTS)
-    plan.add_node(node, f"numbers the chunks of {'.'.join(rag)}" + (" and the web results" if web else ""))
-    g.add_edge(upstream, node_id)
-    plan.change(f"edge added: {g.title(upstream)} → {node_id}")
+    inside = g.container_of(target.llm)
+    plan.add_node(
+        node,
+        f"numbers the chunks of {'.'.join(rag)}"
+        + (" and the web results" if web else "")
+        + (f", inside {g.title(inside)}" if inside else ""),
+        inside=inside,
+    )
+    if g.container_of(upstream) == inside:
+        g.add_edge(upstream, node_id)
+        plan.change(f"edge added: {g.title(upstream)} → {node_id}")
+    else:  # a retrieval outside the container: the merge node runs where the LLM's turn in the container starts
+        for source, handle in dict.fromkeys(
+            (str(e["source"]), str(e.get("sourceHandle") or "source")) for e in g.edges if e.get("target") == target.llm
+        ):
+            if g.container_of(source) == inside and source != node_id:
+                g.add_edge(source, node_id, handle)
+                plan.change(
+                    f"edge added: {g.title(source)} → {node_id} (inside {g.title(inside)}; it reads "
+                    f"{'.'.join(rag)} from outside)"
+                )
     if web:
         g.add_edge(web, node_id)
         plan.change(f"edge added: {web} → {node_id}")
@@ -53,7 +76,7 @@ def add_web_search(plan: Plan, target: Target, v: dsl_build.Variant) -> str:
     edges: those of the retrievals, branch handles included (else an edge from where the question comes from).
     Returns its id."""
     g = plan.graph
-    node_id = new_id("web", target.llm)
+    node_id = plan.id_of("web", target.llm)
     if node_id in g.by_id:
         return node_id
     query = query_selector(g, target)
@@ -87,14 +110,27 @@ def rewire_context(plan: Plan, target: Target, merge: str, upstream: str) -> Non
     Reads the path and the merge node's id. Writes the edges (the path's source → LLM removed when nothing came
     between them, merge → LLM added) and the LLM's context selector (`<merge>.formatted_chunks`)."""
     g, llm = plan.graph, target.llm
+    context = g.by_id[llm]["data"].setdefault("context", {})
+    if target.enable:
+        context["enabled"] = True
+        plan.change(
+            f"context enabled: LLM {g.title(llm)} had its context switched off while its prompt uses "
+            f"{{{{#context#}}}} (--enable-context)"
+        )
+    if target.formatter:
+        plan.notes.append(
+            f"LLM {g.title(llm)}: {g.title(target.formatter)} formatted "
+            f"{'.'.join(target.selector)} for the context; the merge node now numbers that result "
+            f"itself, so {g.title(target.formatter)} no longer feeds the context (it still runs; delete "
+            f"it in Dify if nothing else reads it)"
+        )
     if g.has_edge(target.source, llm) and upstream == target.source:
         g.remove_edge(target.source, llm)
         plan.change(f"edge removed: {g.title(target.source)} → {g.title(llm)} (now through {merge})")
     if not g.has_edge(merge, llm):
         g.add_edge(merge, llm)
         plan.change(f"edge added: {merge} → {g.title(llm)}")
-    context = g.by_id[llm]["data"]["context"]
-    old = ".".join(map(str, context["variable_selector"]))
+    old = ".".join(map(str, context.get("variable_selector") or [])) or "(none)"
     context["variable_selector"] = [merge, "formatted_chunks"]
     plan.change(f"selector rewired: LLM {g.title(llm)} context {old} → {merge}.formatted_chunks")
 
@@ -107,10 +143,11 @@ def add_validate(plan: Plan, target: Target, v: dsl_build.Variant, merge: str) -
     retrieval asks: `question_of`). Writes the node, the edge LLM → validate, and in a workflow the End nodes'
     `citations` outputs (`end_outputs`). Returns its id."""
     g, o = plan.graph, plan.options
-    node_id = new_id("validate", target.llm)
+    node_id = plan.id_of("validate", target.llm)
     if node_id in g.by_id:
         return node_id
     question = query_selector(g, target) if target.retrievals else question_of(plan, merge)
+    phrases = insufficient_phrases(plan, target.llm, lang_of(plan, target.llm))
     x, y = g.position_near(target.llm, dy=DEFAULT_SIZE[1] + 2 * GAP)
     if o.nodes == "plugin":
         node = dsl_build.gcite_tool(
@@ -125,10 +162,9 @@ def add_validate(plan: Plan, target: Target, v: dsl_build.Variant, merge: str) -
                 "chunk_metadata": dsl_build.variable(merge, "chunk_metadata"),
                 "question": dsl_build.mixed(template_of(question)),
             },
-            {"insufficient_phrases": v.recognised_refusals},
+            {"insufficient_phrases": phrases},
         )
     else:
-        # the Code node takes no constant: the validator's default refusal phrases (both languages) apply
         node = dsl_build.code_node(
             node_id,
             x,
@@ -138,9 +174,18 @@ def add_validate(plan: Plan, target: Target, v: dsl_build.Variant, merge: str) -
             {"answer": [target.llm, "text"], "chunk_metadata": [merge, "chunk_metadata"], "question": question},
             dsl_build.VALIDATE_OUTPUTS,
         )
-    plan.add_node(node, f"checks the markers of {g.title(target.llm)}")
+        # a Code node takes no constant: the phrases are the default of its main's parameter
+        if VALIDATE_MAIN not in node["data"]["code"]:
+            raise RuntimeError(f"nodes/validate_citations.py no longer starts main with {VALIDATE_MAIN!r}")
+        node["data"]["code"] = node["data"]["code"].replace(
+            VALIDATE_MAIN, VALIDATE_MAIN.replace("INSUFFICIENT_DEFAULT", json.dumps(phrases, ensure_ascii=False)), 1
+        )
+    inside = g.container_of(target.llm)
+    plan.add_node(node, f"checks the markers of {g.title(target.llm)}", inside=inside)
     g.add_edge(target.llm, node_id)
     plan.change(f"edge added: {g.title(target.llm)} → {node_id}")
+    if inside is not None:
+        container_output(plan, target.llm, node_id, inside)
     if plan.mode == "workflow":
         end_outputs(plan, target.llm, node_id)
     return node_id
@@ -182,3 +227,56 @@ def end_outputs(
         if not g.has_edge(validate, end):
             g.add_edge(validate, end)
             plan.change(f"edge added: {validate} → {g.title(end)}")
+
+
+def container_output(plan: Plan, llm: str, validate: str, container: str) -> None:
+    """An LLM inside an iteration whose output is the LLM's text: each item's output becomes that text followed by
+    the sources it cited (each item's merge node numbers its own chunks from 1, so an item's [C:N] markers are read
+    against its own list), through a Template node after the validate node; a loop (whose outputs are its loop
+    variables) gets a note saying which output to assign.
+
+    Reads the container's `output_selector`. Writes the Template node, its edge and the new output selector."""
+    g = plan.graph
+    data = g.by_id[container]["data"]
+    shown = template_of([validate, "references_by_marker_markdown"])
+    if g.type_of(container) != "iteration":
+        plan.notes.append(
+            f"LLM {g.title(llm)} is inside loop {g.title(container)}: to carry each round's cited "
+            f"sources out of the loop, assign {shown} to a loop variable in Dify"
+        )
+        return
+    if list(data.get("output_selector") or []) != [llm, "text"]:
+        plan.notes.append(
+            f"iteration {g.title(container)} does not output the text of LLM {g.title(llm)}: its "
+            f"output is kept; each item's cited sources are {shown}"
+        )
+        return
+    node_id = plan.id_of("section", llm)
+    if node_id not in g.by_id:
+        x, y = g.position_near(validate, dx=DEFAULT_SIZE[0] + GAP)
+        node = dsl_build.node(
+            node_id,
+            x,
+            y,
+            {
+                "type": "template-transform",
+                "title": "G-Cite: text and its sources",
+                "template": "{{ text }}\n\n{{ sources }}",
+                "variables": [
+                    {"variable": "text", "value_selector": [llm, "text"], "value_type": "string"},
+                    {
+                        "variable": "sources",
+                        "value_selector": [validate, "references_by_marker_markdown"],
+                        "value_type": "string",
+                    },
+                ],
+            },
+        )
+        plan.add_node(node, "each item's text with the sources it cited", inside=container)
+        g.add_edge(validate, node_id)
+        plan.change(f"edge added: {validate} → {node_id}")
+    data["output_selector"] = [node_id, "output"]
+    plan.change(
+        f"output rewired: iteration {g.title(container)} outputs {node_id}.output (each item's text, then "
+        f"the sources it cited) instead of {llm}.text"
+    )

@@ -2,6 +2,7 @@
 in it, and the report so far (one line per change, notes). Also what several passes name the same way: the ids of
 the nodes retrofit adds (`new_id`), a path (`Target`) and the question it answers (`query_selector`)."""
 
+import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +12,7 @@ from gcite.authoring.retrofit.graph import Graph
 
 NODES = ("plugin", "code")
 WEBS = ("none", "gcite")
-LANGS = ("auto", *dsl_build.LANGS)
+LANGS = ("auto", "zh", "en", "ja", "es")  # the citation rules' languages (rules.LANGS)
 PREFIX = "gcite_"  # every node id retrofit adds starts with it
 GCITE_PLUGIN = "gcite/gcite:"
 
@@ -26,6 +27,7 @@ class Options:
     lang: str = "auto"
     sources_in_answer: bool = False  # the Answer nodes list the cited sources after the LLM's text
     identifier: str | None = None  # the plugin's unique identifier (default: the unsigned package of this checkout)
+    enable_context: bool = False  # an LLM whose prompt uses {{#context#}} with context off: wire it to retrieval
 
     def __post_init__(self) -> None:
         if self.nodes not in NODES:
@@ -51,6 +53,8 @@ class Target:
     source: str  # the node the context came from: a retrieval node or an aggregator of retrieval results
     selector: list[str]  # the context's original selector
     retrievals: list[str]
+    formatter: str | None = None  # a Template or Code node that only formatted the retrieval result for the context
+    enable: bool = False  # the context was switched off (with {{#context#}} in the prompt): --enable-context
 
 
 class Plan:
@@ -69,6 +73,8 @@ class Plan:
         self.done: list[str] = []
         self.changes: list[str] = []
         self.notes: list[str] = []
+        self.warnings: list[str] = []
+        self.cache: dict[str, Any] = {}  # what a pass computes once per app (prompt.searches_web)
         self._identifier = options.identifier
 
     @property
@@ -81,17 +87,99 @@ class Plan:
     def change(self, line: str) -> None:
         self.changes.append(line)
 
-    def add_node(self, node: dict[str, Any], line: str) -> str:
-        """Adds `node` to the graph and reports it (`line`: what it does); its id."""
+    def id_of(self, kind: str, owner: str) -> str:
+        """The id of the `kind` node G-Cite adds for `owner` (`our_id`)."""
+        return our_id(self.graph, kind, owner)
+
+    def warn(self, line: str) -> None:
+        """Something the builder should decide (a prompt that contradicts citing): printed as a `warning:` line."""
+        if line not in self.warnings:
+            self.warnings.append(line)
+
+    def add_node(self, node: dict[str, Any], line: str, inside: str | None = None) -> str:
+        """Adds `node` to the graph (inside the iteration or loop `inside`, if given) and reports it (`line`: what
+        it does); its id."""
+        if inside is not None:
+            self.graph.put_inside(node, inside)
         self.graph.add_node(node)
         self.change(f"node added: {node['data']['title']} ({node['id']}, {node['data']['type']}) — {line}")
         return node["id"]
 
 
+MAX_ID = 50  # a node id in a {{#id.output#}} reference: [a-zA-Z0-9_]{1,50} (Dify's VARIABLE_PATTERN)
+DIGEST = 10  # hex digits of the owner's sha256 in an id that cannot carry the owner's id as it is
+
+
 def new_id(kind: str, owner: str) -> str:
-    """The id of a node retrofit adds for `owner` (an LLM or retrieval node): stable, so a second run finds it."""
+    """The id of a node retrofit adds for `owner` (an LLM or Start node): stable, so a second run finds it, and
+    unique by construction, never by truncation: `gcite_<kind>_<owner>` when the owner's id fits as it is, else
+    `gcite_<kind>_<head of the owner's id>_<sha256 of the whole owner id>` (two owners sharing a long prefix, or
+    differing only in characters a reference cannot hold, get different ids). `check_ids` checks the ids of a run
+    against every id in the file."""
     clean = re.sub(r"[^A-Za-z0-9_]", "_", owner)
-    return f"{PREFIX}{kind}_{clean}"[:50]
+    plain = f"{PREFIX}{kind}_{clean}"
+    if clean == owner and len(plain) <= MAX_ID and not re.search(rf"_[0-9a-f]{{{DIGEST}}}$", owner):
+        return plain
+    digest = hashlib.sha256(owner.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST]
+    head = f"{PREFIX}{kind}_"
+    room = MAX_ID - len(head) - len(digest) - 1
+    return f"{head}{clean[:room]}_{digest}" if room > 0 else f"{head}{digest}"[:MAX_ID]
+
+
+def legacy_id(kind: str, owner: str) -> str:
+    """The id retrofit gave before ids were unique by construction (cut at 50): found on files it wrote then."""
+    return f"{PREFIX}{kind}_{re.sub(r'[^A-Za-z0-9_]', '_', owner)}"[:MAX_ID]
+
+
+# what each node retrofit adds is (`is_ours`): the G-Cite tool, or the Code node's outputs, or the assigner's type
+KINDS = {
+    "merge": ("merge_chunks", {"formatted_chunks", "chunk_metadata"}),
+    "validate": ("validate_citations", {"citations", "answer_without_markers"}),
+    "filter": ("filter_chunks", {"chunks", "kept_count"}),
+    "web": ("web_search", None),
+    "remember": (None, {"history", "history_text"}),
+    "acl_roles": (None, {"role_1", "role_count"}),
+    "save_history": (None, None),
+    "section": (None, {"output"}),
+}
+
+
+def is_ours(graph: Graph, node_id: str, kind: str) -> bool:
+    """The node is the `kind` node G-Cite adds, by what it is (not only by its id): our tool of that name, a Code
+    node with that node's outputs, or (save_history) an assigner writing the conversation history."""
+    node = graph.by_id.get(node_id)
+    if node is None or not node_id.startswith(PREFIX):
+        return False
+    data = node["data"]
+    tool, outputs = KINDS.get(kind, (None, None))
+    if data.get("type") == "tool":
+        return (
+            str(data.get("provider_id", "")).startswith("gcite/") and tool is not None and data.get("tool_name") == tool
+        )
+    if data.get("type") == "code":
+        declared = data.get("outputs")
+        return (
+            outputs is not None
+            and isinstance(declared, dict)
+            and outputs <= set(declared)
+            and "def main(" in str(data.get("code") or "")
+        )
+    if data.get("type") == "template-transform":
+        return kind == "section"
+    if data.get("type") == "assigner":
+        return kind == "save_history" and any(
+            list(item.get("variable_selector") or [])[:1] == ["conversation"] for item in data.get("items") or []
+        )
+    return False
+
+
+def our_id(graph: Graph, kind: str, owner: str) -> str:
+    """The id of the `kind` node for `owner`: the one a run before this gave it when that node is there and ours
+    (an id cut at 50 by an older retrofit), else `new_id`."""
+    fresh, old = new_id(kind, owner), legacy_id(kind, owner)
+    if fresh not in graph.by_id and old != fresh and is_ours(graph, old, kind):
+        return old
+    return fresh
 
 
 def template_of(selector: list[str]) -> str:

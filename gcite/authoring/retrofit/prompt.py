@@ -9,13 +9,13 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from gcite.authoring import chatflows as dsl_build
+from gcite.authoring.retrofit import rules as text_rules
 from gcite.authoring.retrofit.plan import Plan, new_id
+from gcite.authoring.retrofit.rules import REFUSALS, RULE_HEADINGS, builder_refusal, contradictions, prompt_parts
 
-CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-LATIN = re.compile(r"[A-Za-z]")
+WEB_SEARCH = re.compile(r"(?i)search|tavily|bocha|serp|bing|google|duckduckgo|brave|exa|jina|perplexity|firecrawl")
+
 CONTEXT = "{{#context#}}"
-RULE_HEADINGS = {"zh": "# 引用规则（G-Cite）", "en": "# Citation rules (G-Cite)"}
 
 
 def prompt_messages(data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -28,59 +28,48 @@ def prompt_messages(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def detect_lang(texts: Iterable[str]) -> str:
-    text = "".join(texts)
-    return "zh" if len(CJK.findall(text)) * 3 >= len(LATIN.findall(text)) and CJK.search(text) else "en"
+    """The prompt's language among the rules' (zh, en, ja, es); any other: English."""
+    return text_rules.detect_lang("".join(texts))[0]
 
 
-def prompt_parts(lang: str) -> dict[str, str]:
-    """Our own chatflows' system prompt (gcite.authoring.chatflows) cut at its `# ` headings into the parts retrofit
-    adds: `sources` (where the chunks come from), `rules` (the answering rules), `history` (the earlier
-    conversation), `chunks` (the numbered chunks). The first part, the persona, stays the builder's."""
-    parts = [
-        p.strip() for p in re.split(r"(?m)^(?=# )", dsl_build.Variant(lang=lang).system_prompt()) if p.startswith("# ")
-    ]
-    named = dict(zip(("persona", "sources", "rules", "history", "chunks"), parts, strict=True))
-    if (
-        CONTEXT not in named["chunks"]
-        or "{{#conversation.history_text#}}" not in named["history"]
-        or "[C:N]" not in named["rules"]
-    ):
-        raise RuntimeError(
-            "gcite/authoring/chatflows.py's prompt no longer has the sections retrofit takes from it: "
-            "persona, sources, rules, history, chunks"
-        )
-    return named
+def citation_rules(lang: str, web: bool = False, refusal: str | None = None) -> str:
+    """The citation rules retrofit adds (rules.citation_rules): those of our own chatflows' prompt, one heading
+    level down under G-Cite's heading, with no word on where the chunks stand (POSITION_FREE); the web named only
+    when the app searches the web (`web`); the builder's refusal sentence in place of ours (`refusal`)."""
+    return text_rules.citation_rules(lang, web, refusal)
 
 
-# Our own prompt puts the chunks below its rules; a builder's prompt may hold its context above them, so the rules
-# retrofit adds say "the numbered chunks" without saying where
-POSITION_FREE = {
-    "en": (
-        ("The numbered chunks below come from", "The numbered chunks come from"),
-        ("strictly on the numbered chunks below.", "strictly on the numbered chunks."),
-    ),
-    "zh": (("下方检索片段可能来自", "检索片段可能来自"), ("严格基于下方编号的检索片段", "严格基于编号的检索片段")),
-}
+def searches_web(plan: Plan) -> bool:
+    """The app searches the web: `--web gcite`, or a tool or HTTP node of its own that searches."""
+    if plan.options.web == "gcite":
+        return True
+    if "searches_web" not in plan.cache:
+        plan.cache["searches_web"] = own_search(plan)
+    return plan.cache["searches_web"]
 
 
-def citation_rules(lang: str) -> str:
-    """The citation rules of our own chatflows' prompt, one heading level down under G-Cite's heading, with no word
-    on where the chunks stand (POSITION_FREE)."""
-    parts = prompt_parts(lang)
-    rules = RULE_HEADINGS[lang] + "\n" + "\n\n".join("#" + parts[k] for k in ("sources", "rules"))
-    for placed, free in POSITION_FREE[lang]:
-        if placed not in rules:
-            raise RuntimeError(f"gcite/authoring/chatflows.py's prompt no longer says {placed!r} (POSITION_FREE)")
-        rules = rules.replace(placed, free)
-    return rules
+def own_search(plan: Plan) -> bool:
+    for node in plan.graph.nodes:
+        data = node["data"]
+        if (
+            data.get("type") == "tool"
+            and not str(data.get("provider_id", "")).startswith("gcite/")
+            and WEB_SEARCH.search(
+                " ".join(str(data.get(k) or "") for k in ("provider_id", "provider_name", "tool_name"))
+            )
+        ):
+            return True
+        if data.get("type") == "http-request" and WEB_SEARCH.search(str(data.get("url") or "")):
+            return True
+    return False
 
 
 def history_section(lang: str) -> str:
-    return prompt_parts(lang)["history"]
+    return text_rules.SECTIONS[lang]["history"] if lang in text_rules.SECTIONS else prompt_parts(lang)["history"]
 
 
 def chunks_section(lang: str) -> str:
-    return prompt_parts(lang)["chunks"]
+    return text_rules.SECTIONS[lang]["chunks"] if lang in text_rules.SECTIONS else prompt_parts(lang)["chunks"]
 
 
 def own_line_context(text: str) -> str:
@@ -93,9 +82,51 @@ def lang_of(plan: Plan, llm_id: str) -> str:
     """The language of the rules for this LLM: `--lang`, else its system prompt's (else its whole prompt's)."""
     if plan.options.lang != "auto":
         return plan.options.lang
+    return text_rules.detect_lang(builder_text(plan, llm_id))[0]
+
+
+def builder_text(plan: Plan, llm_id: str) -> str:
+    """The builder's own prompt text: the system prompt (else every message), up to any rules G-Cite added."""
     messages = prompt_messages(plan.graph.by_id[llm_id]["data"])
     system = [m.get("text") or "" for m in messages if m.get("role") == "system"]
-    return detect_lang(system or [m.get("text") or "" for m in messages])
+    text = "\n".join(str(t) for t in (system or [m.get("text") or "" for m in messages]))
+    cut = min((text.find(h) for h in RULE_HEADINGS.values() if h in text), default=len(text))
+    return text[:cut]
+
+
+def refusal_of(plan: Plan, llm_id: str, lang: str) -> str:
+    """The refusal the LLM is told to give: the builder's own sentence, else ours in `lang`."""
+    return builder_refusal(builder_text(plan, llm_id)) or REFUSALS[lang]
+
+
+def insufficient_phrases(plan: Plan, llm_id: str, lang: str) -> str:
+    """What the validate node recognises as a refusal: the LLM's own first, then the validator's defaults."""
+    return "|".join(dict.fromkeys([refusal_of(plan, llm_id, lang), *REFUSALS.values()]))
+
+
+def check_prompt(plan: Plan, llm_id: str, lang: str) -> None:
+    """Pass (before the rules are added): a `warning:` for each sentence of the builder's prompt that contradicts
+    citing, a note when the prompt's language has no rules of its own (English rules) and when the builder's own
+    refusal sentence is used. Reads the builder's prompt; writes warnings and notes only."""
+    g, text = plan.graph, builder_text(plan, llm_id)
+    for sentence in contradictions(text):
+        shown = sentence if len(sentence) <= 160 else sentence[:157] + "…"
+        plan.warn(
+            f"LLM {g.title(llm_id)}: its prompt says {shown!r}, which contradicts the [C:N] markers the "
+            f"citation rules ask for; remove or reword it in Dify if the answers should cite (left as it is)"
+        )
+    if any(h in text for h in RULE_HEADINGS.values()):
+        return
+    if plan.options.lang == "auto" and not text_rules.detect_lang(text)[1]:
+        plan.notes.append(
+            f"LLM {g.title(llm_id)}: its prompt's language has no rules of its own; the rules are "
+            f"added in English (--lang zh|en|ja|es to choose)"
+        )
+    if (refusal := builder_refusal(text)) is not None:
+        plan.notes.append(
+            f"LLM {g.title(llm_id)}: its own refusal {refusal!r} is used in the rules and "
+            f"recognised by the validate node as insufficient evidence"
+        )
 
 
 def rewrite_prompt(plan: Plan, llm_id: str, lang: str) -> None:
@@ -107,6 +138,7 @@ def rewrite_prompt(plan: Plan, llm_id: str, lang: str) -> None:
     `{{#context#}}`); on a prompt that has the rules already, only the earlier conversation when --memory asks for
     it. One change line per edit."""
     g = plan.graph
+    check_prompt(plan, llm_id, lang)
     data = g.by_id[llm_id]["data"]
     messages = prompt_messages(data)
     system = next((m for m in messages if m.get("role") == "system"), None)
@@ -135,11 +167,8 @@ def rewrite_prompt(plan: Plan, llm_id: str, lang: str) -> None:
             )
     text = system.get("text") or ""
     chunks = not any(CONTEXT in (m.get("text") or "") for m in messages)
-    added = (
-        [citation_rules(lang)]
-        + ([history_section(lang)] if history else [])
-        + ([chunks_section(lang)] if chunks else [])
-    )
+    rules = citation_rules(lang, searches_web(plan), builder_refusal(builder_text(plan, llm_id)))
+    added = [rules] + ([history_section(lang)] if history else []) + ([chunks_section(lang)] if chunks else [])
     system["text"] = (text.rstrip() + "\n\n" if text.strip() else "") + "\n\n".join(added)
     extras = [name for name, wanted in (("the earlier conversation", history), ("the chunks", chunks)) if wanted]
     plan.change(

@@ -7,11 +7,12 @@ Dify writes it in, so the passes after it can take those shapes for granted.
 
 from typing import Any
 
-import yaml
-
-from gcite import load_yaml
+from gcite.safeyaml import DslReadError, read_dsl
 
 APP_MODES = ("advanced-chat", "workflow")
+
+
+EXPORT_AGAIN = "export the app again from Dify (Studio → app menu → Export DSL) and retrofit that file"
 
 
 class RetrofitRefusal(ValueError):
@@ -19,17 +20,31 @@ class RetrofitRefusal(ValueError):
 
 
 def parse(text: str) -> tuple[dict[str, Any], bool]:
-    """The DSL document, and whether it came in the export API's `{"data": "<yaml>"}` form."""
+    """The DSL document, and whether it came in the export API's `{"data": "<yaml>"}` form (read as JSON: an emoji
+    escaped as a surrogate pair is the one character it stands for). Bounded (gcite/safeyaml.py): what cannot be
+    read is one line with its position."""
+    document, _yaml_text, wrapped = read_text(text)
     try:
-        document = load_yaml(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise RetrofitRefusal(f"not a Dify app DSL: the file is not valid YAML{where}") from None
-    wrapped = False
-    if isinstance(document, dict) and set(document) == {"data"} and isinstance(document["data"], str):
-        wrapped = True
-        return parse(document["data"])[0], wrapped
+        return check_document(document), wrapped
+    except RetrofitRefusal as refusal:
+        raise RetrofitRefusal(reading_refusal(refusal)) from None
+
+
+def reading_refusal(refusal: RetrofitRefusal) -> str:
+    """A refusal of `check_document`, with the next step."""
+    return str(refusal) if str(refusal).startswith("app mode") else f"{refusal}; {EXPORT_AGAIN}"
+
+
+def read_text(text: str) -> tuple[Any, str, bool]:
+    """(document, its YAML text, wrapped), or a one-line refusal naming the position and the next step."""
+    try:
+        return read_dsl(text)
+    except DslReadError as error:
+        raise RetrofitRefusal(f"not a Dify app DSL: {error}; {EXPORT_AGAIN}") from None
+
+
+def check_document(document: Any) -> dict[str, Any]:
+    """The checks on the document's shape (every field a later pass reads, in the shape Dify writes it)."""
     if not isinstance(document, dict):
         raise RetrofitRefusal("not a Dify app DSL: the file is not a YAML mapping")
     kind = document.get("kind")
@@ -45,7 +60,10 @@ def parse(text: str) -> tuple[dict[str, Any], bool]:
     mode = app.get("mode")
     if mode not in APP_MODES:
         raise RetrofitRefusal(
-            f"app mode {mode!r} has no workflow graph to rewire: retrofit takes chatflows (advanced-chat) and workflows"
+            f"app mode {mode!r} has no workflow graph to rewire: retrofit takes chatflows "
+            f"(advanced-chat) and workflows; in Dify, create the app as a chatflow (or switch a "
+            f"basic chatbot to workflow orchestration from its menu), export it and retrofit that "
+            f"file"
         )
     graph = (document.get("workflow") or {}).get("graph") if isinstance(document.get("workflow"), dict) else None
     if not isinstance(graph, dict) or not isinstance(graph.get("nodes"), list):
@@ -79,4 +97,4 @@ def parse(text: str) -> tuple[dict[str, Any], bool]:
         for field, kind, shape in shapes.get(str(data.get("type")), ()):
             if data.get(field) is not None and not isinstance(data[field], kind):
                 raise RetrofitRefusal(f"not a Dify app DSL: node {item['id']}'s {field} is not {shape}")
-    return document, wrapped
+    return document
