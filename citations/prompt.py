@@ -9,7 +9,7 @@ import re
 
 from citations.neutralise import neutralise_markers
 from citations.phrases import INSUFFICIENT_DEFAULT
-from citations.support.check import CJK
+from citations.support.text import CJK
 
 HAN_CHARS = re.compile(f"[{CJK}]")
 LATIN_LETTERS = re.compile("[A-Za-z]")
