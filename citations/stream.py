@@ -264,7 +264,7 @@ class CitationStream:
 
 def unchecked(plain):
     """What `check_support` returns, for an answer not checked: its text, and no scores, reasons or sentences."""
-    return {"text": "".join(part for part in plain if isinstance(part, str)), "support": {}, "reasons": {},
+    return {"text": "".join(part for part in plain if isinstance(part, str)), "support": {}, "reasons": {}, "reason": {},
             "uncited_sentences": [], "citation_recall_proxy": None, "citation_precision_proxy": None}
 
 
