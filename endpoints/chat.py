@@ -20,6 +20,7 @@ import jwt
 from dify_plugin import Endpoint
 from werkzeug import Request, Response
 
+from citations.answer_layout import machine_inputs
 from endpoints.chat_protocol import INTERNAL_ERROR, OPEN_COMMENT, Translator, error_event, gcite_sse, translate
 from endpoints.settings import Config, SettingError, logger, normal_origin, read_settings
 from tools.params import LONE_SURROGATE
@@ -230,7 +231,7 @@ class GCiteChatEndpoint(Endpoint):
         def app_events() -> Iterator[dict]:
             yield from self.session.app.chat.invoke(
                 app_id=config.app_id, query=query,
-                inputs={"user_roles": json.dumps(roles, ensure_ascii=False)},
+                inputs=machine_inputs({"user_roles": json.dumps(roles, ensure_ascii=False)}),
                 response_mode="streaming", conversation_id=conversation_id, user=sub)
 
         def log_problem(code: str, error: BaseException) -> None:

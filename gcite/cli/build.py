@@ -15,8 +15,9 @@ def build_dsl_command(args: argparse.Namespace) -> int:
 
     langs = tuple(dict.fromkeys(args.lang)) if args.lang else chatflows.LANGS
     defaults = args.slots == chatflows.ROLE_SLOTS and args.persona is None
-    if args.out is None and args.search != chatflows.SEARCHES[0]:
-        raise CliError("--search needs --out DIR: dsl/ holds the default chatflows (the tests compare them with "
+    if args.out is None and (args.search != chatflows.SEARCHES[0] or args.answer is not None):
+        option = "--search" if args.search != chatflows.SEARCHES[0] else "--answer"
+        raise CliError(f"{option} needs --out DIR: dsl/ holds the default chatflows (the tests compare them with "
                        "the generator)")
     if args.out is None and not defaults:
         raise CliError("--slots and --persona need --out DIR: dsl/ holds the default chatflows "
@@ -27,7 +28,7 @@ def build_dsl_command(args: argparse.Namespace) -> int:
     try:
         changed = write_nodes() if args.out is None else []  # nodes/ is made with the default dsl/
         changed += chatflows.write(out_dir=out, langs=langs, slots=args.slots, persona=args.persona,
-                                   search=args.search)
+                                   search=args.search, answer=args.answer)
     except ValueError as error:
         raise CliError(f"--{error}") from None
     except OSError as error:

@@ -65,7 +65,7 @@ def test_every_event_carries_exactly_difys_fields(turn):
     events, conversation = turn
     message_id, task_id = events[1]["message_id"], events[1]["task_id"]
     run_id = events[1]["workflow_run_id"]
-    tool_nodes = {"web", "acl_filter", "merge", "validate"}
+    tool_nodes = {"web", "acl_filter", "merge", "validate", "cite"}
     for event in events:
         kind = event["event"]
         if kind == "ping":
@@ -146,7 +146,8 @@ class SlowModel(ExtractiveModel):
 
 def test_pings_keep_coming_while_the_stream_waits():
     with local_services(llm=SlowModel()) as svc:
-        events = list(run_chatflow(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), "会议室怎么预约？",
+        # the LLM-node layout (`build-dsl --answer llm-node`): the pings while an LLM node waits
+        events = list(run_chatflow(chatflows.chatflow_text(chatflows.Variant(answer="llm-node")), "会议室怎么预约？",
                                    {"user_roles": "前台"}, svc, ping_interval=0.2))
     kinds = [e["event"] for e in events]
     llm_started = next(i for i, e in enumerate(events) if e["event"] == "node_started" and e["data"]["node_id"] == "llm")
