@@ -303,7 +303,8 @@ def problem_in_dify(dify, dsl_text: str, script: Any) -> str | None:
         key = dify.console.app_api_key(app_id)
         dify.daemon.script = script
         try:
-            status, events = chat(dify.base_url, key, VISITOR_QUERY, {"user_roles": "前台"}, user="breaker")
+            status, events = chat(dify.base_url, key, VISITOR_QUERY, machine_inputs({"user_roles": "前台"}),
+                                  user="breaker")
         finally:
             dify.daemon.script = None
         assert status == 200, events
