@@ -23,7 +23,7 @@ from citations.references import HIDDEN_SCHEMES, reference_line, url_scheme
 from citations.stream import CitationStream
 from citations.validate import cap_texts
 
-STYLES = ("html", "plain")
+STYLES = ("html", "plain", "markers")  # markers: for machines (the endpoint), see citations/answer_layout.py
 BATCH_WINDOW = 0.08  # seconds: at most one event per window; no delta waits longer
 THINK_TAGS = ("<think>", "</think>")
 MAX_TITLE_CHARS = 200
@@ -331,7 +331,7 @@ def render_piece(state, piece):
         markup = state["markup"].get(key)
         if markup is None:  # each number's markup is made once: a long answer cites the same sources again and again
             markup = state["markup"][key] = citation_markup(
-                number, state["chunks"].get(int(chunk_id)), state["style"], key[1]
+                number, state["chunks"].get(int(chunk_id)), state["style"], key[1], chunk_id
             )
         out.append(markup)
     return "".join(out)
@@ -346,11 +346,14 @@ def answer_language(state):
     return language_of("".join(state["said"])) or language_of(state["question"]) or PROMPT_LANGS[1]
 
 
-def citation_markup(number, chunk, style, separator=False):
+def citation_markup(number, chunk, style, separator=False, chunk_id=""):
     """One citation: `<sup title="Title · site">[n](#gcite-n)</sup>` (html) or `[n]` (plain). `separator`: it
-    follows another citation of the same group (`[C:1][C:3]`), so a comma keeps the numbers apart."""
+    follows another citation of the same group (`[C:1][C:3]`), so a comma keeps the numbers apart. `markers` (for
+    machines: the G-Cite endpoint reads it) is the canonical `[C:id]` of a known chunk, sent whole."""
     if style == "plain":
         return f"[{number}]"
+    if style == "markers":
+        return f"[C:{chunk_id}]"
     title = source_title(chunk)
     attribute = f' title="{html.escape(title, quote=True)}"' if title else ""
     comma = "<sup>,</sup>" if separator else ""
@@ -374,7 +377,7 @@ def source_title(chunk):
 def sources_text(citations, style, lang):
     """The cited sources after the answer, in display order ("" when nothing was cited): `html`, a markdown list
     whose items carry the `gcite-n` anchors the superscripts link to; `plain`, `[n] Title — site · date — URL`."""
-    if not citations:
+    if not citations or style == "markers":  # markers: the reader lists the sources from `citations`
         return ""
     heading = SOURCES_HEADING[lang]
     if style == "plain":

@@ -20,6 +20,7 @@ import jwt
 from dify_plugin import Endpoint
 from werkzeug import Request, Response
 
+from citations.answer_layout import machine_inputs
 from citations.support import check as support_check
 from endpoints.chat_protocol import INTERNAL_ERROR, OPEN_COMMENT, Translator, error_event, gcite_sse, translate
 from endpoints.settings import Config, SettingError, logger, normal_origin, read_settings
@@ -274,7 +275,7 @@ class GCiteChatEndpoint(Endpoint):
             yield from self.session.app.chat.invoke(
                 app_id=config.app_id,
                 query=query,
-                inputs={"user_roles": json.dumps(roles, ensure_ascii=False)},
+                inputs=machine_inputs({"user_roles": json.dumps(roles, ensure_ascii=False)}),
                 response_mode="streaming",
                 conversation_id=conversation_id,
                 user=sub,

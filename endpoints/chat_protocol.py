@@ -25,6 +25,12 @@ after the LLM's text; that list is not passed on as text (its content is in `sou
 `AnswerText` and `citations.answer_layout`, where the template, the list and this rule are named once. The support
 flags in `done` are the validate node's own (its `node_finished`), when the chatflow has one that covers every
 citation; else they are computed here.
+
+A chatflow whose answer is written by the `cited_answer` tool is read the same way, never by parsing its HTML: its
+readers send the chatflow's `citation_style` input `markers` (`citations.answer_layout.machine_inputs`), so the
+tool streams canonical `[C:id]` markers of known chunks (each whole) and no list; the citation stream here numbers
+them as the tool did, and `done` takes the rest from the tool's `node_finished` outputs: its support flags, its
+`status` (`model_error` when the model failed after text was shown) and the unknown ids it dropped (`invalid_ids`).
 """
 
 import json
@@ -33,7 +39,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from citations.answer_layout import SOURCE_LIST
+from citations.answer_layout import CITED_MEMORY, SOURCE_LIST
 from citations.stream import CitationStream
 
 EVENTS = ("ready", "sources", "text", "cite", "replace", "done", "error")
@@ -305,6 +311,7 @@ class Translator:
         self.held_cite: dict[str, list[Any]] | None = None  # the citation shown once text follows (see `_pieces`)
         self.replaced = False
         self.validated: Mapping[str, Any] | None = None  # the validate node's outputs (its support check's results)
+        self.cited: Mapping[str, Any] | None = None  # a cited_answer node's outputs (it wrote the answer)
         self.conversation_id = ""
         self.message_id = ""
         self.finished = False
@@ -384,10 +391,19 @@ class Translator:
         return out + (self._pieces(self._citation_stream().feed_pieces(early)) if early else [])
 
     def _validate_outputs(self, data: Mapping[str, Any]) -> None:
-        """Keep the outputs of a validate node (it lists the sources, `SOURCE_LIST`, and its citations)."""
+        """Keep the outputs of a validate node (it lists the sources, `SOURCE_LIST`, and its citations) or of a
+        `cited_answer` node (its citations, status and dropped ids, next to `answer_without_markers`; no list)."""
         outputs = data.get("outputs")
-        if isinstance(outputs, Mapping) and SOURCE_LIST in outputs and isinstance(outputs.get("citations"), list):
+        if not isinstance(outputs, Mapping) or not isinstance(outputs.get("citations"), list):
+            return
+        if SOURCE_LIST in outputs:
             self.validated = outputs
+        elif (
+            data.get("node_type") == "tool"
+            and isinstance(outputs.get(CITED_MEMORY), str)
+            and isinstance(outputs.get("status"), str)
+        ):
+            self.validated = self.cited = outputs
 
     def _support_flags(self, citations: list[dict[str, Any]]) -> dict[str, Mapping[str, Any]] | None:
         """The validate node's citations by id, when they cover every one of `citations` and carry the flags."""
@@ -479,10 +495,22 @@ class Translator:
                 if key in checked:
                     cited[key] = checked[key]
             citations.append(cited)
+        status, invalid_ids = result["status"], list(result["invalid_ids"])
+        if self.cited is not None:  # the tool dropped the unknown ids before they streamed, and knows a model failure
+            dropped = self.cited.get("invalid_ids")
+            invalid_ids = list(
+                dict.fromkeys(
+                    invalid_ids + [str(i) for i in dropped if isinstance(i, (str, int))]
+                    if isinstance(dropped, list)
+                    else invalid_ids
+                )
+            )
+            if self.cited["status"] == "model_error":
+                status = "model_error"
         done = {
-            "status": result["status"],
+            "status": status,
             "citations": citations,
-            "invalid_ids": list(result["invalid_ids"]),
+            "invalid_ids": invalid_ids,
             "conversation": self.conversation_handle(self.conversation_id) if self.conversation_id else "",
             "message_id": self.message_id,
         }

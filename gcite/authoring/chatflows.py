@@ -8,7 +8,10 @@
 A language variant changes the prompt, the node titles and labels, and the refusal phrase (which the validate node
 is told to recognise). Options (`Variant`): the number of role slots of the pre-filter, the assistant's persona, and
 for the plugin chatflow the search tool (`search="tavily"`: the official Tavily plugin's `tavily_search`, whose
-shape the merge node keeps supporting; `build-dsl --search tavily`).
+shape the merge node keeps supporting; `build-dsl --search tavily`), and what the Answer shows (`answer`, see
+citations/answer_layout.py): the plugin chatflows' default `cited` (one `cited_answer` tool node writes the answer and
+streams clean citations), `llm-node` (the LLM node streams raw markers, the validate node lists the sources) — the
+Code-node chatflows' default, a Code node cannot call a model — and `clean` (wait for the validator's clean numbers).
 A test fails when the committed files differ from what this module generates with the default options.
 """
 
@@ -19,7 +22,16 @@ from typing import Any
 
 import yaml
 
-from citations.answer_layout import source_list  # the Answer template, named once
+from citations.answer_layout import (
+    ANSWERS,
+    CITED_MEMORY,
+    CITED_TOOL,
+    STYLE_INPUT,
+    cited_template,
+    clean_template,
+    source_list,  # the Answer template, named once
+    style_reference,
+)  # what an Answer shows, named once
 from citations.phrases import INSUFFICIENT_DEFAULT
 from gcite import ROOT
 from gcite.authoring.bundle import bundle
@@ -77,6 +89,8 @@ TEXT: dict[str, dict[str, str]] = {
         "merge": "合并并编号片段",
         "llm": "LLM",
         "validate": "校验引用",
+        "cite": "带引用的回答",
+        "citation_style": "引用样式（留空：上标；G-Cite 端点设为 markers）",
         "answer": "回答",
         "remember": "记住本轮对话（去掉引用标记）",
         "save_history": "保存对话历史",
@@ -125,6 +139,8 @@ TEXT: dict[str, dict[str, str]] = {
         "merge": "Merge and number chunks",
         "llm": "LLM",
         "validate": "Validate citations",
+        "cite": "Cited answer",
+        "citation_style": "Citation style (empty: superscripts; G-Cite's endpoint sets markers)",
         "answer": "Answer",
         "remember": "Remember the turn (markers removed)",
         "save_history": "Save history",
@@ -168,8 +184,16 @@ class Variant:
     slots: int = ROLE_SLOTS
     persona: str | None = None  # None: the language's neutral default
     search: str = SEARCHES[0]
+    answer: str | None = None  # what the Answer shows (ANSWERS); None: `cited` with the plugin, else `llm-node`
 
     def __post_init__(self) -> None:
+        if self.answer is not None and self.answer not in ANSWERS:
+            raise ValueError(f"answer: {self.answer!r} is not one of {', '.join(ANSWERS)}")
+        if self.answer == "cited" and not self.plugin:
+            raise ValueError(
+                "answer: a Code node cannot call a model, so the Code-node chatflow cannot stream clean "
+                "citations (cited needs the plugin's cited_answer tool); choose clean or llm-node"
+            )
         if self.search not in SEARCHES:
             raise ValueError(f"search: {self.search!r} is not one of {', '.join(SEARCHES)}")
         if not self.plugin and self.search != SEARCHES[0]:
@@ -183,6 +207,10 @@ class Variant:
                 raise ValueError("persona: must not be empty")
             if "{{#" in self.persona or "#}}" in self.persona:
                 raise ValueError("persona: must not contain a Dify variable reference ({{#…#}})")
+
+    @property
+    def layout(self) -> str:
+        return self.answer or ("cited" if self.plugin else "llm-node")
 
     @property
     def text(self) -> dict[str, str]:
@@ -207,6 +235,11 @@ class Variant:
     def system_prompt(self) -> str:
         persona = (self.persona if self.persona is not None else self.text["persona"]).strip()
         return self.text["prompt"].format(persona=persona, refusal=self.refusal)
+
+    def instructions(self) -> str:
+        """The builder's own part of the system prompt (its role section), given to `cited_answer`, which adds
+        G-Cite's citation rules, the earlier conversation and the chunks itself."""
+        return self.system_prompt().split("\n\n# ", 1)[0].strip()
 
 
 def condition_count(slots: int, missing_acl: str = "visible") -> int:
@@ -368,30 +401,75 @@ VALIDATE_OUTPUTS = {
 }
 
 
+def start_variables(v: Variant) -> list[dict[str, Any]]:
+    """The Start node's inputs, all hidden: the user's roles, and for the cited layout the citation style."""
+    inputs = [("user_roles", "user_roles", 256)] + (
+        [(STYLE_INPUT, "citation_style", 16)] if v.layout == "cited" else []
+    )
+    return [
+        {
+            "variable": name,
+            "label": v.text[label],
+            "type": "text-input",
+            "required": False,
+            "hide": True,
+            "max_length": length,
+            "options": [],
+        }
+        for name, label, length in inputs
+    ]
+
+
+def answer_template(v: Variant) -> str:
+    if v.layout == "cited":
+        return cited_template("cite")
+    if v.layout == "clean":
+        return clean_template("validate")
+    return "{{#llm.text#}}" + source_list("validate")
+
+
+def cite_node(v: Variant, identifier: str) -> dict[str, Any]:
+    """The `cited_answer` tool node: the LLM node's model and the builder's instructions; the style from the
+    hidden Start input (citations/answer_layout.py). `tool_node_version` "2": Dify 1.16 reads a model selector with
+    the variable pool only then (graphon ToolNode._run), else the plugin would get it wrapped as {type, value}."""
+    cite = gcite_tool(
+        "cite",
+        1530,
+        300,
+        v.text["cite"],
+        CITED_TOOL,
+        identifier,
+        {
+            "query": mixed("{{#sys.query#}}"),
+            "context": variable("merge", "formatted_chunks"),
+            "chunk_metadata": variable("merge", "chunk_metadata"),
+            "history": mixed("{{#conversation.history_text#}}"),
+            "instructions": mixed(v.instructions()),
+            "style": mixed(style_reference()),
+        },
+        {
+            "model": {
+                "provider": MODEL["provider"],
+                "model": MODEL["name"],
+                "model_type": "llm",
+                "mode": MODEL["mode"],
+                "completion_params": dict(MODEL["completion_params"]),
+            },
+            # a form value as Dify's editor writes it for a tool node with a version: {type, value} (a bare value is
+            # skipped by Dify 1.16's ToolManager._convert_tool_parameters_type when it reads with the variable pool)
+            "insufficient_phrases": {"type": "constant", "value": v.recognised_refusals},
+        },
+    )
+    cite["data"]["tool_node_version"] = "2"
+    return cite
+
+
 def common_nodes(v: Variant) -> list[dict[str, Any]]:
     t = v.text
     slots = [f"{{{{#acl_roles.role_{n}#}}}}" for n in range(1, v.slots + 1)]
+    memory = ["cite", CITED_MEMORY] if v.layout == "cited" else ["validate", "answer_without_markers"]
     return [
-        node(
-            "start",
-            30,
-            300,
-            {
-                "type": "start",
-                "title": t["start"],
-                "variables": [
-                    {
-                        "variable": "user_roles",
-                        "label": t["user_roles"],
-                        "type": "text-input",
-                        "required": False,
-                        "hide": True,
-                        "max_length": 256,
-                        "options": [],
-                    }
-                ],
-            },
-        ),
+        node("start", 30, 300, {"type": "start", "title": t["start"], "variables": start_variables(v)}),
         code_node(
             "acl_roles",
             330,
@@ -432,32 +510,35 @@ def common_nodes(v: Variant) -> list[dict[str, Any]]:
                 "metadata_filtering_conditions": templated_conditions(ACL_FIELD, slots),
             },
         ),
-        node(
-            "llm",
-            1530,
-            300,
-            {
-                "type": "llm",
-                "title": t["llm"],
-                "model": MODEL,
-                "prompt_template": [
-                    {"id": "gcite-system", "role": "system", "edition_type": "basic", "text": v.system_prompt()},
-                    {"id": "gcite-user", "role": "user", "edition_type": "basic", "text": "{{#sys.query#}}"},
-                ],
-                "context": {"enabled": True, "variable_selector": ["merge", "formatted_chunks"]},
-                "vision": {"enabled": False},
-            },
+        *(
+            []
+            if v.layout == "cited"
+            else [
+                node(
+                    "llm",
+                    1530,
+                    300,
+                    {
+                        "type": "llm",
+                        "title": t["llm"],
+                        "model": MODEL,
+                        "prompt_template": [
+                            {
+                                "id": "gcite-system",
+                                "role": "system",
+                                "edition_type": "basic",
+                                "text": v.system_prompt(),
+                            },
+                            {"id": "gcite-user", "role": "user", "edition_type": "basic", "text": "{{#sys.query#}}"},
+                        ],
+                        "context": {"enabled": True, "variable_selector": ["merge", "formatted_chunks"]},
+                        "vision": {"enabled": False},
+                    },
+                )
+            ]
         ),
         node(
-            "answer",
-            2130,
-            200,
-            {
-                "type": "answer",
-                "title": t["answer"],
-                "variables": [],
-                "answer": "{{#llm.text#}}" + source_list("validate"),
-            },
+            "answer", 2130, 200, {"type": "answer", "title": t["answer"], "variables": [], "answer": answer_template(v)}
         ),
         code_node(
             "remember",
@@ -465,11 +546,7 @@ def common_nodes(v: Variant) -> list[dict[str, Any]]:
             420,
             t["remember"],
             "remember_turn",
-            {
-                "history": ["conversation", "history"],
-                "query": ["sys", "query"],
-                "answer": ["validate", "answer_without_markers"],
-            },
+            {"history": ["conversation", "history"], "query": ["sys", "query"], "answer": memory},
             {"history": "array[object]", "history_text": "string"},
             code=remember_code(v.lang),
         ),
@@ -587,7 +664,9 @@ def plugin_nodes(v: Variant, identifier: str) -> list[dict[str, Any]]:
             merge_inputs(v),
             {"max_web_results": SEARCH_TOP_K, "max_chunks": 30},
         ),
-        gcite_tool(
+        cite_node(v, identifier)
+        if v.layout == "cited"
+        else gcite_tool(
             "validate",
             1830,
             300,
@@ -686,12 +765,25 @@ EDGES = [
     ("validate", "remember"),
     ("remember", "save_history"),
 ]
+CITED_EDGES = [
+    ("start", "acl_roles"),
+    ("acl_roles", "kr"),
+    ("kr", "acl_filter"),
+    ("acl_filter", "merge"),
+    ("web", "merge"),
+    ("merge", "cite"),
+    ("cite", "answer"),
+    ("cite", "remember"),
+    ("remember", "save_history"),
+]
 
 
-def edges(nodes: list[dict[str, Any]], web_entry: str) -> list[dict[str, Any]]:
+def edges(nodes: list[dict[str, Any]], web_entry: str, layout: str = "llm-node") -> list[dict[str, Any]]:
     type_of = {n["id"]: n["data"]["type"] for n in nodes}
-    pairs = EDGES + ([("start", "web_body"), ("web_body", "web")] if web_entry == "web_body" else [("start", "web")])
-    pairs += [("llm", "answer")]
+    pairs = (CITED_EDGES if layout == "cited" else EDGES) + (
+        [("start", "web_body"), ("web_body", "web")] if web_entry == "web_body" else [("start", "web")]
+    )
+    pairs += [] if layout == "cited" else [("llm", "answer")]
     return [
         {
             "id": f"{a}-source-{b}-target",
@@ -788,7 +880,7 @@ def chatflow(v: Variant, identifier: str) -> dict[str, Any]:
             },
             "graph": {
                 "nodes": nodes,
-                "edges": edges(nodes, "start" if v.plugin else "web_body"),
+                "edges": edges(nodes, "start" if v.plugin else "web_body", v.layout),
                 "viewport": {"x": 0, "y": 0, "zoom": 0.7},
             },
         },
@@ -817,11 +909,23 @@ def render(document: dict[str, Any]) -> str:
 
 
 def variants(
-    langs: tuple[str, ...] = LANGS, slots: int = ROLE_SLOTS, persona: str | None = None, search: str = SEARCHES[0]
+    langs: tuple[str, ...] = LANGS,
+    slots: int = ROLE_SLOTS,
+    persona: str | None = None,
+    search: str = SEARCHES[0],
+    answer: str | None = None,
 ) -> list[Variant]:
-    """The plugin and the Code-node chatflow in each language (`search` applies to the plugin one)."""
+    """The plugin and the Code-node chatflow in each language (`search` applies to the plugin one; `answer` to both,
+    except `cited`, which only the plugin one can do: the Code-node one then keeps its default)."""
     return [
-        Variant(plugin, lang, slots, persona, search if plugin else SEARCHES[0])
+        Variant(
+            plugin,
+            lang,
+            slots,
+            persona,
+            search if plugin else SEARCHES[0],
+            answer if plugin or answer != "cited" else None,
+        )
         for lang in langs
         for plugin in (True, False)
     ]
@@ -834,9 +938,10 @@ def generated(
     slots: int = ROLE_SLOTS,
     persona: str | None = None,
     search: str = SEARCHES[0],
+    answer: str | None = None,
 ) -> dict[Path, str]:
     """{path: text} of every file; with no arguments, exactly what `make dsl` writes into dsl/."""
-    chosen = variants(langs, slots, persona, search)  # validates the options before the (slower) identifier
+    chosen = variants(langs, slots, persona, search, answer)  # validates the options before the (slower) identifier
     identifier = identifier or plugin_identifier()
     return {out_dir / v.file_name: render(chatflow(v, identifier)) for v in chosen}
 
@@ -848,8 +953,9 @@ def write(
     slots: int = ROLE_SLOTS,
     persona: str | None = None,
     search: str = SEARCHES[0],
+    answer: str | None = None,
 ) -> list[Path]:
-    files = generated(identifier, out_dir, langs, slots, persona, search)
+    files = generated(identifier, out_dir, langs, slots, persona, search, answer)
     out_dir.mkdir(parents=True, exist_ok=True)
     changed = []
     for path, text in files.items():

@@ -15,9 +15,10 @@ def build_dsl_command(args: argparse.Namespace) -> int:
 
     langs = tuple(dict.fromkeys(args.lang)) if args.lang else chatflows.LANGS
     defaults = args.slots == chatflows.ROLE_SLOTS and args.persona is None
-    if args.out is None and args.search != chatflows.SEARCHES[0]:
+    if args.out is None and (args.search != chatflows.SEARCHES[0] or args.answer is not None):
+        option = "--search" if args.search != chatflows.SEARCHES[0] else "--answer"
         raise CliError(
-            "--search needs --out DIR: dsl/ holds the default chatflows (the tests compare them with the generator)"
+            f"{option} needs --out DIR: dsl/ holds the default chatflows (the tests compare them with the generator)"
         )
     if args.out is None and not defaults:
         raise CliError(
@@ -29,7 +30,9 @@ def build_dsl_command(args: argparse.Namespace) -> int:
         raise CliError(f"--out {out}: not a directory")
     try:
         changed = write_nodes() if args.out is None else []  # nodes/ is made with the default dsl/
-        changed += chatflows.write(out_dir=out, langs=langs, slots=args.slots, persona=args.persona, search=args.search)
+        changed += chatflows.write(
+            out_dir=out, langs=langs, slots=args.slots, persona=args.persona, search=args.search, answer=args.answer
+        )
     except ValueError as error:
         raise CliError(f"--{error}") from None
     except OSError as error:

@@ -5,6 +5,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from citations.answer_layout import machine_inputs
 from gcite.client import (
     Cite,
     Done,
@@ -159,7 +160,7 @@ def local_events(query: str, roles: str, dsl: str | None) -> Iterator[Event]:
 
     def run(text: str) -> Iterator[dict[str, Any]]:
         try:
-            yield from run_chatflow(text, query, {"user_roles": roles}, services)
+            yield from run_chatflow(text, query, machine_inputs({"user_roles": roles}), services)
         except DifyRefusal as error:
             raise LocalRunError(str(error)) from None
         except Exception as error:  # noqa: BLE001 - a DSL the engine cannot run: its cause in one line
@@ -261,7 +262,9 @@ def chat_command(args: Any, stdin: Any, stdout: Any, stderr: Any) -> int:
         if not key:
             stderr.write("error: --service-api needs --api-key (or $GCITE_DIFY_API_KEY)\n")
             return 2
-        events = service_api(args.service_api, key, args.query, {"user_roles": args.roles or ""}, args.conversation)
+        events = service_api(
+            args.service_api, key, args.query, machine_inputs({"user_roles": args.roles or ""}), args.conversation
+        )
     elif args.stdin:
         events = sse_events(stdin)
     else:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from citations.answer_layout import machine_inputs
 from gcite.authoring.chatflows import CODE_DSL, PLUGIN_DSL
 from gcite.cli.pretty import PrettyPrinter
 from gcite.local.llm import EXTRACTIVE_LABEL
@@ -95,7 +96,7 @@ def run(
         for turn, query in enumerate(queries, start=1):
             out.write(f"\n===== turn {turn}: {query}\n")
             printer = PrettyPrinter(out)
-            for event in run_chatflow(text, query, {"user_roles": roles}, services, conversation):
+            for event in run_chatflow(text, query, machine_inputs({"user_roles": roles}), services, conversation):
                 printer.feed(event)
             ok &= not printer.finish()["errors"]
     return ok

@@ -115,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sign_cli.add_parsers(commands, pack)
 
+    from citations.answer_layout import ANSWERS
     from gcite.authoring.chatflows import LANGS, MAX_ROLE_SLOTS, ROLE_SLOTS, SEARCHES
 
     dsl = commands.add_parser(
@@ -147,9 +148,17 @@ def build_parser() -> argparse.ArgumentParser:
         "(the official Tavily plugin)",
     )
     dsl.add_argument(
+        "--answer",
+        choices=ANSWERS,
+        help="what the Answer shows: cited (the plugin chatflow's default: the cited_answer tool streams "
+        "clean citations), llm-node (the Code-node chatflow's default: the LLM node streams raw "
+        "markers, then the validator's list) or clean (wait, then the validator's clean numbers); "
+        "cited applies to the plugin chatflow only (docs/chatflows.md)",
+    )
+    dsl.add_argument(
         "--out",
         metavar="DIR",
-        help="output directory (default: dsl/; required with non-default --slots, --persona or --search)",
+        help="output directory (default: dsl/; required with non-default --slots, --persona, --search or --answer)",
     )
 
     pre = commands.add_parser("prefilter", help="print Knowledge Retrieval metadata_filtering_conditions for roles")

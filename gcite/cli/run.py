@@ -62,6 +62,7 @@ def run_command(args: argparse.Namespace) -> int:
     dsl = read_chatflow_file(Path(args.dsl))
     knowledge_base = load_knowledge_base(Path(args.knowledge_base) if args.knowledge_base else None)
 
+    from citations.answer_layout import machine_inputs
     from gcite.cli.pretty import PrettyPrinter
     from gcite.local.dify_rules import DifyRefusal
     from gcite.local.runner import dify_sse, run_chatflow
@@ -86,7 +87,10 @@ def run_command(args: argparse.Namespace) -> int:
         **overrides,
     ) as services:
         try:
-            for event in run_chatflow(dsl, query, inputs, services):
+            # --pretty reads the answer as G-Cite's readers do: a cited_answer node streams markers for it (an
+            # explicit --input citation_style=… wins); the raw stream is what Dify's chat would get
+            run_inputs = {**machine_inputs(), **inputs} if printer else inputs
+            for event in run_chatflow(dsl, query, run_inputs, services):
                 failed |= event["event"] == "error" or (  # Dify's failed run ends at workflow_finished
                     event["event"] == "workflow_finished" and (event.get("data") or {}).get("status") == "failed"
                 )

@@ -98,6 +98,11 @@ class Console:
     def publish(self, app_id: str) -> None:
         self.post(f"/apps/{app_id}/workflows/publish", {}, "publish")
 
+    def site_code(self, app_id: str) -> str:
+        """The code of the app's web app site (its URL's last part; the web app API's `X-App-Code`)."""
+        site = self.get(f"/apps/{app_id}", "app detail")["site"]
+        return site.get("code") or site["access_token"]
+
     def app_api_key(self, app_id: str) -> str:
         return self.post(f"/apps/{app_id}/api-keys", None, "app API key")["token"]
 
@@ -221,3 +226,48 @@ def conversation_messages(base_url: str, app_key: str, conversation_id: str, *, 
         params={"conversation_id": conversation_id, "user": user, "limit": 100},
     )
     return check(response, "conversation messages")["data"]
+
+
+class WebApp:
+    """Dify's web app API as its front end calls it (controllers/web in Dify 1.16.1): the app's site code in the
+    `X-App-Code` header, a passport from `GET /api/passport` (an anonymous end user, `user_id` its session id) in
+    `X-App-Passport`, then `POST /api/chat-messages` and `GET /api/messages`."""
+
+    def __init__(self, base_url: str, site_code: str, user: str) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.code = site_code
+        passport = requests.get(
+            f"{self.base_url}/api/passport", params={"user_id": user}, timeout=30, headers={"X-App-Code": site_code}
+        )
+        self.headers = {"X-App-Code": site_code, "X-App-Passport": check(passport, "web app passport")["access_token"]}
+
+    def chat_timed(
+        self, query: str, inputs: Mapping[str, Any], conversation_id: str = "", timeout: float = 180
+    ) -> tuple[int, list[tuple[float, dict[str, Any]]]]:
+        start = time.perf_counter()
+        response = requests.post(
+            f"{self.base_url}/api/chat-messages",
+            stream=True,
+            timeout=timeout,
+            headers=self.headers,
+            json={
+                "query": query,
+                "inputs": dict(inputs),
+                "response_mode": "streaming",
+                "conversation_id": conversation_id,
+            },
+        )
+        if response.status_code != 200:
+            return response.status_code, [
+                (0.0, {"event": "http_error", "status": response.status_code, "body": response.text[:2000]})
+            ]
+        return 200, [(time.perf_counter() - start, event) for event in sse_events(response)]
+
+    def messages(self, conversation_id: str) -> list[dict[str, Any]]:
+        response = requests.get(
+            f"{self.base_url}/api/messages",
+            timeout=60,
+            headers=self.headers,
+            params={"conversation_id": conversation_id, "limit": 100},
+        )
+        return check(response, "web app messages")["data"]

@@ -18,6 +18,7 @@ import pytest
 import requests
 import yaml
 
+from citations.answer_layout import machine_inputs
 from gcite.authoring.retrofit import PREFIX, new_id
 from gcite.protocol import EVENTS, parse_gcite_sse
 from tests.dify.console import chat
@@ -49,8 +50,15 @@ FORTY_UNKNOWN = "访客须在前台出示证件登记" + "".join(f"[C:{i}]" for 
 
 
 def turn(dify, dsl: str, query: str, roles: str, *, user: str = "tester", conversation_id: str = "") -> list[dict]:
+    """One turn as G-Cite's readers ask: the plugin chatflows' cited_answer node streams canonical markers
+    (test_cited_answer_in_dify.py reads them as Dify's chat does, without the input: superscripts)."""
     status, events = chat(
-        dify.base_url, dify.apps[dsl].key, query, {"user_roles": roles}, user=user, conversation_id=conversation_id
+        dify.base_url,
+        dify.apps[dsl].key,
+        query,
+        machine_inputs({"user_roles": roles}),
+        user=user,
+        conversation_id=conversation_id,
     )
     assert status == 200, events
     return events
@@ -88,11 +96,23 @@ def assert_cited_turn(events: list[dict], merge: str = "merge") -> tuple[list[di
     return chunks, answer
 
 
-def llm_prompt(dify, app_id: str, query: str) -> str:
-    """The system prompt of the chatflow LLM call for this query (the daemon saw every call)."""
+def checker(dsl: str) -> str:
+    """The node whose outputs hold the citations: the plugin chatflows' cited_answer, the Code ones' validator."""
+    return "validate" if "_code" in dsl else "cite"
+
+
+def llm_prompt(dify, app_id: str, query: str, containing: str = "") -> str:
+    """The system prompt of the chatflow LLM call for this query (the daemon saw every call). A tool's model call
+    (cited_answer) carries no app id: then the latest call for the query holding `containing`."""
     for request in reversed(dify.daemon.llm_requests):
         messages = request["data"]["prompt_messages"]
-        if request.get("app_id") == app_id and messages and messages[-1].get("content") == query:
+        system = "\n".join(m["content"] for m in messages if m["role"] == "system")
+        if (
+            request.get("app_id") in (app_id, None)
+            and messages
+            and messages[-1].get("content") == query
+            and (containing in system)
+        ):
             return "\n".join(m["content"] for m in messages if m["role"] == "system")
     raise AssertionError(f"no LLM call for {query!r} in app {app_id}")
 
@@ -136,11 +156,11 @@ def test_two_turns_cite_existing_chunks_and_turn_two_sees_turn_one(dify, dsl):
     conversation = first[-1].get("conversation_id") or next(
         e["conversation_id"] for e in first if e.get("conversation_id")
     )
-    remembered = finished(first, "validate")["outputs"]["answer_without_markers"]
+    remembered = finished(first, checker(dsl))["outputs"]["answer_without_markers"]
     second = turn(dify, dsl, FOLLOW_UP, "前台", conversation_id=conversation)
     assert_cited_turn(second)
     assert {e.get("conversation_id") for e in second if e.get("conversation_id")} == {conversation}
-    prompt = llm_prompt(dify, dify.apps[dsl].app_id, FOLLOW_UP)
+    prompt = llm_prompt(dify, dify.apps[dsl].app_id, FOLLOW_UP, remembered)
     assert VISITOR_QUERY in prompt and remembered in prompt, prompt[-800:]
 
 
@@ -166,14 +186,16 @@ def test_forty_unknown_ids_leave_the_validate_node_succeeded(dify, dsl):
         events = turn(dify, dsl, VISITOR_QUERY, "前台")
     finally:
         dify.daemon.script = None
-    validate = finished(events, "validate")
+    validate = finished(events, checker(dsl))
     assert validate["status"] == "succeeded", validate.get("error")
     assert workflow_status(events)["status"] == "succeeded"
     outputs = validate["outputs"]
     listed = outputs["invalid_ids"]
     ids = [i for i in listed if not re.fullmatch(r"…and \d+ more", i)]  # a Code node's list holds 30 at most
     assert ids and set(ids) <= UNKNOWN_IDS, listed
-    assert not MARKER.search(outputs["answer"] or "")
+    assert not MARKER.search(outputs["answer_without_markers"] or "")
+    if checker(dsl) == "cite":  # every id unknown: cited_answer's stream shows none of them either
+        assert not MARKER.search(answer_of(events))
 
 
 # --- a builder's own chatflow after `gcite retrofit --nodes code` (harness: RETROFIT_FIXTURE) -------------------------
@@ -297,6 +319,16 @@ def test_endpoint_streams_the_gcite_protocol_from_dify_and_hides_restricted_text
     sources = next(data for name, data in events if name == "sources")
     assert any(s["document_title"] == "访客管理制度" for s in sources["sources"]), sources
     assert dify.daemon.app_requests[asked]["app_id"] == dify.apps["gcite_chatflow.yml"].app_id
+    # the shipped chatflow's cited_answer, asked for markers: clean text, cite events, done from the tool's outputs
+    assert dify.daemon.app_requests[asked]["inputs"]["citation_style"] == "markers"
+    shown = "".join(data["text"] for name, data in events if name == "text")
+    assert "[C:" not in shown and "<sup" not in shown, shown
+    done = events[-1][1]
+    assert done["citations"] and [c["number"] for c in done["citations"]] == list(range(1, len(done["citations"]) + 1))
+    assert all("support" in c for c in done["citations"])
+    assert [n for name, data in events if name == "cite" for n in data["new"]] == [
+        c["number"] for c in done["citations"]
+    ]
     forbidden = restricted_texts(dify, set())
     for query in RESTRICTED_QUERIES:
         status, events, text = endpoint_chat(dify, query, [], "guest")
@@ -341,7 +373,9 @@ def problem_in_dify(dify, dsl_text: str, script: Any) -> str | None:
         key = dify.console.app_api_key(app_id)
         dify.daemon.script = script
         try:
-            status, events = chat(dify.base_url, key, VISITOR_QUERY, {"user_roles": "前台"}, user="breaker")
+            status, events = chat(
+                dify.base_url, key, VISITOR_QUERY, machine_inputs({"user_roles": "前台"}), user="breaker"
+            )
         finally:
             dify.daemon.script = None
         assert status == 200, events

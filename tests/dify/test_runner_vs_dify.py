@@ -72,6 +72,14 @@ KNOWN = [
         "Code variant: Dify sends a real HTTP request to the local search server (its port, Date, log_id); the "
         "runner's HTTP Request node is answered in-process by the same server's answer()",
     ),
+    Known(
+        "a versioned tool node's form values among its inputs",
+        at(r"\.data\.inputs\.(model|insufficient_phrases)", nodes=("cite",), event="node_finished"),
+        "Dify 1.16 moves the {type, value} form values of a tool node with tool_node_version into its "
+        "tool_parameters before graphon sees it (core/workflow/human_input_adapter."
+        "_adapt_tool_node_data_for_graph), so they are logged as inputs; the runner gives graphon the DSL as it "
+        "is, where they stay configurations (the tool gets the same values either way)",
+    ),
 ]
 
 

@@ -118,7 +118,10 @@ def test_no_restricted_byte_reaches_any_sample_user_on_the_shipped_chatflow(plug
         forbidden = set().union(*(windows(t) for t in restricted_texts(SAMPLE_USERS[user]))) - PUBLIC_WINDOWS
         leaked = [w for w in forbidden if w in call.text]
         assert not leaked, (user, query, leaked[:3])
-        assert call.app_requests[0]["inputs"] == {"user_roles": json.dumps(SAMPLE_USERS[user], ensure_ascii=False)}
+        assert call.app_requests[0]["inputs"] == {
+            "user_roles": json.dumps(SAMPLE_USERS[user], ensure_ascii=False),
+            "citation_style": "markers",
+        }
         seen_restricted[(user, query)] = any(w in call.text for t in restricted_texts([]) for w in windows(t))
     # the control: users with the role do get the restricted documents, so the checks above could fail
     assert seen_restricted[("engineer", RESTRICTED_QUERIES[0])] and seen_restricted[("manager", RESTRICTED_QUERIES[0])]
@@ -249,7 +252,7 @@ def test_roles_come_only_from_the_token_never_from_the_body(plugin):
     call = post(plugin, body, bearer=token("dave", ["前台", "访客"]), handler=canned)
     assert events_of(call)[-1][0] == "done"
     request = canned.requests[0]
-    assert request["inputs"] == {"user_roles": '["前台", "访客"]'}
+    assert request["inputs"] == {"user_roles": '["前台", "访客"]', "citation_style": "markers"}
     assert request["conversation_id"] is None and request["query"] == "访客怎么登记？"
     assert request["app_id"] == "app-gcite" and request["response_mode"] == "streaming"
 

@@ -171,7 +171,10 @@ def test_the_packaged_plugin_serves_the_chat_endpoint_with_only_its_requirements
     events = events_of(call)
     assert_protocol(call.text, events)
     assert answer_text(events) == "答案。" and events[-1][0] == "done"
-    assert canned.requests[0]["inputs"] == {"user_roles": json.dumps(["前台"], ensure_ascii=False)}
+    assert canned.requests[0]["inputs"] == {
+        "user_roles": json.dumps(["前台"], ensure_ascii=False),
+        "citation_style": "markers",
+    }
     denied = post(packaged_plugin, {"query": "q"}, bearer=token(secret="x" * 40), handler=canned)
     assert denied.wait_head() == 401 and len(canned.requests) == 1
     assert packaged_plugin.alive

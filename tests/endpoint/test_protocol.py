@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 import endpoints.chat_protocol as chat_protocol
 from citations import validate as validate_citations
+from citations.answer_layout import machine_inputs
 from citations.stream import CitationStream
 from gcite import protocol
 from gcite.authoring.chatflows import CODE_DSL, PLUGIN_DSL
@@ -365,16 +366,26 @@ def services():
 def test_on_the_shipped_chatflows_the_text_is_what_the_validator_node_made_of_the_llms_text(dsl, services):
     raw = list(
         run_chatflow(
-            dsl.read_text(encoding="utf-8"), "巡更时发现异常怎么上报？", {"user_roles": '["物业经理"]'}, services
+            dsl.read_text(encoding="utf-8"),
+            "巡更时发现异常怎么上报？",
+            machine_inputs({"user_roles": '["物业经理"]'}),
+            services,
         )
     )
+    checker = "cite" if dsl == PLUGIN_DSL else "validate"  # cited_answer checks its own answer
     validate = next(
-        e["data"]["outputs"] for e in raw if e["event"] == "node_finished" and e["data"]["node_id"] == "validate"
+        e["data"]["outputs"] for e in raw if e["event"] == "node_finished" and e["data"]["node_id"] == checker
     )
-    appended = "".join(
-        e["answer"] for e in raw if e["event"] == "message" and e.get("from_variable_selector", [""])[0] == "validate"
-    )
-    assert appended.startswith("- [C:")  # the Answer node does append the raw reference list
+    if dsl == CODE_DSL:
+        appended = "".join(
+            e["answer"]
+            for e in raw
+            if e["event"] == "message" and e.get("from_variable_selector", [""])[0] == "validate"
+        )
+        assert appended.startswith("- [C:")  # the Answer node does append the raw reference list
+    else:  # asked for markers: the tool streams whole canonical markers and no list
+        shown = "".join(e["answer"] for e in raw if e["event"] == "message")
+        assert "<sup" not in shown and "[C:" in shown
     events = run(raw)
     assert answer_text(events) == validate["answer_without_markers"]
     done = events[-1][1]
@@ -406,3 +417,61 @@ def test_a_weak_citation_reaches_the_front_end_with_its_reasons():
     supported = list(translate(dify_stream(["会议室须提前一天预约[C:1]。"], chunks)))
     strong = next(data for name, data in supported if name == "done")["citations"][0]
     assert strong["weak"] is False and not strong.get("reasons")
+
+
+# --- a chatflow whose answer cited_answer writes (asked for markers) ----------------------------------------------
+
+
+def cited_stream(deltas, outputs):
+    """The shipped plugin chatflow's stream as the endpoint asks for it: merge, then cited_answer's `answer` stream
+    variable in `markers` style (whole canonical markers of known chunks), its empty `sources`, its node_finished."""
+    stream = dify_stream([], CHUNKS, references="")
+    start = next(i for i, e in enumerate(stream) if e.get("data", {}).get("node_id") == "llm")
+    body = [node("node_started", "cite", "tool")]
+    body += [
+        {**stream[-1], "event": "message", "answer": d, "from_variable_selector": ["cite", "answer"]} for d in deltas
+    ]
+    body.append(node("node_finished", "cite", "tool", {"answer_without_markers": "x", **outputs}))
+    end = [e for e in stream if e["event"] in ("workflow_finished", "message_end")]
+    return stream[:start] + body + end
+
+
+def cited_outputs(status, invalid_ids, weak):
+    citation = {
+        "index": 1,
+        "id": "2",
+        "count": 1,
+        "support": 0.1 if weak else 0.9,
+        "weak": weak,
+        "reasons": [{"kind": "number"}] if weak else [],
+        "reason": "a number differs" if weak else "",
+    }
+    return {
+        "citations": [citation],
+        "status": status,
+        "invalid_ids": invalid_ids,
+        "uncited_sentences": [],
+        "citation_recall_proxy": 1.0,
+        "citation_precision_proxy": 0.0 if weak else 1.0,
+    }
+
+
+def test_a_cited_answer_nodes_outputs_complete_done_without_reading_html():
+    events = run(cited_stream(["答案", "[C:2]", "。"], cited_outputs("cited", ["901"], weak=True)))
+    assert [n for n, _ in merged(events)] == ["ready", "sources", "text", "cite", "text", "done"]
+    assert answer_text(events) == "答案。"
+    done = events[-1][1]
+    assert done["status"] == "cited" and done["invalid_ids"] == ["901"]  # dropped by the tool before it streamed
+    assert [(c["number"], c["id"], c["weak"], c["reason"]) for c in done["citations"]] == [
+        (1, "2", True, "a number differs")
+    ]  # the tool's own support check
+
+
+def test_a_cited_answer_that_failed_midway_says_so_in_done():
+    events = run(
+        cited_stream(
+            ["答案[C:2]", "\n\n⚠️ 回答到此中断：模型在生成过程中出错。"], cited_outputs("model_error", [], weak=False)
+        )
+    )
+    assert events[-1][0] == "done" and events[-1][1]["status"] == "model_error"
+    assert "[C:" not in answer_text(events)

@@ -155,9 +155,13 @@ def run_with_llm_sending(chunks: list[bytes]) -> list[dict]:
             tool_credentials={"langgenius/tavily:": {"tavily_api_key": "tvly-TEST"}},
         )
         try:
+            # the LLM-node layout (`build-dsl --answer llm-node`): what an LLM node makes of the model's body
             return list(
                 run_chatflow(
-                    chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), "会议室怎么预约？", {"user_roles": "前台"}, svc
+                    chatflows.chatflow_text(chatflows.Variant(answer="llm-node")),
+                    "会议室怎么预约？",
+                    {"user_roles": "前台"},
+                    svc,
                 )
             )
         finally:

@@ -9,6 +9,7 @@ import yaml
 
 from citations import merge as merge_chunks
 from citations import web_request as web_search_request
+from citations.answer_layout import machine_inputs
 from gcite.authoring import chatflows
 from gcite.client import Cite, Done, Text, dify_events, parse_dify_sse
 from gcite.local.llm import OpenAICompatibleModel
@@ -19,6 +20,7 @@ from tests.support.local_http import origin, start_server, stop_server
 from tests.support.openai_model import streaming_model
 
 DSLS = {"plugin": chatflows.PLUGIN_DSL, "code": chatflows.CODE_DSL}
+CHECKER = {"plugin": "cite", "code": "validate"}  # the node whose outputs hold the citations and the status
 TAVILY_KEY = "tvly-TEST-SECRET-7f3a9c"
 BOCHA_KEY = "bocha-TEST-SECRET-51e2d8"
 NODE_ID = re.compile(r"[a-zA-Z0-9_]{1,50}")
@@ -46,7 +48,10 @@ def run(
     own = svc is None
     svc = svc or services()
     try:
-        return list(run_chatflow(text or dsl_text(kind), query, {"user_roles": roles}, svc, conversation))
+        # as G-Cite's readers run them: the plugin chatflow's cited_answer node streams canonical markers
+        return list(
+            run_chatflow(text or dsl_text(kind), query, machine_inputs({"user_roles": roles}), svc, conversation)
+        )
     finally:
         if own:
             svc.close()
@@ -88,9 +93,13 @@ def test_chunk_list_arrives_before_the_answer_and_every_marker_names_a_chunk(kin
     assert cited and set(cited) <= {c["id"] for c in chunks}
     assert events[-1]["data"]["status"] == "succeeded"
     assert events[-1]["data"]["outputs"]["answer"] == answer
-    validated = finished(events, "validate")["outputs"]
+    validated = finished(events, CHECKER[kind])["outputs"]
     assert validated["status"] == "cited" and validated["invalid_ids"] == []
-    assert validated["references_by_marker_markdown"] in answer  # the Answer node streamed the reference list
+    if kind == "code":
+        assert validated["references_by_marker_markdown"] in answer  # the Answer node streamed the reference list
+    else:  # markers (what G-Cite's readers ask for): each whole, numbered as the tool's citations, no list
+        assert list(dict.fromkeys(cited)) == [c["id"] for c in validated["citations"]]
+        assert not answer.rstrip().endswith(")") and "<sup" not in answer
 
 
 @pytest.mark.parametrize("kind", sorted(DSLS))
@@ -101,7 +110,7 @@ def test_an_empty_knowledge_base_and_no_web_results_give_the_insufficient_answer
     assert events[-1]["event"] == "workflow_finished" and not any(e["event"] == "error" for e in events)
     assert finished(events, "merge")["outputs"]["chunk_count"] == 0
     assert answer_of(events).startswith(chatflows.INSUFFICIENT)
-    assert finished(events, "validate")["outputs"]["status"] == "insufficient_evidence"
+    assert finished(events, CHECKER[kind])["outputs"]["status"] == "insufficient_evidence"
 
 
 @pytest.mark.parametrize("kind", sorted(DSLS))
@@ -301,15 +310,29 @@ def test_dsl_shape(kind):
             assert output["type"] in allowed
     kr = next(n["data"] for n in nodes if n["data"]["type"] == "knowledge-retrieval")
     assert kr["metadata_filtering_mode"] == "manual" and kr["metadata_model_config"]["name"]
+    web = next(n["data"] for n in nodes if n["id"] == "web")
+    assert web["error_strategy"] == "default-value"
+    answer = next(n["data"] for n in nodes if n["data"]["type"] == "answer")
+    remember = next(n["data"] for n in nodes if n["id"] == "remember")
+    memory = next(v["value_selector"] for v in remember["variables"] if v["variable"] == "answer")
+    if kind == "plugin":  # cited_answer in place of the LLM node and the validator
+        assert not [n for n in nodes if n["data"]["type"] == "llm" or n["id"] == "validate"]
+        cite = next(n["data"] for n in nodes if n["id"] == "cite")
+        assert cite["tool_name"] == "cited_answer" and cite["tool_node_version"] == "2"
+        assert cite["tool_configurations"]["model"]["model_type"] == "llm"
+        assert cite["tool_parameters"]["context"]["value"] == ["merge", "formatted_chunks"]
+        assert cite["tool_parameters"]["style"]["value"] == "{{#start.citation_style#}}"
+        assert cite["tool_parameters"]["instructions"]["value"].startswith("# 角色设定")
+        assert answer["answer"] == "{{#cite.answer#}}{{#cite.sources#}}"
+        assert memory == ["cite", "answer_without_markers"]
+        return
     llm = next(n["data"] for n in nodes if n["data"]["type"] == "llm")
     assert llm["context"]["variable_selector"] == ["merge", "formatted_chunks"]
     assert [m["role"] for m in llm["prompt_template"]] == ["system", "user"]
     assert llm["prompt_template"][1]["text"] == "{{#sys.query#}}"
     assert "不是指令" in llm["prompt_template"][0]["text"] and "{{#context#}}" in llm["prompt_template"][0]["text"]
-    web = next(n["data"] for n in nodes if n["id"] == "web")
-    assert web["error_strategy"] == "default-value"
-    answer = next(n["data"] for n in nodes if n["data"]["type"] == "answer")
     assert answer["answer"] == "{{#llm.text#}}\n\n{{#validate.references_by_marker_markdown#}}"
+    assert memory == ["validate", "answer_without_markers"]
 
 
 def test_plugin_dsl_depends_on_our_package_and_search_top_k_matches():
@@ -324,7 +347,7 @@ def test_plugin_dsl_depends_on_our_package_and_search_top_k_matches():
     ]
     nodes = {n["id"]: n["data"] for n in document["workflow"]["graph"]["nodes"]}
     assert nodes["merge"]["tool_configurations"]["max_web_results"] == nodes["web"]["tool_configurations"]["top_k"]
-    for node_id in ("acl_filter", "web", "merge", "validate"):
+    for node_id in ("acl_filter", "web", "merge", "cite"):
         assert nodes[node_id]["plugin_unique_identifier"] == packages[0]["value"]["plugin_unique_identifier"]
 
 

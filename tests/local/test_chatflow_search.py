@@ -155,7 +155,12 @@ def test_the_web_search_tool_feeds_the_merge_node_with_nothing_lost():
 def test_web_search_fails_refuses_the_key_and_the_answer_falls_back_to_the_knowledge_base():
     with local_services(web_search_fails=True) as services:
         events = list(
-            run_chatflow(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), PATROL, {"user_roles": "物业经理"}, services)
+            run_chatflow(
+                chatflows.PLUGIN_DSL.read_text(encoding="utf-8"),
+                PATROL,
+                {"user_roles": "物业经理", "citation_style": "markers"},
+                services,
+            )
         )
         asked = [r["path"] for r in services.search_server.requests]
     assert asked == ["/v1/web-search"]  # the server was asked, and refused the key

@@ -1,5 +1,6 @@
-"""A chatflow with `cited_answer` on the local runner: the real plugin process, its model call answered by the
-runner's LLM (the same one LLM nodes get), the stream checked as a client reads it. Two turns; `gcite run`."""
+"""The shipped plugin chatflows (`cited_answer`, no style input: Dify's chat's superscripts) on the local runner: the
+real plugin process, its model call answered by the runner's LLM (the same one LLM nodes get), the stream checked as
+a client reads it. Two turns; `gcite run`."""
 
 import json
 import subprocess
@@ -45,7 +46,7 @@ def timed_turn(dsl, query, services, conversation):
 
 @pytest.fixture(scope="module", params=["zh", "en"])
 def turns(request):
-    dsl = cited_chatflow(DSL[request.param].read_text(encoding="utf-8"))
+    dsl = DSL[request.param].read_text(encoding="utf-8")  # the shipped chatflow: no style input, superscripts
     model = TrickyModel(pause=0.01)
     conversation = Conversation()
     with local_services(model) as services:

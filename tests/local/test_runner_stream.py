@@ -132,7 +132,7 @@ def test_every_event_carries_exactly_difys_fields(turn):
     events, conversation = turn
     message_id, task_id = events[1]["message_id"], events[1]["task_id"]
     run_id = events[1]["workflow_run_id"]
-    tool_nodes = {"web", "acl_filter", "merge", "validate"}
+    tool_nodes = {"web", "acl_filter", "merge", "validate", "cite"}
     for event in events:
         kind = event["event"]
         if kind == "ping":
@@ -233,9 +233,10 @@ class SlowModel(ExtractiveModel):
 
 def test_pings_keep_coming_while_the_stream_waits():
     with local_services(llm=SlowModel()) as svc:
+        # the LLM-node layout (`build-dsl --answer llm-node`): the pings while an LLM node waits
         events = list(
             run_chatflow(
-                chatflows.PLUGIN_DSL.read_text(encoding="utf-8"),
+                chatflows.chatflow_text(chatflows.Variant(answer="llm-node")),
                 "会议室怎么预约？",
                 {"user_roles": "前台"},
                 svc,

@@ -34,9 +34,15 @@ def test_every_chinese_document_has_an_english_twin_with_the_same_acl():
     assert "保安;物业经理" in cases and ",运维工程师,物业经理," in cases  # outside and inside the convention
 
 
+from citations.answer_layout import machine_inputs  # noqa: E402
+
+
 def answer(dsl, query, roles):
     with local_services() as services:
-        events = list(run_chatflow(dsl.read_text(encoding="utf-8"), query, {"user_roles": roles}, services))
+        # as gcite.client's readers run it: the plugin chatflow's cited_answer node streams canonical markers
+        events = list(
+            run_chatflow(dsl.read_text(encoding="utf-8"), query, machine_inputs({"user_roles": roles}), services)
+        )
     return collect(dify_events(events))
 
 

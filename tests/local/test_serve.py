@@ -73,7 +73,8 @@ def test_chat_streams_through_the_plugin_in_pieces(local):
     connection.close()
     body = b"".join(reads).decode("utf-8")
     assert body.startswith(": open\n\n") and "event: done" in body and "[C:" not in body
-    assert sum(b"event: text" in chunk for chunk in reads) >= 10  # the text came in many separate pieces
+    # the text came in many separate pieces (cited_answer sends the model's deltas in batches of at most 80 ms)
+    assert sum(b"event: text" in chunk for chunk in reads) >= 5
 
 
 def test_model_failure_and_bad_token_reach_the_caller_as_errors(local):

@@ -165,7 +165,7 @@ def test_the_tool_is_declared_with_the_model_permission_and_streamed_outputs(reg
         "form": "form",
         "required": True,
     }
-    assert [o["value"] for o in parameters["style"]["options"]] == ["html", "plain"]
+    assert [o["value"] for o in parameters["style"]["options"]] == ["html", "plain", "markers"]
     assert set(tool["output_schema"]["properties"]) == {
         "answer",
         "sources",

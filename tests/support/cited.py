@@ -1,4 +1,5 @@
-"""A test chatflow with the `cited_answer` tool, made from a shipped plugin chatflow (until the shipped ones use it):
+"""A test chatflow with the `cited_answer` tool and a fixed style, made from a shipped plugin chatflow (which has one)
+or from an `llm-node` one (`build-dsl --answer llm-node`), which gets one as follows:
 Start → role slots → Knowledge Retrieval → role filter → (web search) → merge → cited_answer → Answer
 `{{#cite.answer#}}{{#cite.sources#}}`, and the memory node reading `cite.answer_without_markers`.
 
@@ -29,9 +30,16 @@ def persona(system_prompt: str) -> str:
 
 
 def cited_chatflow(dsl_text: str, style: str = "html") -> str:
+    """The chatflow `dsl_text` with a `cited_answer` node whose style is the constant `style`: the shipped plugin
+    chatflows already have one (it reads its style from the hidden `citation_style` input: fixed here); an
+    `llm-node` chatflow gets one in place of its LLM node and validator."""
     dsl = yaml.safe_load(dsl_text)
     graph = dsl["workflow"]["graph"]
     nodes = {n["id"]: n for n in graph["nodes"]}
+    if CITE in nodes:
+        nodes[CITE]["data"]["tool_parameters"]["style"] = {"type": "constant", "value": style}
+        dsl["app"]["name"] = dsl["app"]["name"] + " (cited_answer)"
+        return yaml.safe_dump(dsl, allow_unicode=True, sort_keys=False)
     llm, validate = nodes["llm"]["data"], nodes["validate"]["data"]
     model = {
         "provider": llm["model"]["provider"],
