@@ -4,13 +4,15 @@ outputs the validate node's citations. Each node is placed beside what it joins 
 as it is added, so the report reads node by node."""
 
 import json
+import re
 
 from gcite.authoring import chatflows as dsl_build
 from gcite.authoring.retrofit.graph import DEFAULT_SIZE, GAP
 from gcite.authoring.retrofit.plan import Plan, Target, query_selector, template_of
 from gcite.authoring.retrofit.prompt import insufficient_phrases, lang_of
 
-VALIDATE_MAIN = "def main(answer, chunk_metadata=None, insufficient_phrases=INSUFFICIENT_DEFAULT"
+# the start of the validate node's main, as the formatter writes it (on one line, or broken after "(")
+VALIDATE_MAIN = re.compile(r"def main\(\s*answer, chunk_metadata=None, insufficient_phrases=INSUFFICIENT_DEFAULT")
 
 
 def add_merge(plan: Plan, target: Target, v: dsl_build.Variant, rag: list[str], upstream: str) -> str:
@@ -175,11 +177,12 @@ def add_validate(plan: Plan, target: Target, v: dsl_build.Variant, merge: str) -
             dsl_build.VALIDATE_OUTPUTS,
         )
         # a Code node takes no constant: the phrases are the default of its main's parameter
-        if VALIDATE_MAIN not in node["data"]["code"]:
-            raise RuntimeError(f"nodes/validate_citations.py no longer starts main with {VALIDATE_MAIN!r}")
-        node["data"]["code"] = node["data"]["code"].replace(
-            VALIDATE_MAIN, VALIDATE_MAIN.replace("INSUFFICIENT_DEFAULT", json.dumps(phrases, ensure_ascii=False)), 1
-        )
+        found = VALIDATE_MAIN.search(node["data"]["code"])
+        if found is None:
+            raise RuntimeError(f"nodes/validate_citations.py no longer starts main with {VALIDATE_MAIN.pattern!r}")
+        code = node["data"]["code"]
+        start = found.group().replace("INSUFFICIENT_DEFAULT", json.dumps(phrases, ensure_ascii=False))
+        node["data"]["code"] = code[: found.start()] + start + code[found.end() :]
     inside = g.container_of(target.llm)
     plan.add_node(node, f"checks the markers of {g.title(target.llm)}", inside=inside)
     g.add_edge(target.llm, node_id)
