@@ -63,10 +63,25 @@ def nodes(document: dict) -> dict[str, dict]:
     return {n["id"]: n["data"] for n in document["workflow"]["graph"]["nodes"]}
 
 
+def checker(document: dict) -> str:
+    """The node that checks the citations: the plugin chatflows' cited_answer (`cite`), else the validator."""
+    return "cite" if "cite" in nodes(document) else "validate"
+
+
+def prompt_of(document: dict) -> str:
+    """The prompt the builder writes: the LLM node's system prompt, or cited_answer's instructions (the tool adds
+    the citation rules, with the refusal phrase, in the instructions' language)."""
+    found = nodes(document)
+    if "cite" in found:
+        return found["cite"]["tool_parameters"]["instructions"]["value"]
+    return found["llm"]["prompt_template"][0]["text"]
+
+
 def validator_phrases(document: dict) -> str:
-    validate = nodes(document)["validate"]
+    validate = nodes(document)[checker(document)]
     if validate["type"] == "tool":
-        return validate["tool_configurations"]["insufficient_phrases"]
+        phrases = validate["tool_configurations"]["insufficient_phrases"]
+        return phrases["value"] if isinstance(phrases, dict) else phrases
     selector = next(v["value_selector"] for v in validate["variables"] if v["variable"] == "insufficient_phrases")
     assert selector[0] == "conversation"
     return next(v["value"] for v in document["workflow"]["conversation_variables"] if v["name"] == selector[1])
@@ -85,8 +100,10 @@ def test_prompt_labels_and_refusal_phrase_are_in_the_variants_language(variant):
     document = load(variant)
     english = variant.endswith("-en")
     refusal, other = (REFUSAL_EN, REFUSAL_ZH) if english else (REFUSAL_ZH, REFUSAL_EN)
-    prompt = nodes(document)["llm"]["prompt_template"][0]["text"]
-    assert f'"{refusal}"' in prompt and other not in prompt
+    prompt = prompt_of(document)
+    assert other not in prompt
+    if checker(document) == "validate":
+        assert f'"{refusal}"' in prompt
     # the validate node recognises the phrase the prompt asks for first, and the other language's (an answer in the
     # question's language may refuse in it)
     assert validator_phrases(document).split("|") == [refusal, other]
@@ -126,7 +143,8 @@ def test_variants_differ_only_in_language_not_in_the_graph():
 def run(variant: str, query: str, svc: Services, roles: str = "") -> list[dict]:
     text = (chatflows.DSL_DIR / VARIANTS[variant]).read_text(encoding="utf-8")
     try:
-        return list(run_chatflow(text, query, {"user_roles": roles}, svc))
+        # as G-Cite's readers run it: a cited_answer node streams canonical markers
+        return list(run_chatflow(text, query, {"user_roles": roles, "citation_style": "markers"}, svc))
     finally:
         svc.close()
 
@@ -136,7 +154,17 @@ def finished(events: list[dict], node_id: str) -> dict:
 
 
 def llm_text(events: list[dict]) -> str:
-    return finished(events, "llm")["outputs"]["text"]
+    """The model's answer: the LLM node's text, or what cited_answer streamed (markers style)."""
+    if any(e["event"] == "node_finished" and e["data"]["node_id"] == "llm" for e in events):
+        return finished(events, "llm")["outputs"]["text"]
+    return "".join(e["answer"] for e in events if e["event"] == "message")
+
+
+def check_outputs(events: list[dict]) -> dict:
+    node = (
+        "cite" if any(e["event"] == "node_finished" and e["data"]["node_id"] == "cite" for e in events) else "validate"
+    )
+    return finished(events, node)["outputs"]
 
 
 @pytest.mark.parametrize("variant", ["plugin-en", "code-en"])
@@ -148,7 +176,7 @@ def test_an_english_question_gets_an_english_cited_answer(variant):
     text = llm_text(events)
     assert text.startswith("Meeting rooms are booked in the office app") and "[C:1]" in text
     assert not CJK.search(text)
-    assert finished(events, "validate")["outputs"]["status"] == "cited"
+    assert check_outputs(events)["status"] == "cited"
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
@@ -160,7 +188,7 @@ def test_the_english_refusal_is_insufficient_evidence(variant):  # in the Chines
     )
     events = run(variant, "What will the weather be tomorrow?", svc)
     assert llm_text(events) == REFUSAL_EN + "."
-    outputs = finished(events, "validate")["outputs"]
+    outputs = check_outputs(events)
     assert outputs["status"] == "insufficient_evidence" and outputs["citations"] == []
 
 
@@ -204,7 +232,7 @@ def test_user_facing_text_refers_to_no_document_users_do_not_have(name):
                 document["app"]["name"],
                 document["app"]["description"],
                 *[str(d.get("title", "")) for d in nodes(document).values()],
-                nodes(document)["llm"]["prompt_template"][0]["text"],
+                prompt_of(document),
                 *[v["description"] for v in document["workflow"]["conversation_variables"]],
             ]
         )
@@ -251,6 +279,6 @@ def test_the_memory_labels_turns_in_the_variants_language(variant, labels):
 
 
 def test_the_validate_node_gets_the_question_for_the_support_check():
-    plugin, code = nodes(load("plugin-en"))["validate"], nodes(load("code-en"))["validate"]
-    assert plugin["tool_parameters"]["question"] == {"type": "mixed", "value": "{{#sys.query#}}"}
+    plugin, code = nodes(load("plugin-en"))["cite"], nodes(load("code-en"))["validate"]
+    assert plugin["tool_parameters"]["query"] == {"type": "mixed", "value": "{{#sys.query#}}"}
     assert {"variable": "question", "value_selector": ["sys", "query"]} in code["variables"]

@@ -59,9 +59,12 @@ def validate_of(llm: str) -> str:
 
 
 def test_the_appended_list_is_what_our_own_chatflows_show_after_the_llm_text():
-    for path in sorted(chatflows.DSL_DIR.glob("*.yml")):  # both languages, plugin and Code nodes
-        answer = nodes_of(yaml.safe_load(path.read_text(encoding="utf-8")))["answer"]["data"]["answer"]
-        assert answer == "{{#llm.text#}}" + source_list("validate"), path.name
+    # the Code-node chatflows, and the plugin ones built with --answer llm-node (their default is cited_answer)
+    texts = {path.name: path.read_text(encoding="utf-8") for path in sorted(chatflows.DSL_DIR.glob("*_code*.yml"))}
+    texts["plugin llm-node"] = chatflows.chatflow_text(chatflows.Variant(answer="llm-node"))
+    for name, text in texts.items():
+        answer = nodes_of(yaml.safe_load(text))["answer"]["data"]["answer"]
+        assert answer == "{{#llm.text#}}" + source_list("validate"), name
     assert source_list("v") == "\n\n{{#v.references_by_marker_markdown#}}"
     assert SOURCE_LIST in chatflows.VALIDATE_OUTPUTS
 

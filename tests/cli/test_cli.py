@@ -224,7 +224,12 @@ def test_build_dsl_with_more_slots_a_language_and_a_persona(tmp_path, capsys):
         nodes = {
             n["id"]: n["data"] for n in yaml.safe_load(path.read_text(encoding="utf-8"))["workflow"]["graph"]["nodes"]
         }
-        assert nodes["llm"]["prompt_template"][0]["text"].split("\n")[:2] == ["# Role", persona]
+        prompt = (
+            nodes["cite"]["tool_parameters"]["instructions"]["value"]
+            if "cite" in nodes  # cited_answer's
+            else nodes["llm"]["prompt_template"][0]["text"]
+        )
+        assert prompt.split("\n")[:2] == ["# Role", persona]
         assert len(nodes["kr"]["metadata_filtering_conditions"]["conditions"]) == 83
         assert list(nodes["acl_roles"]["outputs"]) == [f"role_{n}" for n in range(1, 6)] + ["role_count"]
         code = nodes["acl_roles"]["code"]
@@ -319,7 +324,7 @@ def test_demo_takes_a_query_roles_and_the_code_chatflow(capsys):
     ],
 )
 def test_a_dsl_value_of_the_wrong_shape_is_one_line_naming_the_field(edit, message, tmp_path, capsys):
-    document = yaml.safe_load((ROOT / "dsl" / "gcite_chatflow.en.yml").read_text(encoding="utf-8"))
+    document = yaml.safe_load((ROOT / "dsl" / "gcite_chatflow_code.en.yml").read_text(encoding="utf-8"))  # an LLM node
     edit(document)
     path = tmp_path / "bad.yml"
     path.write_text(yaml.safe_dump(document, allow_unicode=True), encoding="utf-8")

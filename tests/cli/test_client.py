@@ -32,7 +32,15 @@ SOURCE = {
 def raw_stream():
     """One real turn of the shipped chatflow on the runner: the Service API events (dicts)."""
     with local_services() as services:
-        return list(run_chatflow(PLUGIN_DSL.read_text(encoding="utf-8"), QUERY, {"user_roles": "物业经理"}, services))
+        # as gcite.client's users run it: the cited_answer node streams canonical markers for a program
+        return list(
+            run_chatflow(
+                PLUGIN_DSL.read_text(encoding="utf-8"),
+                QUERY,
+                {"user_roles": "物业经理", "citation_style": "markers"},
+                services,
+            )
+        )
 
 
 def gcite_sse(*events) -> list[str]:
