@@ -11,6 +11,7 @@ IDENTIFIER = "gcite/gcite:0.0.0@" + "0" * 64
 def synthetic(nodes: int) -> dict:
     """A chatflow of Start and (nodes - 1) // 3 parallel retrieval → LLM → Answer paths, laid out on a grid."""
 
+    # mirrors gcite/authoring/chatflows.py's node(): the bench builds its graph without the generator
     def node(node_id, x, y, data):
         return {
             "id": node_id,

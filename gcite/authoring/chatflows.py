@@ -295,6 +295,7 @@ def variable_id(kind: str, name: str) -> str:
     return str(uuid.uuid5(ID_NAMESPACE, f"{kind}/{name}"))
 
 
+# a node as Dify's editor writes it (bench/retrofit.py mirrors it for its synthetic graph)
 def node(node_id: str, x: int, y: int, data: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": node_id,

@@ -105,7 +105,7 @@ def package_identifier(path: Path) -> str:
 
     if not path.is_file():
         raise CliError(f"--package {path}: no such file (build one with `python -m gcite package`)")
-    not_package = f"--package {path}: not a plugin package (a .difypkg zip with a manifest.yaml)"
+    not_package = f"--package {path}: not a readable plugin package (a .difypkg zip with a manifest.yaml)"
     try:
         with zipfile.ZipFile(path) as archive:
             infos = archive.infolist()

@@ -142,7 +142,7 @@ def test_the_builders_refusal_replaces_ours_and_is_an_insufficient_phrase(nodes)
         phrases = validate["tool_configurations"]["insufficient_phrases"]
     else:
         phrases = (
-            re.search(r"def main\(answer, chunk_metadata=None, insufficient_phrases=(\"[^\"]*\")", validate["code"])
+            re.search(r"def main\(\s*answer, chunk_metadata=None, insufficient_phrases=(\"[^\"]*\")", validate["code"])
             .group(1)
             .strip('"')
         )
