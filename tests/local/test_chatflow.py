@@ -457,3 +457,32 @@ def test_run_command_reports_bad_input_clearly(tmp_path, dsl, extra, message):
     with contextlib.redirect_stderr(err):
         assert cli(["run", path, "--query", "q", *extra]) == 2
     assert message in err.getvalue()
+
+
+def test_build_dsl_answer_layouts(tmp_path, capsys):
+    """--answer: cited (plugin default), llm-node (today's form, the Code-node default), clean (wait for the
+    validator's clean numbers); a Code-node chatflow cannot be cited (a Code node cannot call a model)."""
+    from gcite.cli.main import main
+
+    def answer_and_types(variant):
+        document = yaml.safe_load(chatflows.chatflow_text(variant))
+        nodes = {n["id"]: n["data"] for n in document["workflow"]["graph"]["nodes"]}
+        return nodes["answer"]["answer"], {i: d["type"] for i, d in nodes.items()}
+
+    for plugin in (True, False):
+        answer, types = answer_and_types(chatflows.Variant(plugin=plugin, answer="clean"))
+        assert answer == "{{#validate.answer#}}\n\n{{#validate.references_markdown#}}"
+        assert types["llm"] == "llm" and "cite" not in types
+        answer, types = answer_and_types(chatflows.Variant(plugin=plugin, answer="llm-node"))
+        assert answer == "{{#llm.text#}}\n\n{{#validate.references_by_marker_markdown#}}"
+    answer, types = answer_and_types(chatflows.Variant())
+    assert answer == "{{#cite.answer#}}{{#cite.sources#}}" and "llm" not in types and types["cite"] == "tool"
+    with pytest.raises(ValueError, match="Code node cannot call a model"):
+        chatflows.Variant(plugin=False, answer="cited")
+    assert main(["build-dsl", "--answer", "clean"]) != 0
+    assert "--answer needs --out DIR" in capsys.readouterr().err
+    assert main(["build-dsl", "--answer", "cited", "--lang", "en", "--out", str(tmp_path)]) == 0
+    code = yaml.safe_load((tmp_path / "gcite_chatflow_code.en.yml").read_text(encoding="utf-8"))
+    assert "{{#llm.text#}}" in next(
+        n["data"]["answer"] for n in code["workflow"]["graph"]["nodes"] if n["id"] == "answer"
+    )  # cited applies to the plugin chatflow only
