@@ -10,7 +10,8 @@ from citations.answer_layout import machine_inputs
 from gcite.authoring.chatflows import CODE_DSL, PLUGIN_DSL
 from gcite.cli.pretty import PrettyPrinter
 from gcite.local.llm import EXTRACTIVE_LABEL
-from gcite.local.runner import Conversation, run_chatflow
+from gcite.local.runner import run_chatflow
+from gcite.local.service_api import Conversation
 from gcite.local.services import SAMPLE_SEARCH_KEY, local_services
 
 DEMO_TURNS = ("巡更时发现异常怎么上报？", "会议室怎么预约？")

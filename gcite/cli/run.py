@@ -65,7 +65,8 @@ def run_command(args: argparse.Namespace) -> int:
     from citations.answer_layout import machine_inputs
     from gcite.cli.pretty import PrettyPrinter
     from gcite.local.dify_rules import DifyRefusal
-    from gcite.local.runner import dify_sse, run_chatflow
+    from gcite.local.runner import run_chatflow
+    from gcite.local.service_api import dify_sse
     from gcite.local.services import local_services
 
     def show_retrieval(record: dict) -> None:

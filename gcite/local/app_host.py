@@ -16,7 +16,8 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gcite.local.runner import Conversation, Services, run_chatflow
+from gcite.local.runner import Services, run_chatflow
+from gcite.local.service_api import Conversation
 from gcite.local.services import start_local_services
 
 

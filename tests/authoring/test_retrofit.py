@@ -362,7 +362,7 @@ def test_acl_adds_the_pre_filter_and_the_filter_node_and_hides_restricted_chunks
 
 
 def test_memory_keeps_earlier_turns_without_markers():
-    from gcite.local.runner import Conversation
+    from gcite.local.service_api import Conversation
 
     svc = start_local_services()
     try:

@@ -11,7 +11,8 @@ from gcite import client, protocol
 from gcite.authoring.chatflows import PLUGIN_DSL
 from gcite.cli.main import main as gcite_main
 from gcite.client import Cite, Done, Error, Ready, Sources, Text
-from gcite.local.runner import dify_sse, run_chatflow
+from gcite.local.runner import run_chatflow
+from gcite.local.service_api import dify_sse
 from gcite.local.services import local_services
 from tests.support.local_http import origin, start_server, stop_server
 

@@ -13,7 +13,8 @@ import time
 import pytest
 
 from gcite.local.llm import OpenAICompatibleModel
-from gcite.local.runner import Conversation, Services, run_chatflow
+from gcite.local.runner import Services, run_chatflow
+from gcite.local.service_api import Conversation
 from tests.dify.console import chat
 from tests.dify.differential import Difference, Known, stream_differences, unexplained
 from tests.dify.harness import DSL_FILES, ROOT, stored_metadata

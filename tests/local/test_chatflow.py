@@ -13,7 +13,8 @@ from citations.answer_layout import machine_inputs
 from gcite.authoring import chatflows
 from gcite.client import Cite, Done, Text, dify_events, parse_dify_sse
 from gcite.local.llm import OpenAICompatibleModel
-from gcite.local.runner import GCITE_PLUGIN, Conversation, Services, dify_sse, run_chatflow
+from gcite.local.runner import GCITE_PLUGIN, Services, run_chatflow
+from gcite.local.service_api import Conversation, dify_sse
 from gcite.local.services import start_local_services
 from tests.support import ROOT
 from tests.support.local_http import origin, start_server, stop_server

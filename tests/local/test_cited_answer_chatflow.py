@@ -10,7 +10,8 @@ import time
 import pytest
 
 from gcite.authoring import chatflows
-from gcite.local.runner import Conversation, run_chatflow
+from gcite.local.runner import run_chatflow
+from gcite.local.service_api import Conversation
 from gcite.local.services import local_services
 from tests.support import ROOT
 from tests.support.cited import (

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from gcite.local.nodes_extra import classify, extract
-from gcite.local.runner import Conversation, run_chatflow
+from gcite.local.runner import run_chatflow
+from gcite.local.service_api import Conversation
 from gcite.local.services import start_local_services
 from tests.support.local_http import origin, start_server, stop_server
 from tests.support.runner_dsl import edge

@@ -7,7 +7,8 @@ import pytest
 from gcite.authoring import chatflows
 from gcite.local.dify_metadata import admits, field_text
 from gcite.local.knowledge import load_json
-from gcite.local.runner import Services, dify_sse, run_chatflow
+from gcite.local.runner import Services, run_chatflow
+from gcite.local.service_api import dify_sse
 
 OPERATORS = [
     ("contains", ""),

@@ -10,7 +10,8 @@ import pytest
 
 from gcite.authoring import chatflows
 from gcite.local.llm import ExtractiveModel
-from gcite.local.runner import Conversation, Services, dify_sse, run_chatflow
+from gcite.local.runner import Services, run_chatflow
+from gcite.local.service_api import Conversation, dify_sse
 from gcite.local.services import local_services
 from gcite.local.web_search import TAVILY_OUTAGE, tavily_messages
 from tests.support.runner_dsl import minimal_dsl
