@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gcite.release import marketplace, signing
+from gcite.release import marketplace, secret_scan, signing
 from gcite.release.marketplace import Finding, check, publish, release
 from tests.support import ROOT
 
@@ -343,4 +343,4 @@ def test_credential_files_are_flagged_by_name_and_shape(name, content, what):
     ],
 )
 def test_ordinary_files_are_not_credential_files(name, content):
-    assert marketplace.credential_file(name, content) is None
+    assert secret_scan.credential_file(name, content) is None
