@@ -154,4 +154,4 @@ def test_a_package_past_the_bounds_is_one_line(tmp_path, capsys):
     assert err.count("\n") == 1 and "64 MiB uncompressed" in err
     (tmp_path / "bad.difypkg").write_bytes(io.BytesIO(b"PK\x03\x04garbage").getvalue())
     assert main(["retrofit", str(app), "--package", str(tmp_path / "bad.difypkg")]) == 2
-    assert "not a plugin package" in capsys.readouterr().err
+    assert "not a readable plugin package" in capsys.readouterr().err
