@@ -2,6 +2,7 @@
 paths (issue 33 item 5), at 200 and 2,000 nodes; target: per node at 2,000 at most 1.5× that at 200 (linear)."""
 
 from bench.common import best_time, print_table, verdict
+from gcite.authoring.dsl_nodes import node as dsl_node
 
 TARGET = 1.5
 SIZES = (200, 2_000)
@@ -11,17 +12,8 @@ IDENTIFIER = "gcite/gcite:0.0.0@" + "0" * 64
 def synthetic(nodes: int) -> dict:
     """A chatflow of Start and (nodes - 1) // 3 parallel retrieval → LLM → Answer paths, laid out on a grid."""
 
-    # mirrors gcite/authoring/chatflows.py's node(): the bench builds its graph without the generator
     def node(node_id, x, y, data):
-        return {
-            "id": node_id,
-            "type": "custom",
-            "position": {"x": x, "y": y},
-            "positionAbsolute": {"x": x, "y": y},
-            "width": 244,
-            "height": 90,
-            "data": {"title": node_id, "desc": "", **data},
-        }
+        return dsl_node(node_id, x, y, {"title": node_id, **data})
 
     def edge(source, target):
         return {

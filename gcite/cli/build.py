@@ -12,6 +12,7 @@ def build_dsl_command(args: argparse.Namespace) -> int:
     from gcite import ROOT
     from gcite.authoring import chatflows
     from gcite.authoring.bundle import write_nodes
+    from gcite.authoring.variants import condition_count
 
     langs = tuple(dict.fromkeys(args.lang)) if args.lang else chatflows.LANGS
     defaults = args.slots == chatflows.ROLE_SLOTS and args.persona is None
@@ -43,7 +44,7 @@ def build_dsl_command(args: argparse.Namespace) -> int:
 
     print("\n".join(f"wrote {shown(p)}" for p in changed) or f"{shown(out)} already in step")
     if not defaults:
-        print(f"pre-filter: {args.slots} role slot(s), {chatflows.condition_count(args.slots)} conditions")
+        print(f"pre-filter: {args.slots} role slot(s), {condition_count(args.slots)} conditions")
     return 0
 
 
@@ -52,7 +53,7 @@ def prefilter_command(args: argparse.Namespace) -> int:
 
     from citations.acl_prefilter import ROLE_DELIMITERS
     from gcite.authoring import prefilter
-    from gcite.authoring.chatflows import MAX_ROLE_SLOTS, ROLE_SLOTS
+    from gcite.authoring.variants import MAX_ROLE_SLOTS, ROLE_SLOTS
 
     if not args.acl_field.strip():
         raise CliError("--acl-field must not be empty")

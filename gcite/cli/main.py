@@ -116,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     sign_cli.add_parsers(commands, pack)
 
     from citations.answer_layout import ANSWERS
-    from gcite.authoring.chatflows import LANGS, MAX_ROLE_SLOTS, ROLE_SLOTS, SEARCHES
+    from gcite.authoring.variants import LANGS, MAX_ROLE_SLOTS, ROLE_SLOTS, SEARCHES
 
     dsl = commands.add_parser(
         "build-dsl", help="generate the chatflow DSL files from gcite/authoring/chatflows.py and nodes/*.py"

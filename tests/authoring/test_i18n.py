@@ -7,6 +7,7 @@ import yaml
 
 from citations.phrases import normal_text, parse_phrases
 from gcite.authoring import chatflows
+from gcite.authoring.variants import TEXT
 from gcite.local.llm import ExtractiveModel
 from gcite.local.runner import Services, run_chatflow
 from gcite.local.web_search import SampleSearchHttpClient
@@ -116,7 +117,7 @@ def test_prompt_labels_and_refusal_phrase_are_in_the_variants_language(variant):
     else:
         assert CJK.search(prompt) and all(CJK.search(text) for text in labels if text not in ("LLM",))
     assert "欧爪宝" not in prompt and "楼" not in prompt  # a neutral persona, no one building's assistant
-    persona = chatflows.TEXT["en" if english else "zh"]["persona"]
+    persona = TEXT["en" if english else "zh"]["persona"]
     assert prompt.split("\n")[1] == persona  # the first line under the role heading: the line to replace
 
 

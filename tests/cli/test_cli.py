@@ -211,7 +211,7 @@ def test_build_dsl_defaults_reproduce_the_committed_files(tmp_path, capsys):
 
 def test_build_dsl_with_more_slots_a_language_and_a_persona(tmp_path, capsys):
     from citations import acl_prefilter
-    from gcite.authoring.chatflows import condition_count
+    from gcite.authoring.variants import condition_count
     from gcite.local.runner import Services, run_chatflow
     from gcite.local.web_search import SampleSearchHttpClient
 

@@ -11,6 +11,7 @@ from citations import merge as merge_chunks
 from citations import web_request as web_search_request
 from citations.answer_layout import machine_inputs
 from gcite.authoring import chatflows
+from gcite.authoring.variants import INSUFFICIENT
 from gcite.client import Cite, Done, Text, dify_events, parse_dify_sse
 from gcite.local.llm import OpenAICompatibleModel
 from gcite.local.runner import GCITE_PLUGIN, Services, run_chatflow
@@ -110,7 +111,7 @@ def test_an_empty_knowledge_base_and_no_web_results_give_the_insufficient_answer
     svc.close()
     assert events[-1]["event"] == "workflow_finished" and not any(e["event"] == "error" for e in events)
     assert finished(events, "merge")["outputs"]["chunk_count"] == 0
-    assert answer_of(events).startswith(chatflows.INSUFFICIENT)
+    assert answer_of(events).startswith(INSUFFICIENT)
     assert finished(events, CHECKER[kind])["outputs"]["status"] == "insufficient_evidence"
 
 

@@ -14,7 +14,7 @@
 
 import re
 
-from gcite.authoring import chatflows as dsl_build
+from gcite.authoring.variants import REFUSAL, Variant
 
 LANGS = ("zh", "en", "ja", "es")  # the languages the rules are written in; any other prompt gets English
 RULE_HEADINGS = {
@@ -25,7 +25,7 @@ RULE_HEADINGS = {
 }
 # the refusal our rules ask for, per language (zh, en: the validator's defaults)
 REFUSALS = {
-    **dsl_build.REFUSAL,
+    **REFUSAL,
     "ja": "提供された資料ではこの質問に答えられません",
     "es": "Las fuentes disponibles no responden a esta pregunta",
 }
@@ -97,9 +97,7 @@ def prompt_parts(lang: str) -> dict[str, str]:
     """Our own chatflows' system prompt (gcite.authoring.chatflows) cut at its `# ` headings into the parts retrofit
     adds: `sources` (where the chunks come from), `rules` (the answering rules), `history` (the earlier
     conversation), `chunks` (the numbered chunks). The first part, the persona, stays the builder's."""
-    parts = [
-        p.strip() for p in re.split(r"(?m)^(?=# )", dsl_build.Variant(lang=lang).system_prompt()) if p.startswith("# ")
-    ]
+    parts = [p.strip() for p in re.split(r"(?m)^(?=# )", Variant(lang=lang).system_prompt()) if p.startswith("# ")]
     named = dict(zip(("persona", "sources", "rules", "history", "chunks"), parts, strict=True))
     if (
         "{{#context#}}" not in named["chunks"]
