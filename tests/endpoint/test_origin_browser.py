@@ -9,17 +9,8 @@ from pathlib import Path
 import pytest
 
 from gcite.local.serve import LocalDify
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 from tests.support.local_http import origin, start_server, stop_server
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 pytestmark = [
     pytest.mark.browser,

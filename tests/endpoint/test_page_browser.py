@@ -21,16 +21,8 @@ from gcite.authoring.chatflows import PLUGIN_DSL
 from gcite.local.knowledge import load_json
 from gcite.local.runner import run_chatflow
 from gcite.local.services import local_services
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 QUERY = "巡更时发现异常怎么上报？"
 FOLLOW_UP = "会议室怎么预约？"
 RESTRICTED_QUERY = "冷水机组供水温度设定是多少？"

@@ -22,16 +22,8 @@ from pathlib import Path
 import pytest
 
 from tests.support import ROOT
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 RENDERER = ROOT / "tests" / "fixtures" / "dify_markdown"
 RENDERER_FILES = ("package.json", "package-lock.json", "render.jsx")
 RECORDING = ROOT / "tests" / "fixtures" / "cited_answer" / "dify_stream.json"

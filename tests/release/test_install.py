@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import ROOT
+from tests.support.serve_process import gcite_serve
 
 SITE = Path(sysconfig.get_paths()["purelib"])
 REQUESTS = ("requests", "urllib3", "idna", "charset_normalizer", "certifi")
@@ -107,38 +108,17 @@ def test_the_client_alone_against_gcite_serve(command, wheels, tmp_path_factory)
         cwd=elsewhere,
     )
     assert alone.returncode == 0 and alone.stdout.strip() == "[]", alone.stderr
-    serve = subprocess.Popen(
-        [str(command / "gcite"), "serve", "--port", "0"],
-        cwd=elsewhere,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
-        lines = []
-        while not lines or lines[-1] != "Ctrl-C stops.":
-            line = serve.stdout.readline()
-            assert line, "gcite serve stopped: " + "".join(lines) + serve.stderr.read()
-            lines.append(line.rstrip("\n"))
-        chat = dict(line.split(":", 1) for line in lines if ":" in line)["chat endpoint"].strip()
-        users = json.loads(urllib.request.urlopen(chat.split("/e/")[0] + "/local/users", timeout=30).read())
+    with gcite_serve(command=(str(command / "gcite"),), cwd=elsewhere) as served:
+        users = json.loads(urllib.request.urlopen(served["origin"] + "/local/users", timeout=30).read())
         token = next(u["token"] for u in users if u["roles"])
         script = (
             "import sys, gcite.client as c; events = list(c.chat(sys.argv[1], sys.argv[2], sys.argv[3])); "
             "print(type(events[-1]).__name__, len(events))"
         )
         asked = run(
-            [str(client / "python"), "-c", script, chat, token, "How often is the patrol?"], cwd=elsewhere, timeout=300
+            [str(client / "python"), "-c", script, served["chat"], token, "How often is the patrol?"],
+            cwd=elsewhere,
+            timeout=300,
         )
         assert asked.returncode == 0, asked.stderr[-2000:]
         assert asked.stdout.split()[0] == "Done", asked.stdout
-    finally:
-        serve.terminate()
-        try:
-            serve.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            serve.kill()
-            serve.wait()
-        serve.stdout.close()
-        serve.stderr.close()

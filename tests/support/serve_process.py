@@ -20,12 +20,15 @@ def private_secret_file(folder: Path, secret: str) -> Path:
 
 
 @contextmanager
-def gcite_serve(*options: str) -> Iterator[dict[str, str]]:
-    """`gcite serve --port 0 OPTIONS…`; yields what it printed: `page`, `chat` (the endpoint's URL), `origin`
+def gcite_serve(
+    *options: str, command: tuple[str, ...] = (sys.executable, "-m", "gcite"), cwd: Path = ROOT
+) -> Iterator[dict[str, str]]:
+    """`gcite serve --port 0 OPTIONS…` (`command` is the gcite command: this checkout's by default, an installed
+    one in `cwd` elsewhere); yields what it printed: `page`, `chat` (the endpoint's URL), `origin`
     (http://127.0.0.1:PORT), `base` (…/e/<hook>) and `lines` (every line up to "Ctrl-C stops.")."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "gcite", "serve", "--port", "0", *options],
-        cwd=ROOT,
+        [*command, "serve", "--port", "0", *options],
+        cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
