@@ -77,22 +77,43 @@ def placement_seconds(nodes: int) -> float:
     return best_time(lambda: run(Plan(copy.deepcopy(document), options)), repeat=3)
 
 
-def run_bench() -> tuple[list[tuple], float]:
-    per_node = {n: placement_seconds(n) / n for n in SIZES}
-    ratio = per_node[SIZES[1]] / per_node[SIZES[0]]
-    rows = [(f"{n:,}", f"{per_node[n] * 1e6:.1f} µs") for n in SIZES]
-    return rows, ratio
+def whole_seconds(nodes: int) -> float:
+    """`retrofit` on the app's YAML text: reading, the passes and the spliced output."""
+    import yaml
+
+    from gcite.authoring.retrofit import Options, retrofit
+
+    text = yaml.safe_dump(synthetic(nodes), allow_unicode=True)
+    options = Options(identifier=IDENTIFIER)
+    return best_time(lambda: retrofit(text, options), repeat=3)
+
+
+def run_bench() -> tuple[list[tuple], dict[str, float]]:
+    placement = {n: placement_seconds(n) / n for n in SIZES}
+    whole = {n: whole_seconds(n) / n for n in SIZES}
+    rows = [(f"{n:,}", f"{placement[n] * 1e6:.1f} µs", f"{whole[n] * 1e6:.1f} µs") for n in SIZES]
+    return rows, {
+        "placement and wiring": placement[SIZES[1]] / placement[SIZES[0]],
+        "whole retrofit (read, passes, write)": whole[SIZES[1]] / whole[SIZES[0]],
+    }
 
 
 def run() -> bool:
-    rows, ratio = run_bench()
-    print_table("retrofit: time per node (parallel retrieval → LLM → Answer paths)", ("nodes", "per node"), rows)
+    rows, ratios = run_bench()
+    print_table(
+        "retrofit: time per node (parallel retrieval → LLM → Answer paths)",
+        ("nodes", "placement and wiring", "whole retrofit"),
+        rows,
+    )
     print_table(
         "retrofit: target",
         ("measure", "value", "target", "verdict"),
-        [verdict(f"per node at {SIZES[1]:,} / at {SIZES[0]:,}", ratio, f"<= {TARGET}", ratio <= TARGET)],
+        [
+            verdict(f"{name}: per node at {SIZES[1]:,} / at {SIZES[0]:,}", ratio, f"<= {TARGET}", ratio <= TARGET)
+            for name, ratio in ratios.items()
+        ],
     )
-    return ratio <= TARGET
+    return all(ratio <= TARGET for ratio in ratios.values())
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ what it reads and writes (a reader can take them one at a time):
 """
 
 import copy
+import gc
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,7 +95,21 @@ class Result:
 
 
 def retrofit(text: str, options: Options | None = None) -> Result:
-    """Retrofit one DSL text. Raises RetrofitRefusal (one line) for what it must refuse."""
+    """Retrofit one DSL text. Raises RetrofitRefusal (one line) for what it must refuse.
+
+    Python's cyclic garbage collector is paused while it runs: reading and writing a DSL allocates a YAML object per
+    value and nothing here makes reference cycles, but each full collection walks every live object, which made the
+    time per node grow with the app's size (1.5-1.7x from 200 to 2,000 nodes; 0.8x without it)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _retrofit(text, options)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _retrofit(text: str, options: Options | None) -> Result:
     options = options or Options()
     document, yaml_text, wrapped = read_text(text)
     try:

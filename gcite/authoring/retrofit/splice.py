@@ -34,10 +34,18 @@ def splice(text: str, before: Any, after: Any) -> str:
         style = Style(text)
         edits: list[tuple[int, int, list[str]]] = []
         Splicer(lines, style, edits).value(before, after, root, 0, len(lines))
-        for start, end, new in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
-            lines[start:end] = new
-        out = "".join(lines)
-        if yaml.safe_load(out) != after:  # never hand out a text that does not read as the rewired document
+        out_lines: list[str] = []
+        at = 0
+        for start, end, new in sorted(edits, key=lambda e: (e[0], e[1])):  # one pass: O(lines + edits)
+            if start < at:
+                raise SpliceError  # overlapping edits: not something the walk above makes
+            out_lines += lines[at:start]
+            out_lines += new
+            at = end
+        out = "".join(out_lines + lines[at:])
+        if (
+            yaml.load(out, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) != after
+        ):  # never hand out a text that does not read as the rewired document
             raise SpliceError
         return out
     except (SpliceError, yaml.YAMLError, RecursionError, ValueError, TypeError, KeyError, IndexError):
@@ -59,8 +67,7 @@ class Style:
         options = [(self.unicode, 80)]
         if original is not None:
             options = [(u, w) for w in self.WIDTHS for u in (self.unicode, not self.unicode)]
-            matching = [o for o in options if self._dump(old, column, *o) == original]
-            options = matching[:1] or options[:1]
+            options = [next((o for o in options if self._dump(old, column, *o) == original), options[0])]
         return self._dump(value, column, *options[0])
 
     def _dump(self, value: Any, column: int, unicode: bool, width: int) -> list[str]:
@@ -156,11 +163,12 @@ class Splicer:
             old_ids = [x["id"] for x in old]
             if len(set(old_ids)) != len(old_ids) or any(len(v) > 1 for v in new_by_id.values()):
                 raise SpliceError
-            kept = [x["id"] for x in new if x["id"] in set(old_ids)]
+            old_set = set(old_ids)
+            kept = [x["id"] for x in new if x["id"] in old_set]
             if kept != [i for i in old_ids if i in new_by_id]:
                 raise SpliceError  # reordered
             pairs = [(n, new_by_id.get(x["id"], [None])[0]) for n, x in enumerate(old)]
-            appended = [x for x in new if x["id"] not in set(old_ids)]
+            appended = [x for x in new if x["id"] not in old_set]
             if appended and new[-len(appended) :] != appended:
                 raise SpliceError
         else:
