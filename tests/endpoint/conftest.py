@@ -1,0 +1,76 @@
+"""The browser tests' fixtures: `gcite serve` with a hostile document added (one per session) and Debian's
+chromium (one per module: one sync Playwright at a time)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import requests
+
+from gcite import ROOT
+from gcite.local.knowledge import load_json
+from tests.endpoint.page_visit import FAIL_WORD, HOSTILE_TEXT, HOSTILE_TITLE
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+
+
+@pytest.fixture(scope="session")
+def served(tmp_path_factory):
+    """`python -m gcite serve` with a knowledge base that adds a hostile document, stopped at the end."""
+    kb = load_json("knowledge_base.json")
+    kb["documents"].append(
+        {
+            "document_id": "doc-hostile",
+            "document_name": "hostile.md",
+            "doc_metadata": {
+                "document_title": HOSTILE_TITLE,
+                "source_file_url": "javascript:window.__pwned=4",
+                "access_roles": "",
+                "updated": "2026-01-01",
+            },
+            "segments": [{"segment_id": "seg-hostile-1", "content": HOSTILE_TEXT}],
+        }
+    )
+    path = tmp_path_factory.mktemp("serve") / "kb.json"
+    path.write_text(json.dumps(kb, ensure_ascii=False), encoding="utf-8")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gcite",
+            "serve",
+            "--port",
+            "0",
+            "--pace",
+            "0.01",
+            "--knowledge-base",
+            str(path),
+            "--fail-on",
+            FAIL_WORD,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        first = process.stdout.readline()
+        assert first.startswith("G-Cite page:"), first + process.stderr.read()
+        page_url = first.split(":", 1)[1].strip()
+        base = page_url.split("/gcite/")[0]
+        origin = base.split("/e/")[0]
+        users = {u["id"]: u for u in requests.get(origin + "/local/users", timeout=30).json()}
+        yield {"page": page_url, "base": base, "origin": origin, "users": users}
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")  # one sync Playwright at a time: other browser test modules start their own
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
