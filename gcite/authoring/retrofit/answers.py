@@ -68,14 +68,24 @@ def list_sources(plan: Plan, llm_id: str, validate: str) -> None:
                 f"--sources-in-answer: Answer {g.title(answer)} is inside an iteration or loop: no source list added"
             )
             continue
-        node["data"]["answer"] = template.rstrip() + appended
-        plan.change(
+        show(
+            plan,
+            answer,
+            template.rstrip() + appended,
+            validate,
             f"answer extended: Answer {g.title(answer)} lists the cited sources after its text "
-            f"({validate}.{SOURCE_LIST})"
+            f"({validate}.{SOURCE_LIST})",
         )
-        if not g.has_edge(validate, answer):
-            g.add_edge(validate, answer)
-            plan.change(f"edge added: {validate} → {g.title(answer)}")
+
+
+def show(plan: Plan, answer: str, template: str, validate: str, line: str) -> None:
+    """The Answer node `answer` shows `template`, which reads the validate node: reported (`line`), and wired."""
+    g = plan.graph
+    g.by_id[answer]["data"]["answer"] = template
+    plan.change(line)
+    if not g.has_edge(validate, answer):
+        g.add_edge(validate, answer)
+        plan.change(f"edge added: {validate} → {g.title(answer)}")
 
 
 def clean_answers(plan: Plan, llm_id: str, validate: str) -> None:
@@ -99,11 +109,11 @@ def clean_answers(plan: Plan, llm_id: str, validate: str) -> None:
         if node.get("parentId"):
             plan.notes.append(f"--answer clean: Answer {g.title(answer)} is inside an iteration or loop: left as it is")
             continue
-        node["data"]["answer"] = str(node["data"]["answer"]).replace(shown, clean)
-        plan.change(
+        show(
+            plan,
+            answer,
+            str(node["data"]["answer"]).replace(shown, clean),
+            validate,
             f"answer rewired: Answer {g.title(answer)} shows {validate}.{CLEAN_ANSWER} and {validate}.{CLEAN_LIST} "
-            f"(the answer with clean numbers, then the cited sources, once the LLM has written) instead of {shown}"
+            f"(the answer with clean numbers, then the cited sources, once the LLM has written) instead of {shown}",
         )
-        if not g.has_edge(validate, answer):
-            g.add_edge(validate, answer)
-            plan.change(f"edge added: {validate} → {g.title(answer)}")
