@@ -116,6 +116,7 @@ def test_other_nodes_reading_the_llms_text_read_the_answer_without_markers():
                         {"variable": "text", "value_selector": [LLM, "text"], "value_type": "string"},
                         {"variable": "tokens", "value_selector": [LLM, "usage"], "value_type": "object"},
                     ],
+                    "odd": [LLM, ["not", "a", "name"]],  # a list that only looks like a selector: left alone
                 },
             }
         )
@@ -127,6 +128,7 @@ def test_other_nodes_reading_the_llms_text_read_the_answer_without_markers():
         [CITE, "answer_without_markers"],
         [CITE, "usage"],
     ]
+    assert summary["odd"] == [LLM, ["not", "a", "name"]]
     assert (CITE, "summary") in edges_of(result.document)
     assert any(line.startswith('selector rewired: "Summary" (summary) reads') for line in result.changes)
 

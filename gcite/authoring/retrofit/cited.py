@@ -100,7 +100,7 @@ def rewired(value: Any, llm_id: str, cite: str) -> Any:
             )
         return value
     if isinstance(value, list):
-        if len(value) >= 2 and value[0] == llm_id and value[1] in CARRIED_OUTPUTS:
+        if len(value) >= 2 and value[0] == llm_id and isinstance(value[1], str) and value[1] in CARRIED_OUTPUTS:
             return [cite, CARRIED_OUTPUTS[value[1]], *value[2:]]
         return [rewired(item, llm_id, cite) for item in value]
     if isinstance(value, dict):
