@@ -22,7 +22,6 @@ import yaml
 
 from citations.answer_layout import (
     CITED_MEMORY,
-    CITED_TOOL,
     STYLE_INPUT,
     cited_template,
     clean_template,
@@ -34,6 +33,7 @@ from gcite.authoring.dsl_nodes import (
     FILTER_OUTPUTS,
     MERGE_OUTPUTS,
     VALIDATE_OUTPUTS,
+    cited_answer_tool,
     code_node,
     gcite_tool,
     mixed,
@@ -102,14 +102,12 @@ def answer_template(v: Variant) -> str:
 
 def cite_node(v: Variant, identifier: str) -> dict[str, Any]:
     """The `cited_answer` tool node: the LLM node's model and the builder's instructions; the style from the
-    hidden Start input (citations/answer_layout.py). `tool_node_version` "2": Dify 1.16 reads a model selector with
-    the variable pool only then (graphon ToolNode._run), else the plugin would get it wrapped as {type, value}."""
-    cite = gcite_tool(
+    hidden Start input (citations/answer_layout.py)."""
+    return cited_answer_tool(
         "cite",
         1530,
         300,
         v.text["cite"],
-        CITED_TOOL,
         identifier,
         {
             "query": mixed("{{#sys.query#}}"),
@@ -119,21 +117,9 @@ def cite_node(v: Variant, identifier: str) -> dict[str, Any]:
             "instructions": mixed(v.instructions()),
             "style": mixed(style_reference()),
         },
-        {
-            "model": {
-                "provider": MODEL["provider"],
-                "model": MODEL["name"],
-                "model_type": "llm",
-                "mode": MODEL["mode"],
-                "completion_params": dict(MODEL["completion_params"]),
-            },
-            # a form value as Dify's editor writes it for a tool node with a version: {type, value} (a bare value is
-            # skipped by Dify 1.16's ToolManager._convert_tool_parameters_type when it reads with the variable pool)
-            "insufficient_phrases": {"type": "constant", "value": v.recognised_refusals},
-        },
+        MODEL,
+        v.recognised_refusals,
     )
-    cite["data"]["tool_node_version"] = "2"
-    return cite
 
 
 def common_nodes(v: Variant) -> list[dict[str, Any]]:

@@ -5,6 +5,7 @@ slot count set per variant), a G-Cite tool node, variable references, and the ou
 import uuid
 from typing import Any
 
+from citations.answer_layout import CITED_TOOL
 from gcite.authoring.bundle import bundle
 from gcite.authoring.variants import ID_NAMESPACE, ROLE_SLOTS
 
@@ -113,6 +114,50 @@ def gcite_tool(
             "tool_parameters": parameters,
         },
     )
+
+
+def model_selector(model: dict[str, Any]) -> dict[str, Any]:
+    """An LLM node's `model` ({provider, name, mode, completion_params}) as a tool's model-selector value, the shape
+    Dify's editor writes into `tool_configurations`."""
+    return {
+        "provider": model["provider"],
+        "model": model["name"],
+        "model_type": "llm",
+        "mode": model.get("mode") or "chat",
+        "completion_params": dict(model.get("completion_params") or {}),
+    }
+
+
+def cited_answer_tool(
+    node_id: str,
+    x: int,
+    y: int,
+    title: str,
+    identifier: str,
+    parameters: dict[str, Any],
+    model: dict[str, Any],
+    phrases: str,
+) -> dict[str, Any]:
+    """A `cited_answer` tool node: the LLM `model` (an LLM node's), its inputs and the refusals it recognises.
+    `tool_node_version` "2": Dify 1.16 reads a model selector with the variable pool only then (graphon
+    ToolNode._run), else the plugin would get it wrapped as {type, value}."""
+    cite = gcite_tool(
+        node_id,
+        x,
+        y,
+        title,
+        CITED_TOOL,
+        identifier,
+        parameters,
+        {
+            "model": model_selector(model),
+            # a form value as Dify's editor writes it for a tool node with a version: {type, value} (a bare value is
+            # skipped by Dify 1.16's ToolManager._convert_tool_parameters_type when it reads with the variable pool)
+            "insufficient_phrases": {"type": "constant", "value": phrases},
+        },
+    )
+    cite["data"]["tool_node_version"] = "2"
+    return cite
 
 
 def variable(*selector: str) -> dict[str, Any]:

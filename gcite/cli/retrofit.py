@@ -67,6 +67,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "chatflows (a workflow: each End node after the LLM outputs the list as references)",
     )
     parser.add_argument(
+        "--answer",
+        choices=retrofit.ANSWERS,
+        default="llm-node",
+        help="what the Answer shows: llm-node (default: the LLM's text as it streams, with its raw [C:N] markers), "
+        "cited (the plugin's cited_answer tool in the LLM node's place, with its model and system prompt: the "
+        "answer streams with clean citations, then its sources; needs --nodes plugin) or clean (the validate "
+        "node's answer with clean numbers and its sources, once the LLM has written)",
+    )
+    parser.add_argument(
         "--enable-context",
         action="store_true",
         help="an LLM whose prompt uses {{#context#}} while its context is switched off (Dify's "
@@ -196,6 +205,7 @@ def command(args: argparse.Namespace) -> int:
             sources_in_answer=args.sources_in_answer,
             identifier=identifier,
             enable_context=args.enable_context,
+            answer=args.answer,
             slots=ROLE_SLOTS if args.slots is None else args.slots,
         )
     except ValueError as error:

@@ -332,3 +332,17 @@ def restricted_texts(run: DifyRun, roles: set[str]) -> list[str]:
 
 def dump(events: list[dict[str, Any]]) -> str:
     return json.dumps(events, ensure_ascii=False)
+
+
+RULES = ("# 引用规则", "# Citation rules")  # cited_answer's rules heading, in the instructions' language
+
+
+def tool_prompt(run: DifyRun, query: str, containing: str = "") -> str:
+    """The (latest) system prompt Dify's model manager sent the model provider for a `cited_answer` call with this
+    question (and holding `containing`)."""
+    for request in reversed(run.daemon.llm_requests):
+        messages = request["data"]["prompt_messages"]
+        system = str(messages[0].get("content")) if messages else ""
+        if messages[-1].get("content") == query and any(r in system for r in RULES) and containing in system:
+            return system
+    raise AssertionError(f"no model call of the tool for {query!r}")

@@ -22,7 +22,7 @@ import pytest
 
 from gcite.local.llm import numbered_chunks
 from tests.dify.console import WebApp, chat_timed, conversation_messages
-from tests.dify.harness import CITED_APP, DSL_FILES, RESTRICTED_QUERIES, restricted_texts
+from tests.dify.harness import CITED_APP, DSL_FILES, RESTRICTED_QUERIES, restricted_texts, tool_prompt
 from tests.support.cited import (
     CITE,
     UNKNOWN_IDS,
@@ -40,7 +40,6 @@ PACE = 0.02  # seconds between the scripted model's pieces
 APPS = (CITED_APP, *DSL_FILES[:2])  # the shipped plugin chatflows, and the phase-1 copy
 CHANNELS = ("service-api", "web-app")
 CASES = [(app, channel) for app in APPS for channel in CHANNELS]
-RULES = ("# 引用规则", "# Citation rules")  # the tool's rules heading, in the instructions' language
 # The web app's stream carries no node inputs or outputs (Dify sends it node events without details): there the
 # answer is compared with the Service API's for the same app and turn (the scripted model answers alike).
 SERVICE_ANSWERS: dict[tuple[str, int], str] = {}
@@ -71,17 +70,6 @@ def finished(events, node):
     found = [e["data"] for e in events if e.get("event") == "node_finished" and e["data"]["node_id"] == node]
     assert len(found) == 1, [e.get("event") for e in events]
     return found[0]
-
-
-def tool_prompt(dify, query, containing=""):
-    """The (latest) system prompt Dify's model manager sent the model provider for the tool's call with this
-    question (and holding `containing`)."""
-    for request in reversed(dify.daemon.llm_requests):
-        messages = request["data"]["prompt_messages"]
-        system = str(messages[0].get("content")) if messages else ""
-        if messages[-1].get("content") == query and any(r in system for r in RULES) and containing in system:
-            return system
-    raise AssertionError(f"no model call of the tool for {query!r}")
 
 
 @pytest.fixture(scope="module", params=CASES, ids=[f"{a}-{c}" for a, c in CASES])

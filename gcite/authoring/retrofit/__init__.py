@@ -15,7 +15,9 @@ of retrieval results — `retrofit` adds, beside what they join:
   `sources_in_answer`: each Answer node showing the LLM's text (`{{#<llm>.text#}}`) then lists the cited sources, as
   our chatflows' Answer node does (`chatflows.source_list`), and in a workflow each End node after the LLM outputs
   that list as `references`; an Answer showing two retrofitted LLMs' texts is refused (two chunk lists, one
-  numbering).
+  numbering); `answer`: what those Answer nodes show (`llm-node`, the default: the LLM's text; `cited`: the plugin's
+  `cited_answer` tool in the LLM node's place with its model and system prompt, unless the LLM uses what the tool
+  cannot carry; `clean`: the validate node's clean answer and list, `citations/answer_layout.py`).
 Everything else (ids, variables, model settings, features, positions of existing nodes) is kept.
 
 The node shapes, prompt text, pre-filter and memory come from `gcite.authoring.chatflows` (our own chatflows'
@@ -29,11 +31,14 @@ what it reads and writes (a reader can take them one at a time):
    paths, and every refusal before anything changes;
 3. for each path (`retrofit_path` below): `access.add_access_control` and `access.add_filter` (--acl),
    `nodes.add_merge` (with `nodes.add_web_search`, --web gcite), `nodes.rewire_context`, `prompt.rewrite_prompt`,
-   `nodes.add_validate`, `answers.list_sources` (--sources-in-answer), `memory.add_memory` (--memory),
-   `memory.note_builtin_memory`; each node is placed (`graph.Graph.position_near`) and wired as it is added, so the
-   report reads node by node;
+   `nodes.add_validate`, `answers.list_sources` (--sources-in-answer), `answers.clean_answers` (--answer clean),
+   `memory.add_memory` (--memory), `memory.note_builtin_memory`; with --answer cited, `cited.replace_llm` right
+   after the merge node (then `memory.add_memory`) where `cited.uncarried` finds nothing the tool cannot carry, else
+   `cited.kept_note` and the passes above; each node is placed (`graph.Graph.position_near`) and wired as it is
+   added, so the report reads node by node;
 4. for each LLM retrofitted before (`complete_path`): what the options ask and the first run did not add;
-5. `dependencies.declare_dependency`: the G-Cite plugin in the app's dependencies;
+5. `cited.complete_cited` for each cited_answer node put in an LLM's place before; `cited.panel_note`: what happens
+   to Dify's native citation panel; `dependencies.declare_dependency`: the G-Cite plugin in the app's dependencies;
 6. `report`: the YAML text, the change lines and the notes (`Result`).
 """
 
@@ -42,9 +47,11 @@ import gc
 from dataclasses import dataclass, field
 from typing import Any
 
+from citations.answer_layout import ANSWERS
 from gcite.authoring import chatflows as dsl_build
 from gcite.authoring.retrofit.access import add_access_control, add_filter
-from gcite.authoring.retrofit.answers import check_answers, list_sources
+from gcite.authoring.retrofit.answers import check_answers, clean_answers, list_sources
+from gcite.authoring.retrofit.cited import complete_cited, kept_note, panel_note, replace_llm, uncarried
 from gcite.authoring.retrofit.dependencies import declare_dependency
 from gcite.authoring.retrofit.memory import add_memory, note_builtin_memory
 from gcite.authoring.retrofit.nodes import add_merge, add_validate, rewire_context
@@ -63,6 +70,7 @@ from gcite.authoring.retrofit.reading import RetrofitRefusal, check_document, re
 from gcite.authoring.retrofit.splice import splice
 
 __all__ = [
+    "ANSWERS",
     "CONTEXT",
     "GCITE_PLUGIN",
     "LANGS",
@@ -144,6 +152,9 @@ def run(plan: Plan) -> None:
         retrofit_path(plan, target)
     for llm_id in plan.done:
         complete_path(plan, llm_id)
+    for cite in plan.cited:
+        complete_cited(plan, cite)
+    panel_note(plan)
     declare_dependency(plan)
 
 
@@ -159,11 +170,21 @@ def retrofit_path(plan: Plan, target: Target) -> None:
         add_access_control(plan, target, v)
         rag, upstream = add_filter(plan, target, v, rag)
     merge = add_merge(plan, target, v, rag, upstream)
+    if o.answer == "cited":
+        why = uncarried(plan, llm)
+        if not why:
+            cite = replace_llm(plan, target, v, merge, upstream)
+            if o.memory:
+                add_memory(plan, target, v, cite)
+            return
+        kept_note(plan, llm, why)
     rewire_context(plan, target, merge, upstream)
     rewrite_prompt(plan, llm, lang)
     validate = add_validate(plan, target, v, merge)
     if o.sources_in_answer:
         list_sources(plan, llm, validate)
+    if o.answer == "clean":
+        clean_answers(plan, llm, validate)
     if o.memory:
         add_memory(plan, target, v, validate)
     note_builtin_memory(plan, llm)
@@ -189,6 +210,17 @@ def complete_path(plan: Plan, llm_id: str) -> None:
         validate = add_validate(plan, Target(llm_id, merge, [merge, "formatted_chunks"], []), v, merge)
     if plan.options.sources_in_answer:
         list_sources(plan, llm_id, validate)
+    if plan.options.answer == "clean":
+        clean_answers(plan, llm_id, validate)
+    if plan.options.answer == "cited":
+        why = uncarried(plan, llm_id)
+        if why:
+            kept_note(plan, llm_id, why)
+        else:
+            plan.notes.append(
+                f"--answer cited: LLM {g.title(llm_id)} was retrofitted before as an LLM node; cited_answer takes "
+                f"an LLM's place on a first run only: run --answer cited on the app as exported before G-Cite"
+            )
     if plan.options.memory:
         add_memory(plan, Target(llm_id, merge, [], []), v, validate)
     if plan.options.acl and plan.id_of("filter", llm_id) not in g.by_id:

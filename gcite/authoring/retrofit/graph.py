@@ -206,6 +206,11 @@ class Graph:
                 if "height" in holder or holder is parent:
                     holder["height"] = round(height)
 
+    def remove_node(self, node_id: str) -> None:
+        """The node leaves the graph (its edges are the caller's to move or remove first)."""
+        node = self.by_id.pop(node_id)
+        self.nodes.remove(node)
+
     def add_node(self, node: dict[str, Any]) -> None:
         self.nodes.append(node)
         self.by_id[node["id"]] = node

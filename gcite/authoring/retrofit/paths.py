@@ -19,20 +19,28 @@ AGGREGATORS = ("variable-aggregator", "variable-assigner")  # "variable-assigner
 
 def check_options(plan: Plan) -> None:
     """Check, first: what the options ask of the app is possible. Reads the options and the app's mode; refuses
-    --memory on a workflow (it has no conversation variables)."""
+    --memory on a workflow (it has no conversation variables) and --answer cited or clean on a workflow (it has no
+    Answer node)."""
     if plan.options.memory and plan.mode != "advanced-chat":
         raise RetrofitRefusal(
             "--memory: a workflow-mode app has no conversation variables to remember turns in; "
             "retrofit without --memory"
+        )
+    if plan.options.answer != "llm-node" and plan.mode != "advanced-chat":
+        raise RetrofitRefusal(
+            f"--answer {plan.options.answer}: a workflow-mode app has no Answer node to show it in (its End "
+            f"nodes get the cited sources as `citations`); retrofit without --answer"
         )
 
 
 def find_paths(plan: Plan) -> None:
     """Pass: the paths to rewire.
 
-    Reads every LLM node's context. Writes `plan.targets` (the paths), `plan.done` (the LLMs retrofitted before) and
-    a note naming the LLMs left as they are and why; refuses an app with neither paths nor LLMs retrofitted before."""
+    Reads every LLM node's context. Writes `plan.targets` (the paths), `plan.done` (the LLMs retrofitted before),
+    `plan.cited` (the cited_answer nodes an earlier run put in place of an LLM) and a note naming the LLMs left as
+    they are and why; refuses an app with no path and nothing retrofitted before."""
     g = plan.graph
+    plan.cited = [n["id"] for n in g.nodes if is_ours(g, n["id"], "cite")]
     llms = [n["id"] for n in g.nodes if n["data"].get("type") == "llm"]
     looked: list[str] = []
     for llm_id in llms:
@@ -43,7 +51,7 @@ def find_paths(plan: Plan) -> None:
             plan.done.append(llm_id)
         else:
             looked.append(f"{g.title(llm_id)}: {why}")
-    if not plan.targets and not plan.done:
+    if not plan.targets and not plan.done and not plan.cited:
         names = "; ".join(looked) if looked else "none (the app has no LLM node)"
         raise RetrofitRefusal(
             f"no Knowledge Retrieval → LLM context path; LLM nodes looked at: {names}; in Dify, "

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from citations.answer_layout import ANSWERS
 from gcite.authoring import chatflows as dsl_build
 from gcite.authoring.retrofit.graph import Graph
 
@@ -28,12 +29,24 @@ class Options:
     sources_in_answer: bool = False  # the Answer nodes list the cited sources after the LLM's text
     identifier: str | None = None  # the plugin's unique identifier (default: the unsigned package of this checkout)
     enable_context: bool = False  # an LLM whose prompt uses {{#context#}} with context off: wire it to retrieval
+    answer: str = "llm-node"  # what the Answer shows (ANSWERS): the LLM's text, cited_answer's, or the clean answer
 
     def __post_init__(self) -> None:
         if self.nodes not in NODES:
             raise ValueError(f"nodes: {self.nodes!r} is not one of {', '.join(NODES)}")
         if self.web not in WEBS:
             raise ValueError(f"web: {self.web!r} is not one of {', '.join(WEBS)}")
+        if self.answer not in ANSWERS:
+            raise ValueError(f"answer: {self.answer!r} is not one of {', '.join(ANSWERS)}")
+        if self.answer == "cited" and self.nodes != "plugin":
+            raise ValueError(
+                "answer: cited needs --nodes plugin (cited_answer is a plugin tool: a Code node cannot call a "
+                "model); run with --nodes plugin --answer cited, or with --nodes code --answer clean"
+            )
+        if self.answer != "llm-node" and self.sources_in_answer:
+            raise ValueError(
+                f"answer: {self.answer} shows the cited sources in the answer itself; leave out --sources-in-answer"
+            )
         if self.lang not in LANGS:
             raise ValueError(f"lang: {self.lang!r} is not one of {', '.join(LANGS)}")
         if self.acl is not None and (not self.acl.strip() or not re.fullmatch(r"[^\s{}#]{1,255}", self.acl.strip())):
@@ -61,7 +74,8 @@ class Plan:
     """The app being rewired and what the passes found and did so far.
 
     - `document`, `graph` (the same app, the graph through `Graph`), `options`, `mode` (advanced-chat or workflow);
-    - `targets`: the paths to rewire, `done`: LLMs retrofitted by an earlier run (both written by `paths.find_paths`);
+    - `targets`: the paths to rewire, `done`: LLMs retrofitted by an earlier run, `cited`: the `cited_answer` nodes
+      an earlier run put in place of an LLM (all three written by `paths.find_paths`);
     - `changes` and `notes`: the report, one line each, in the order the passes made them."""
 
     def __init__(self, document: dict[str, Any], options: Options) -> None:
@@ -71,6 +85,7 @@ class Plan:
         self.mode = document["app"]["mode"]
         self.targets: list[Target] = []
         self.done: list[str] = []
+        self.cited: list[str] = []  # cited_answer nodes an earlier run put in place of an LLM (--answer cited)
         self.changes: list[str] = []
         self.notes: list[str] = []
         self.warnings: list[str] = []
@@ -141,6 +156,7 @@ KINDS = {
     "acl_roles": (None, {"role_1", "role_count"}),
     "save_history": (None, None),
     "section": (None, {"output"}),
+    "cite": ("cited_answer", None),
 }
 
 
