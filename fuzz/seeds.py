@@ -98,7 +98,8 @@ RETROFIT_FIXTURES = ROOT / "tests" / "fixtures" / "retrofit"
 
 def reader_seeds():
     """retrofit_reader: small DSLs as Studio exports them, one in the export API's JSON form, one with an alias;
-    archive_reader: packages as the daemon's packager writes them, signed and not, and one stored uncompressed."""
+    archive_reader: packages as the daemon's packager writes them (one with a signature's comment and
+    verification entry), the daemon's own test package, and one stored uncompressed."""
     for name in ("svcvit-thinking-assistant.zh.yml", "own-0.4.0-workflow-extractor.en.yml"):
         yield "retrofit_reader", name.removesuffix(".yml"), (RETROFIT_FIXTURES / name).read_bytes()
     text = (RETROFIT_FIXTURES / "own-0.6.0-own-refusal.es.yml").read_text(encoding="utf-8")
@@ -109,8 +110,6 @@ def reader_seeds():
         b"a: &x [1, 2]\nb: [*x, *x]\napp: {mode: advanced-chat}\nworkflow: {graph: {nodes: []}}\n",
     )
 
-    from cryptography.hazmat.primitives.asymmetric import rsa
-
     from gcite.release import signing
 
     entries = [
@@ -118,14 +117,19 @@ def reader_seeds():
         ("main.py", b"from dify_plugin import Plugin\n"),
         ("_assets/icon.svg", b"<svg/>"),
     ]
-    package = signing.write_package(entries)
-    yield "archive_reader", "package", package
-    key = rsa.generate_private_key(public_exponent=65537, key_size=1024)
-    yield "archive_reader", "signed", signing.sign(package, key)
+    yield "archive_reader", "package", signing.write_package(entries)
+    yield (
+        "archive_reader",
+        "daemon_dummy",
+        (ROOT / "tests" / "fixtures" / "dify-signing" / "dummy_plugin.difypkg").read_bytes(),
+    )
+    entries.append((signing.VERIFICATION_FILE, b'{"authorized_category": "community"}'))
+    comment = json.dumps({"signature": "c2lnbmVk" * 43, "time": 1764633600}).encode()  # signed in shape, not by a key
+    yield "archive_reader", "signed_shape", signing.write_package(entries, comment)
     stored = io.BytesIO()
     with zipfile.ZipFile(stored, "w", compression=zipfile.ZIP_STORED) as archive:
-        archive.writestr("manifest.yaml", entries[0][1])
-        archive.writestr("dir/", b"")
+        for name, content in (("manifest.yaml", entries[0][1]), ("dir/", b"")):
+            archive.writestr(zipfile.ZipInfo(name, date_time=signing.ZIP_TIME), content)
     yield "archive_reader", "stored", stored.getvalue()
 
 
