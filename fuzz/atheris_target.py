@@ -4,7 +4,7 @@ import sys
 
 import atheris
 
-with atheris.instrument_imports(include=["nodes", "fuzz"]):
+with atheris.instrument_imports(include=["citations", "gcite", "fuzz"]):
     from fuzz.targets import ALL_TARGETS
 
 

@@ -1,13 +1,15 @@
 """`python -m fuzz.seeds` writes the seed inputs (tests/fuzz_corpus/<target>/seed-*) from the test fixtures."""
 
 import hashlib
+import io
 import json
 import sys
+import zipfile
 
 from fuzz.targets import ROOT, encode
 
 sys.path.insert(0, str(ROOT))
-from tests.fixtures.web_shapes import WEB_SHAPES  # noqa: E402
+from tests.support.web_shapes import WEB_SHAPES  # noqa: E402
 
 CORPUS_ROOT = ROOT / "tests" / "fuzz_corpus"
 
@@ -87,6 +89,63 @@ def seeds():
     )
     for name, (response, _) in sorted(WEB_SHAPES.items()):
         yield "merge_web", name, encode([json.dumps(response, ensure_ascii=False)])
+    yield from reader_seeds()
+    yield from support_seeds()
+
+
+RETROFIT_FIXTURES = ROOT / "tests" / "fixtures" / "retrofit"
+
+
+def reader_seeds():
+    """retrofit_reader: small DSLs as Studio exports them, one in the export API's JSON form, one with an alias;
+    archive_reader: packages as the daemon's packager writes them (one with a signature's comment and
+    verification entry), the daemon's own test package, and one stored uncompressed."""
+    for name in ("svcvit-thinking-assistant.zh.yml", "own-0.4.0-workflow-extractor.en.yml"):
+        yield "retrofit_reader", name.removesuffix(".yml"), (RETROFIT_FIXTURES / name).read_bytes()
+    text = (RETROFIT_FIXTURES / "own-0.6.0-own-refusal.es.yml").read_text(encoding="utf-8")
+    yield "retrofit_reader", "export_api_json", json.dumps({"data": text}).encode()
+    yield (
+        "retrofit_reader",
+        "alias",
+        b"a: &x [1, 2]\nb: [*x, *x]\napp: {mode: advanced-chat}\nworkflow: {graph: {nodes: []}}\n",
+    )
+
+    from gcite.release import signing
+
+    entries = [
+        ("manifest.yaml", b"author: gcite\nname: gcite\nversion: 0.1.0\ntype: plugin\n"),
+        ("main.py", b"from dify_plugin import Plugin\n"),
+        ("_assets/icon.svg", b"<svg/>"),
+    ]
+    yield "archive_reader", "package", signing.write_package(entries)
+    yield (
+        "archive_reader",
+        "daemon_dummy",
+        (ROOT / "tests" / "fixtures" / "dify-signing" / "dummy_plugin.difypkg").read_bytes(),
+    )
+    entries.append((signing.VERIFICATION_FILE, b'{"authorized_category": "community"}'))
+    comment = json.dumps({"signature": "c2lnbmVk" * 43, "time": 1764633600}).encode()  # signed in shape, not by a key
+    yield "archive_reader", "signed_shape", signing.write_package(entries, comment)
+    stored = io.BytesIO()
+    with zipfile.ZipFile(stored, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name, content in (("manifest.yaml", entries[0][1]), ("dir/", b"")):
+            archive.writestr(zipfile.ZipInfo(name, date_time=signing.ZIP_TIME), content)
+    yield "archive_reader", "stored", stored.getvalue()
+
+
+def support_seeds():
+    """support_check: an answer with its markers, the chunks, the question (English and Chinese, a contradiction)."""
+    chunks = [
+        "Night patrols cover every floor twice, at 22:00 and 02:00. Visitors must not park in zone B.",
+        "巡更每晚两次，分别在 22:00 和 02:00。访客不得在 B 区停车。",
+        "The gym is open from 6 am to 10 pm, 7 days a week.",
+    ]
+    answer = (
+        "Patrols cover every floor twice [C:1]. Visitors may park in zone B [C:1,2]. 巡更每晚三次 [C:2]。"
+        "The gym opens at 7 am [C:3]. Lunch is free [C:9]."
+    )
+    yield "support_check", "answer", encode([answer, chunks, "When are the patrols?"], as_json=(1,))
+    yield "support_check", "text_chunks", encode(["所有楼层每晚巡更两次 [C:1]。", "\x01".join(chunks[1:]), ""])
 
 
 def main() -> None:

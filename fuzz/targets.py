@@ -33,6 +33,11 @@ from citations import validate as validate_citations
 from citations import web_request as web_search_request
 from citations.dify_inputs import load_json
 from citations.stream import CitationStream
+from citations.support.check import UNCHECKED, check_support
+from citations.support.weights import DEFAULT_WEIGHTS
+from gcite.authoring.retrofit.reading import RetrofitRefusal, parse
+from gcite.release import signing
+from gcite.release.archive import ArchiveError, Limits, read_entries
 
 MISSING = object()
 ARRAY_LIMIT = 30  # a Code node's default array limit
@@ -373,6 +378,110 @@ def stream(data):
         check(result[key] == expected[key], f"the stream's {key} differs from the batch")
 
 
+# --- the readers of files someone else made, and the support check (issue 34) -----------------------------------
+
+ERROR_LIMIT = 2000  # characters of a clear error message
+
+
+def one_line_error(error, what):
+    message = str(error)
+    check(message and "\n" not in message, f"{what}: not one line: {message[:200]!r}")
+    check(len(message) <= ERROR_LIMIT, f"{what}: a message of {len(message)} characters")
+
+
+def retrofit_reader(data):
+    """gcite retrofit's reading of a DSL file's bytes: UTF-8 text (the CLI refuses other bytes itself; invalid bytes
+    here become lone surrogates, which the export API's JSON escapes can carry too), then `reading.parse`: YAML or
+    the export API's `{"data": "<yaml>"}`, within gcite/safeyaml.py's bounds, and the document's shape. The
+    document and whether it came wrapped, or a one-line RetrofitRefusal; never another exception."""
+    text = data.decode("utf-8", "surrogateescape").replace("\r\n", "\n").replace("\r", "\n")
+    try:
+        document, wrapped = parse(text)
+    except RetrofitRefusal as refusal:
+        one_line_error(refusal, "refusal")
+        return
+    check(isinstance(document, dict) and isinstance(wrapped, bool), "parse returned something else")
+    check(document["app"]["mode"] in ("advanced-chat", "workflow"), "an app mode retrofit cannot rewire")
+    check(isinstance(document["workflow"]["graph"]["nodes"], list), "no node list")
+
+
+ARCHIVE_LIMITS = Limits(entry=256 * 1024, total=1024 * 1024, entries=64)  # small, so that fuzzing reaches them
+DAEMON_KEYS = signing.daemon_keys()
+
+
+def archive_reader(data):
+    """The reader of a package someone else made (gcite/release/archive.py), as `retrofit --package` uses it
+    (`read_entries`, here with small caps) and as `gcite verify` does (`signing.verify`, with the real caps): the
+    entries within the caps or a verdict, or a one-line ArchiveError; never another exception."""
+    try:
+        entries = read_entries(data, ARCHIVE_LIMITS)
+    except ArchiveError as error:
+        one_line_error(error, "ArchiveError")
+    else:
+        check(len(entries) <= ARCHIVE_LIMITS.entries, f"{len(entries)} entries")
+        check(all(isinstance(k, str) and isinstance(v, bytes) for k, v in entries.items()), "not {name: bytes}")
+        check(all(len(v) <= ARCHIVE_LIMITS.entry for v in entries.values()), "an entry over the cap")
+        check(sum(map(len, entries.values())) <= ARCHIVE_LIMITS.total, "entries over the total cap")
+    try:
+        verdict = signing.verify(data, DAEMON_KEYS)
+    except ArchiveError as error:
+        one_line_error(error, "ArchiveError")
+        return
+    check(isinstance(verdict, signing.Verification), "verify returned something else")
+    check(not verdict.verified, "a fuzzed package verified against the daemon's official key")
+    one_line_error(verdict.reason, "reason")
+
+
+SUPPORT_KINDS = {"missing", "negation", "antonym", "number", "scope", "roles", "unchecked"}
+MARKER = re.compile(r"\[C:([0-9,]{1,20})\]")
+
+
+def support_check(data):
+    """The support check (citations/support): field 0 the answer, its `[C:n]` markers as citations; field 1 the
+    chunks (a JSON list, item n is chunk n+1's content; else the text split on \\x01); field 2 the question. It never
+    raises; each cited chunk gets a verdict (a score: weak below the threshold, else supported) or `unchecked` with
+    its reason (over the work budget), or nothing when the chunk has no text; reasons are of the known kinds."""
+    answer, contents, question = fields(data, 3)
+    answer = answer if isinstance(answer, str) else "" if answer is MISSING else json.dumps(answer)
+    if isinstance(contents, str):
+        contents = contents.split("\x01")
+    contents = contents if isinstance(contents, list) else []
+    chunks = {n: {"content": content} for n, content in enumerate(contents, start=1)}
+    question = question if isinstance(question, str) else ""
+    pieces, cited, last = [], set(), 0
+    for match in MARKER.finditer(answer):
+        pieces.append(answer[last : match.start()])
+        ids = [i for i in match.group(1).split(",") if i]
+        if ids:
+            pieces.append({"ids": ids})
+            cited.update(ids)
+        last = match.end()
+    pieces.append(answer[last:])
+    out = check_support(pieces, chunks, question)
+    check(out["text"] == "".join(p for p in pieces if isinstance(p, str)), "the text is not the answer's")
+    for chunk_id in set(out["support"]) | set(out["reasons"]):
+        check(chunk_id in cited, f"a verdict on chunk {chunk_id!r}, which nothing cites")
+        content = chunks.get(int(chunk_id), {}).get("content")
+        check(isinstance(content, str) and content.strip(), f"a verdict on chunk {chunk_id}, which has no text")
+    for chunk_id, score in out["support"].items():
+        check(isinstance(score, float) and math.isfinite(score) and 0 <= score <= 1, f"support {score!r}")
+        kinds = [reason["kind"] for reason in out["reasons"].get(chunk_id, [])]
+        check("unchecked" not in kinds, f"chunk {chunk_id} has a score and is unchecked")
+        if score >= DEFAULT_WEIGHTS.threshold:
+            check(not kinds or set(kinds) <= SUPPORT_KINDS - {"missing"}, f"supported, with reasons {kinds}")
+    for chunk_id, reasons in out["reasons"].items():
+        check(all(reason["kind"] in SUPPORT_KINDS for reason in reasons), f"an unknown reason in {reasons!r:.200}")
+        if chunk_id not in out["support"]:
+            check(reasons == [UNCHECKED], f"chunk {chunk_id}: no score, and not unchecked: {reasons!r:.200}")
+            check(out["reason"][chunk_id].startswith("unchecked: "), "unchecked without its reason")
+        check("\n" not in out["reason"][chunk_id], "a reason of more than one line")
+    for proxy in ("citation_recall_proxy", "citation_precision_proxy"):
+        value = out[proxy]
+        check(value is None or 0 <= value <= 1, f"{proxy} {value!r}")
+    check(all(len(sentence) <= 300 for sentence in out["uncited_sentences"]), "an uncited sentence over 300")
+    as_json({k: v for k, v in out.items() if k != "text"})
+
+
 def canary(data):
     """Fails on purpose for inputs containing `gcite-canary`: the tests use it to check that a failure writes a
     reproducer."""
@@ -392,6 +501,9 @@ TARGETS = {
         web_search_request_main,
         validate_main,
         stream,
+        retrofit_reader,
+        archive_reader,
+        support_check,
     )
 }
 ALL_TARGETS = {**TARGETS, "canary": canary}

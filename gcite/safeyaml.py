@@ -70,7 +70,7 @@ def check_events(text: str) -> None:
                 )
     except DslReadError:
         raise
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError):  # ValueError: see load_bounded
         return  # the text up to the error is within bounds; the loader reports the error itself
 
 
@@ -102,10 +102,16 @@ def load_bounded(text: str) -> Any:
     try:
         try:
             return yaml.load(text, Loader=_loader())
-        except yaml.YAMLError:
-            return yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            try:
+                return yaml.safe_load(text)
+            except ValueError:  # see below: libyaml's own error says it, with its position
+                raise error from None
     except RecursionError:  # bounded above; kept so that no input ends in a traceback
         raise DslReadError(f"nested more than {MAX_DEPTH} levels deep") from None
+    except ValueError as error:
+        # PyYAML's pure-Python scanner calls chr() on a "\U…" escape past U+10FFFF (found by make fuzz)
+        raise DslReadError(f"not valid YAML ({str(error)[:200]})") from None
 
 
 def read_dsl(text: str) -> tuple[Any, str, bool]:

@@ -14,18 +14,29 @@ STREAMED = ("answer", "answer_without_markers", "references_markdown", "referenc
 MAX_LIST_ITEMS = 1000
 
 
+# CPU-bound checks running at once (validate_citations, the support check of cited_answer and of the endpoint's
+# streams). Each holds its answer's working set (about 50 MB for a 1 MB answer) while it runs, and under the GIL a
+# third one at once finishes nothing sooner: more wait their turn in this pool's queue, holding only their input.
+# It is the plugin's own pool, not gevent's hub pool (10 threads, also the one the SDK reads stdin through).
+CHECK_WORKERS = 2
+_pool: list[Any] = []  # the pool, made on first use in the loop's thread
+
+
 def off_loop(function: Callable[..., Any], *args: Any) -> Any:
-    """`function(*args)` in a real OS thread of gevent's pool when called on the plugin's event loop (the SDK patches
-    threading with gevent): CPU-bound work there would hold every other stream and tool call until it ended; in
-    its own thread the interpreter switches away from it every few milliseconds. Elsewhere (a worker thread, tests
-    without gevent's patching) it runs here."""
+    """`function(*args)` in a real OS thread of the plugin's check pool when called on the plugin's event loop (the
+    SDK patches threading with gevent): CPU-bound work there would hold every other stream and tool call until it
+    ended; in its own thread the interpreter switches away from it every few milliseconds. At most CHECK_WORKERS
+    run at once. Elsewhere (a worker thread, tests without gevent's patching) it runs here."""
     try:
-        from gevent import get_hub, monkey
+        from gevent import monkey
+        from gevent.threadpool import ThreadPool
     except ImportError:
         return function(*args)
     if not monkey.is_module_patched("threading"):
         return function(*args)
-    return get_hub().threadpool.apply(function, args)
+    if not _pool:
+        _pool.append(ThreadPool(CHECK_WORKERS))
+    return _pool[0].apply(function, args)
 
 
 class ValidateCitationsTool(Tool):

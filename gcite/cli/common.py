@@ -74,14 +74,30 @@ def os_error_text(error: OSError) -> str:
     return f"{error.filename}: {reason}" if error.filename else reason
 
 
-def read_text(path, kind: str = "a YAML file") -> str:
-    """A file's UTF-8 text, or a CliError saying in one line why it cannot be read (`kind`: what it should be)."""
+MAX_DSL_BYTES = 10 * 1024 * 1024  # gcite/safeyaml.py MAX_BYTES: Dify's own DSL import limit
+MAX_KNOWLEDGE_BASE_BYTES = 64 * 1024 * 1024  # a --knowledge-base file (the sample is 40 KB)
+
+
+def read_capped(path, limit: int, what: str) -> bytes:
+    """A file's bytes, read to at most one byte past `limit`; a larger file is a CliError naming the limit (`what`)
+    and is never read whole. An OSError is the caller's to report."""
+    with open(path, "rb") as file:
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        raise CliError(f"{path}: larger than {limit // (1024 * 1024)} MiB ({what}); not read further")
+    return data
+
+
+def read_text(path, kind: str = "a YAML file", limit: int = MAX_DSL_BYTES) -> str:
+    """A file's UTF-8 text (newlines as Python's text mode reads them), read to at most `limit` bytes (Dify's DSL
+    import limit), or a CliError saying in one line why it cannot be read (`kind`: what it should be)."""
     try:
-        return path.read_text(encoding="utf-8")
+        text = read_capped(path, limit, "Dify's own DSL import limit").decode("utf-8")
     except UnicodeDecodeError:
         raise CliError(f"{path}: not {kind} (not UTF-8 text)") from None
     except OSError as error:
         raise CliError(f"{path}: cannot read it ({type(error).__name__}: {error.strerror or error})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def read_chatflow_file(path) -> str:
@@ -118,7 +134,9 @@ def knowledge_base_problem(path) -> str | None:
     import json
 
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_capped(path, MAX_KNOWLEDGE_BASE_BYTES, "the knowledge base limit").decode("utf-8"))
+    except CliError as error:
+        return f"--knowledge-base {error}"
     except UnicodeDecodeError:
         return f"--knowledge-base {path}: not a JSON file (not UTF-8 text)"
     except OSError as error:
@@ -145,4 +163,4 @@ def load_knowledge_base(path):
         return None
     if problem := knowledge_base_problem(path):
         raise CliError(problem)
-    return json.loads(path.read_text(encoding="utf-8"))
+    return json.loads(read_capped(path, MAX_KNOWLEDGE_BASE_BYTES, "the knowledge base limit").decode("utf-8"))

@@ -240,9 +240,9 @@ def command(args: argparse.Namespace) -> int:
             f"--out {out}: is a symbolic link; the result is never written through one (remove the link "
             f"or name another file)"
         )
-    try:
-        current = out.read_text(encoding="utf-8") if out.exists() else None
-    except (OSError, UnicodeDecodeError):
+    try:  # read only as far as it could equal the result
+        current = read_text(out, limit=len(result.text.encode("utf-8"))) if out.exists() else None
+    except CliError:
         current = None
     if current == result.text:
         if result.changed or out != source:

@@ -26,7 +26,8 @@ MAX_ENTRIES = 5000  # central-directory entries (the Marketplace's file limit)
 BLOCK = 64 * 1024
 
 # what zipfile and zlib raise on a broken archive or entry (RuntimeError: encrypted; NotImplementedError: an
-# unknown compression method; EOFError: truncated; struct.error and ValueError: headers that do not parse)
+# unknown compression method; EOFError: truncated; struct.error and ValueError: headers that do not parse;
+# OSError: a bzip2 or LZMA entry whose data is not a valid stream, "Invalid data stream", found by `make fuzz`)
 BROKEN = (
     zipfile.BadZipFile,
     zipfile.LargeZipFile,
@@ -40,6 +41,7 @@ BROKEN = (
     KeyError,
     IndexError,
     UnicodeDecodeError,
+    OSError,
 )
 
 

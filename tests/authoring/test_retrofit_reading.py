@@ -60,6 +60,8 @@ def bomb(levels: int = 9) -> str:
         ("app: b: c", "not valid YAML (mapping values are not allowed here at line 1, column 7)"),
         ("x" * (safeyaml.MAX_BYTES + 1), "larger than 10 MiB"),
         ("\t- :", "not valid YAML"),
+        # PyYAML's pure-Python reader raised ValueError from chr() (make fuzz, retrofit_reader/crash-a613909a…)
+        ('app:\n  icon: "\\U0911F060"\n', "invalid Unicode character escape code at line 2, column 12"),
     ],
 )
 def test_unreadable_text_is_one_line_with_the_position_and_the_next_step(text, reason):
@@ -70,6 +72,12 @@ def test_unreadable_text_is_one_line_with_the_position_and_the_next_step(text, r
     assert reason in message and "\n" not in message, message
     assert message.endswith("export the app again from Dify (Studio → app menu → Export DSL) and retrofit that file")
     assert time.monotonic() - started < 10
+
+
+def test_an_escape_past_u10ffff_is_one_error_without_libyaml_too(monkeypatch):
+    monkeypatch.setattr(safeyaml, "_loader", lambda: yaml.SafeLoader)  # PyYAML without its C extension
+    with pytest.raises(RetrofitRefusal, match=r"^not a Dify app DSL: not valid YAML \(chr\(\) arg not in range"):
+        retrofit('app:\n  icon: "\\U0911F060"\n', options())
 
 
 def test_aliases_that_do_not_expand_much_are_read():

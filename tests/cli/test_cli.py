@@ -118,6 +118,53 @@ def test_run_on_a_missing_file_or_a_directory(tmp_path, capsys):
     assert "cannot read it (IsADirectoryError" in one_error_line(capsys, ["run", str(tmp_path), "--query", "q"])
 
 
+def sparse_file(path, size):
+    """A file of `size` NUL bytes that takes no disk space (valid UTF-8: reading it whole would cost `size`)."""
+    with open(path, "wb") as file:
+        file.truncate(size)
+    return path
+
+
+def traced_peak(action):
+    """`action()`'s result and the peak of the memory Python allocated while it ran, in MiB."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        result = action()
+        return result, tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("command", [["run", "{path}", "--query", "q"], ["retrofit", "{path}", "--dry-run"]])
+def test_a_dsl_over_dify_s_import_limit_is_refused_without_reading_it_whole(command, tmp_path, capsys):
+    path = sparse_file(tmp_path / "big.yml", 256 * 2**20)
+    line, peak = traced_peak(lambda: one_error_line(capsys, [part.format(path=path) for part in command]))
+    assert line == f"error: {path}: larger than 10 MiB (Dify's own DSL import limit); not read further"
+    assert peak < 40, f"{peak:.0f} MiB allocated: the file was read past the limit"
+
+
+def test_the_cli_s_dsl_limit_is_safeyaml_s():
+    from gcite import safeyaml
+    from gcite.cli import common
+
+    assert common.MAX_DSL_BYTES == safeyaml.MAX_BYTES
+
+
+def test_a_knowledge_base_over_its_limit_is_refused_without_reading_it_whole(tmp_path, capsys):
+    from gcite.cli import common
+
+    path = sparse_file(tmp_path / "big.json", 4 * common.MAX_KNOWLEDGE_BASE_BYTES)
+    line, peak = traced_peak(
+        lambda: one_error_line(
+            capsys, ["run", str(ROOT / "dsl" / "gcite_chatflow.yml"), "--query", "q", "--knowledge-base", str(path)]
+        )
+    )
+    assert line == f"error: --knowledge-base {path}: larger than 64 MiB (the knowledge base limit); not read further"
+    assert peak < 1.5 * common.MAX_KNOWLEDGE_BASE_BYTES / 2**20, f"{peak:.0f} MiB allocated"
+
+
 def test_no_traceback_reaches_the_terminal(tmp_path):
     (tmp_path / "broken.yml").write_bytes(b"app: [1\n")
     done = subprocess.run(

@@ -8,29 +8,19 @@ import os
 import subprocess
 import sys
 import time
-from http.server import BaseHTTPRequestHandler
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import responses
 
 from tests.support import ROOT
 from tests.support.local_http import origin, start_server, stop_server
+from tests.support.provider_pages import LargestPages, item
 from websearch import client, errors, http_client, mappers, providers, results
 from websearch.search import run_search
 
 TAVILY_URL = "https://api.tavily.com/search"
 KEY = "sk-BOUNDS-31f0c9a7e2d4b685"
 PEAK_LIMIT_MIB = 48  # measured: 16 MiB (most JSON values), 36 MiB (largest text); keeping every page: 64 MiB
-
-
-def item(n, **fields):
-    return {
-        "url": f"https://site.example/{n}",
-        "title": f"Result {n}",
-        "content": f"Patrols run daily ({n}).",
-        **fields,
-    }
 
 
 @pytest.fixture
@@ -119,52 +109,6 @@ def test_a_page_over_the_size_cap_is_an_error(mocked):
 
 
 # --- memory: the process's peak with the largest pages allowed ----------------------------------------------------
-
-
-def largest_page(provider, n, shape):
-    """Page `n` at the caps: 4 new results, then (`values`) as many duplicate results as MAX_JSON_VALUES allows or
-    (`text`) one character outside the BMP, which makes the decoded text 4 bytes a character; padded to the size
-    cap. Every page is accepted, and paging goes on for all 10 (only 4 new results each)."""
-    new = [item(f"{n}-{k}") for k in range(4)]
-    filler = [item("1-0")] * ((client.MAX_JSON_VALUES - 400) // 8) if shape == "values" else []
-    pad = "\U0001f600" if shape == "text" else ""
-
-    def encode(padding):
-        if provider == "brave":
-            body = {"type": "search", "query": {"more_results_available": True}, "web": {"results": new + filler}}
-        else:
-            body = {"query": "q", "results": new + filler}
-        return json.dumps({**body, "pad": padding}, ensure_ascii=False).encode()
-
-    data = encode(pad + "y" * (client.MAX_BODY_BYTES - len(encode(pad)) - 16))
-    assert client.MAX_BODY_BYTES - 64 <= len(data) <= client.MAX_BODY_BYTES
-    assert client.json_values(data) <= client.MAX_JSON_VALUES
-    return data
-
-
-class LargestPages(BaseHTTPRequestHandler):
-    shape = "values"
-
-    def log_message(self, *args):
-        pass
-
-    def do_GET(self):
-        parts = urlsplit(self.path)
-        query = parse_qs(parts.query)
-        provider = "brave" if parts.path.endswith("/web/search") else "searxng"
-        if parts.path.startswith("/small"):
-            data = json.dumps({"results": [item(0)], "type": "search", "web": {"results": [item(0)]}}).encode()
-        else:
-            n = int(query["offset"][0]) + 1 if provider == "brave" else int(query["pageno"][0])
-            data = largest_page(provider, n, self.shape)
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        try:
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
 
 
 CHILD = (

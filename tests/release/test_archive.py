@@ -123,11 +123,18 @@ def gib_entry():
     return deflated_zeros(GIB)
 
 
+def not_a_bzip2_stream() -> bytes:
+    """A stored entry relabelled bzip2: its data is not a bzip2 stream, and bz2 raises OSError (found by make fuzz,
+    tests/fuzz_corpus/archive_reader/crash-5c44e637…, where it was LZMA)."""
+    return patched(plain_zip([("manifest.yaml", MANIFEST)]), 8, 10, "<H", zipfile.ZIP_BZIP2)
+
+
 BROKEN = {
     "bad CRC": (bad_crc, "bad CRC"),
     "truncated entry": (truncated_entry, "manifest.yaml"),
     "encrypted entry": (encrypted_entry, "encrypted"),
     "unknown compression method": (unknown_method, "compression method"),
+    "not a bzip2 stream": (not_a_bzip2_stream, "manifest.yaml': Invalid data stream"),
     "truncated file": (cut_file, "not a"),
     "not a zip": (lambda: b"PK\x03\x04 but not really", "not a"),
 }
@@ -211,7 +218,9 @@ def test_a_huge_key_file_is_one_error(tmp_path):
         signing.read_public_key(key)
 
 
-@pytest.mark.parametrize("case", ["bad CRC", "encrypted entry", "unknown compression method", "truncated entry"])
+@pytest.mark.parametrize(
+    "case", ["bad CRC", "encrypted entry", "unknown compression method", "truncated entry", "not a bzip2 stream"]
+)
 def test_verify_prints_one_line_and_exits_2(case, tmp_path):
     path = tmp_path / "broken.difypkg"
     path.write_bytes(BROKEN[case][0]())
