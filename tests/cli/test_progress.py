@@ -37,8 +37,14 @@ def run_script(tmp_path, *args, **env):
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "PY": str(fake), **env},
+        env={**outer_env(), "PY": str(fake), **env},
     )
+
+
+def outer_env():
+    """This process's environment without the script's own settings: `make test` runs this test with
+    TEST_MARKS and TEST_FAST_TIMEOUT set for itself, which would otherwise reach the script under test."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("TEST_", "GCITE_TEST_"))}
 
 
 def test_the_shards_say_what_they_run_and_how_far_they_are(tmp_path):
