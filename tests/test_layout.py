@@ -1,9 +1,10 @@
 """The shape of the code, held by reading its imports (ast): no import circle; `citations/` imports only the
 standard library and itself (and `nodes/`, generated from it, only the standard library); nothing imports
 `gcite/cli/` but `python -m gcite`; the library at the top (`gcite/*.py`) imports neither `gcite.local` nor the
-CLI; no source folder is named `build`; argparse only in `gcite/cli/`; graphon only in `gcite/local/engine.py`; no test
-imports another test or conftest; and no block of six or more lines repeats in the code unless a comment in place
-says why (`nodes/` is generated, so it is not read: tests/authoring/test_bundle.py holds it to the package)."""
+CLI; no source folder is named `build`; argparse only in `gcite/cli/`; graphon only in `gcite/local/engine.py`; no
+test imports another test or conftest, and a conftest imports only the standard library and pytest at its top; and
+no block of six or more lines repeats in the code unless a comment in place says why (`nodes/` is generated, so it
+is not read: tests/authoring/test_bundle.py holds it to the package)."""
 
 import ast
 import os
@@ -160,6 +161,24 @@ def test_no_test_imports_another_test_or_conftest():
                 f"{path.relative_to(ROOT)}:{line} imports {imported}: shared helpers go in tests/support/"
             )
             assert "conftest" not in imported.split("."), f"{path.relative_to(ROOT)}:{line} imports {imported}"
+
+
+def test_a_conftest_of_make_test_imports_only_the_standard_library_and_pytest_at_its_top():
+    """pytest imports every conftest.py it is given before any test module: one importing the local engine or
+    requests there does it before the plugin SDK applies gevent's patching, and every chatflow run after it in the
+    process was five times slower. tests/dify/ runs in `make test-dify` alone."""
+    for path in sorted((ROOT / "tests").rglob("conftest.py")):
+        if path.parent.name == "dify":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                for name in names:
+                    top = name.split(".")[0]
+                    assert top == "pytest" or top in sys.stdlib_module_names, (
+                        f"{path.relative_to(ROOT)}:{node.lineno} imports {name} at its top: import it in the fixture"
+                    )
 
 
 # --- repeated blocks ------------------------------------------------------------------------------------------

@@ -1,22 +1,27 @@
 """The browser tests' fixtures: `gcite serve` with a hostile document added (one per session) and Debian's
-chromium (one per module: one sync Playwright at a time)."""
+chromium (one per module: one sync Playwright at a time).
+
+pytest imports this file when it starts, before any test module: it imports only what is light here, the rest
+inside the fixtures. Importing the local engine or requests this early, before the plugin SDK applies gevent's
+patching in other test modules, leaves locks and sockets unpatched and makes every later chatflow run in the
+process several times slower."""
 
 import json
 import subprocess
 import sys
 
 import pytest
-import requests
-
-from gcite import ROOT
-from gcite.local.knowledge import load_json
-from tests.endpoint.page_visit import FAIL_WORD, HOSTILE_TEXT, HOSTILE_TITLE
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 
 
 @pytest.fixture(scope="session")
 def served(tmp_path_factory):
     """`python -m gcite serve` with a knowledge base that adds a hostile document, stopped at the end."""
+    import requests
+
+    from gcite import ROOT
+    from gcite.local.knowledge import load_json
+    from tests.support.page_visit import FAIL_WORD, HOSTILE_TEXT, HOSTILE_TITLE
+
     kb = load_json("knowledge_base.json")
     kb["documents"].append(
         {
@@ -69,6 +74,8 @@ def served(tmp_path_factory):
 @pytest.fixture(scope="module")  # one sync Playwright at a time: other browser test modules start their own
 def browser():
     from playwright.sync_api import sync_playwright
+
+    from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

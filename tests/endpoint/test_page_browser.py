@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.endpoint.page_visit import (
+from tests.support.browser import CHROMIUM
+from tests.support.page_visit import (
     FAIL_WORD,
     FOLLOW_UP,
     HALF_MARKER,
@@ -28,7 +29,6 @@ from tests.endpoint.page_visit import (
     expected_citations,
     superscripts,
 )
-from tests.support.browser import CHROMIUM
 
 pytestmark = [
     pytest.mark.browser,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.endpoint.page_visit import QUERY, Visit, answer_with, citation, done, source, superscripts
 from tests.support.browser import CHROMIUM
+from tests.support.page_visit import QUERY, Visit, answer_with, citation, done, source, superscripts
 
 pytestmark = [
     pytest.mark.browser,

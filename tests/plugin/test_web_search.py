@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import responses
 
-from tests.plugin.web_search_fakes import (
+from tests.support.web_search_fakes import (
     ENDPOINT,
     GATEWAY,
     ITEM,

@@ -9,7 +9,7 @@ import requests
 import responses
 
 from citations import merge as merge_chunks
-from tests.plugin.web_search_fakes import (
+from tests.support.web_search_fakes import (
     CREDENTIALS,
     ENDPOINT,
     KEY,
