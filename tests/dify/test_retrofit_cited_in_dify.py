@@ -3,7 +3,8 @@ tests/fixtures/retrofit/svcvit-image-knowledge-base.zh.yml as this Dify would ex
 model, with completion parameters of its own), retrofitted, the output imported as written, published and keyed.
 `cited_answer` stands where the LLM node stood, with that model, those parameters and the LLM's system prompt; the
 scripted model (tests/support/cited.py `tricky_script`) cites out of order, repeats and groups ids, writes unknown
-ids, in irregular pieces. Two turns of one conversation on the Service API, read as a client reads them; and the
+ids, in irregular pieces. Two turns of one conversation on the Service API (`/v1/chat-messages`) and on the API
+Dify's web app calls (`/api/chat-messages`, tests/dify/console.py `WebApp`), read as a client reads them; and the
 native citation panel (on in this app), which retrofit's report says stays empty, is empty."""
 
 import pytest
@@ -11,7 +12,7 @@ import yaml
 
 from gcite.authoring.retrofit import Options, retrofit
 from gcite.local.llm import numbered_chunks
-from tests.dify.console import chat_timed, conversation_messages
+from tests.dify.console import WebApp, chat_timed, conversation_messages
 from tests.dify.harness import RETROFIT_FIXTURE, add_app, builder_export_for_dify, plugin_identifier, tool_prompt
 from tests.support.cited import UNKNOWN_IDS, displayed, first_appearance, stream_problems, tricky_answer, tricky_script
 
@@ -23,6 +24,10 @@ INSTRUCTIONS = "你是一个AI聊天助手，请参考<info></info>中的内容"
 QUERIES = ("访客来访需要怎么登记？", "会议室怎么预约？")
 USER = "retrofit-cited-user"
 PACE = 0.02
+CHANNELS = ("service-api", "web-app")
+# The web app's stream carries no node inputs or outputs (Dify sends it node events without details): there the
+# answer is compared with the Service API's for the same turn (the scripted model answers alike).
+SERVICE_ANSWERS: dict[int, str] = {}
 
 
 def finished(events, node):
@@ -43,19 +48,26 @@ def app(dify):
     return add_app(dify, APP, result.text)  # retrofit's output as it is, nothing edited after
 
 
-@pytest.fixture(scope="module")
-def turns(dify, app):
+@pytest.fixture(scope="module", params=CHANNELS)
+def turns(dify, app, request):
+    """([events with their arrival times] of the two turns, the conversation id, the model requests made, the
+    channel, and the web app client on that channel (else None))."""
+    channel = request.param
+    web = WebApp(dify.base_url, dify.console.site_code(app.app_id), f"{USER}-web") if channel == "web-app" else None
     dify.daemon.script, dify.daemon.pace = tricky_script, PACE
     out, conversation, since = [], "", len(dify.daemon.llm_requests)
     try:
         for query in QUERIES:
-            status, timed = chat_timed(dify.base_url, app.key, query, {}, user=USER, conversation_id=conversation)
+            if web is not None:
+                status, timed = web.chat_timed(query, {}, conversation)
+            else:
+                status, timed = chat_timed(dify.base_url, app.key, query, {}, user=USER, conversation_id=conversation)
             assert status == 200, timed
             conversation = next(e["conversation_id"] for _, e in timed if e.get("conversation_id"))
             out.append(timed)
     finally:
         dify.daemon.script, dify.daemon.pace = None, 0.0
-    return out, conversation, dify.daemon.llm_requests[since:]
+    return out, conversation, dify.daemon.llm_requests[since:], channel, web
 
 
 def test_the_tool_calls_the_builders_model_with_its_parameters_and_prompt(dify, turns):
@@ -70,14 +82,17 @@ def test_the_tool_calls_the_builders_model_with_its_parameters_and_prompt(dify, 
 
 @pytest.mark.parametrize("n", [0, 1], ids=["turn 1", "turn 2"])
 def test_each_turn_streams_clean_citations_numbered_by_first_appearance(dify, turns, n):
-    timed = turns[0][n]
+    timed, channel = turns[0][n], turns[3]
     events = [e for _, e in timed]
     assert events[-1]["event"] == "workflow_finished" and events[-1]["data"]["status"] == "succeeded", events[-1]
     messages = [(at, e["answer"]) for at, e in timed if e["event"] == "message"]
     assert stream_problems([text for _, text in messages]) == []  # no [C:, no half <sup in any message event
     first_text = next(at for at, text in messages if text)
     tool_done = next(at for at, e in timed if e["event"] == "node_finished" and e["data"]["node_id"] == CITE)
-    print(f"\ntest-dify: retrofit --answer cited, turn {n + 1}: first text {tool_done - first_text:.2f} s early")
+    print(
+        f"\ntest-dify: retrofit --answer cited, {channel}, turn {n + 1}: "
+        f"first text {tool_done - first_text:.2f} s early"
+    )
     assert tool_done - first_text > 0.5  # the chat saw the answer as the model wrote it
     answer = "".join(text for _, text in messages)
     numbers, titles, items = displayed(answer)
@@ -87,6 +102,15 @@ def test_each_turn_streams_clean_citations_numbered_by_first_appearance(dify, tu
     assert first_appearance(numbers) == list(range(1, len(cited) + 1))
     assert sorted(items) == list(range(1, len(cited) + 1))  # the sources list holds exactly the cited chunks
     assert not any(i in answer for i in UNKNOWN_IDS)
+    # the native citation panel: Dify sends it nothing (no LLM node's context), as retrofit's report says
+    end = next(e for e in events if e["event"] == "message_end")
+    assert not (end.get("metadata") or {}).get("retriever_resources"), end.get("metadata")
+    if channel == "web-app":
+        assert finished(events, CITE)["outputs"] is None  # what this channel cannot check, the Service API did
+        if n in SERVICE_ANSWERS:
+            assert answer == SERVICE_ANSWERS[n]
+        return
+    SERVICE_ANSWERS[n] = answer
     outputs = finished(events, CITE)["outputs"]
     assert [c["id"] for c in outputs["citations"]] == cited and outputs["invalid_ids"] == list(UNKNOWN_IDS)
     chunks = {str(c["id"]): c for c in finished(events, MERGE)["outputs"]["chunk_metadata"]}
@@ -94,17 +118,21 @@ def test_each_turn_streams_clean_citations_numbered_by_first_appearance(dify, tu
         assert (
             chunks[chunk_id]["document_title"] in titles[number] and chunks[chunk_id]["document_title"] in items[number]
         )
-    # the native citation panel: Dify sends it nothing (no LLM node's context), as retrofit's report says
-    end = next(e for e in events if e["event"] == "message_end")
-    assert not (end.get("metadata") or {}).get("retriever_resources"), end.get("metadata")
 
 
 def test_the_saved_messages_are_what_streamed_and_the_second_turn_remembers_the_first(dify, turns, app):
-    timed_turns, conversation, _ = turns
-    saved = conversation_messages(dify.base_url, app.key, conversation, user=USER)
+    timed_turns, conversation, _, channel, web = turns
+    if web is not None:
+        saved = web.messages(conversation)
+    else:
+        saved = conversation_messages(dify.base_url, app.key, conversation, user=USER)
     assert [m["query"] for m in saved] == list(QUERIES)
     for message, timed in zip(saved, timed_turns):
         assert message["answer"] == "".join(e["answer"] for _, e in timed if e["event"] == "message")
+    if channel == "web-app":  # no node outputs on this channel: the history the model saw has no markup
+        history = tool_prompt(dify, QUERIES[1], QUERIES[0]).split(QUERIES[0], 1)[1]
+        assert "<sup" not in history and "gcite-" not in history
+        return
     remembered = finished([e for _, e in timed_turns[0]], CITE)["outputs"]["answer_without_markers"]
     assert remembered and "[C:" not in remembered and "<sup" not in remembered
     assert QUERIES[0] in tool_prompt(dify, QUERIES[1], remembered)
