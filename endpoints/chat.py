@@ -25,11 +25,11 @@ from citations.support import check as support_check
 from endpoints.chat_protocol import INTERNAL_ERROR, OPEN_COMMENT, Translator, error_event, gcite_sse, translate
 from endpoints.settings import Config, SettingError, logger, normal_origin, read_settings
 from tools.params import LONE_SURROGATE
-from tools.validate_citations import off_loop
+from tools.validate_citations import check_off_loop, off_loop
 
 # The support check at an answer's end is CPU-bound: it runs in a real OS thread (gevent's pool), so one long or
 # hostile answer never holds the loop that serves every other caller's stream (issue 34, item 3).
-support_check.run_elsewhere = off_loop
+support_check.run_elsewhere = check_off_loop
 
 MAX_BODY_BYTES = 64 * 1024
 MAX_QUERY_CHARS = 4000
@@ -211,9 +211,10 @@ def cors_headers(r: Request, config: Config | None) -> dict[str, str]:
 
 
 class OffLoopTranslator(Translator):
-    """The Translator, with every event but a text delta handled in a real OS thread (`off_loop`): the end of an
-    answer (its citations, their support check, the done event) and a node's outputs are CPU work that grows with the
-    answer and the chunks; a delta is small and stays on the loop, where its event goes out at once."""
+    """The Translator, with every event but a text delta handled in a real OS thread: a node's outputs (`off_loop`)
+    and the end of an answer (its citations, their support check, the done event: `check_off_loop`, at most
+    CHECK_WORKERS at once) are CPU work that grows with the answer and the chunks; a delta is small and stays on the
+    loop, where its event goes out at once."""
 
     def feed(self, event):
         if isinstance(event, Mapping) and event.get("event") == "message":
@@ -221,7 +222,7 @@ class OffLoopTranslator(Translator):
         return off_loop(super().feed, event)
 
     def end(self):
-        return off_loop(super().end)
+        return check_off_loop(super().end)
 
 
 class GCiteChatEndpoint(Endpoint):

@@ -1872,7 +1872,7 @@ SENTENCE_WORK_BASE = 2_000_000
 UNCHECKED = {"kind": "unchecked", "why": "work budget"}
 MAX_SENTENCE_SHOWN = 300
 # Where the check runs: None = in the caller's thread. The plugin sets a function `(function, *args) -> its result`
-# that runs it in a real OS thread (endpoints/chat.py, `off_loop`): one answer's check never holds the event loop
+# that runs it in a real OS thread (endpoints/chat.py, `check_off_loop`): one answer's check never holds the event loop
 # every other stream shares.
 run_elsewhere = None
 

@@ -24,7 +24,7 @@ from citations.answer import (
 from citations.dify_inputs import no_surrogate
 from citations.prompt import prompt_messages
 from tools.params import sendable
-from tools.validate_citations import off_loop
+from tools.validate_citations import check_off_loop
 
 # What an Answer node shows must be a stream variable: Dify streams a tool's stream variables while the tool runs,
 # while a plain variable referenced by an Answer streams nothing and is missing from the saved message.
@@ -83,7 +83,7 @@ class CitedAnswerTool(Tool):
         if not state["events"]:
             yield self.create_stream_variable_message("answer", "")  # the Answer node's variable exists
         # the support check runs here: CPU-bound, so in a thread of its own, never on the loop other streams share
-        for name, value in off_loop(final_outputs, state, usage).items():
+        for name, value in check_off_loop(final_outputs, state, usage).items():
             if name in STREAMED:
                 yield self.create_stream_variable_message(name, sendable(value))
             else:

@@ -14,26 +14,41 @@ STREAMED = ("answer", "answer_without_markers", "references_markdown", "referenc
 MAX_LIST_ITEMS = 1000
 
 
-# CPU-bound checks running at once (validate_citations, the support check of cited_answer and of the endpoint's
-# streams). Each holds its answer's working set (about 50 MB for a 1 MB answer) while it runs, and under the GIL a
-# third one at once finishes nothing sooner: more wait their turn in this pool's queue, holding only their input.
-# It is the plugin's own pool, not gevent's hub pool (10 threads, also the one the SDK reads stdin through).
+# The support checks running at once (validate_citations, cited_answer's and the endpoint's streams). Each holds its
+# answer's working set (about 50 MB for a 1 MB answer) while it runs, and under the GIL a third one at once finishes
+# nothing sooner: more wait their turn in this pool's queue, holding only their input. Only the checks queue here;
+# other work off the loop (a node's outputs in the endpoint) goes to gevent's hub pool, so it never waits behind them.
 CHECK_WORKERS = 2
-_pool: list[Any] = []  # the pool, made on first use in the loop's thread
+_pool: list[Any] = []  # the check pool, made on first use on the loop
+
+
+def _on_the_loop() -> bool:
+    """True on the plugin's event loop: the SDK has patched threading with gevent and this native thread runs the
+    main hub (a pool's thread is off the loop already)."""
+    try:
+        from gevent import get_hub, monkey
+    except ImportError:
+        return False
+    return monkey.is_module_patched("threading") and get_hub().main_hub
 
 
 def off_loop(function: Callable[..., Any], *args: Any) -> Any:
-    """`function(*args)` in a real OS thread of the plugin's check pool when called on the plugin's event loop (the
-    SDK patches threading with gevent): CPU-bound work there would hold every other stream and tool call until it
-    ended; in its own thread the interpreter switches away from it every few milliseconds. At most CHECK_WORKERS
-    run at once. Elsewhere (a worker thread, tests without gevent's patching) it runs here."""
-    try:
-        from gevent import monkey
-        from gevent.threadpool import ThreadPool
-    except ImportError:
+    """`function(*args)` in a real OS thread of gevent's hub pool when called on the plugin's event loop: CPU work
+    there would hold every other stream and tool call until it ended; in its own thread the interpreter switches
+    away from it every few milliseconds. Elsewhere (a pool's thread, tests without gevent's patching) it runs here."""
+    if not _on_the_loop():
         return function(*args)
-    if not monkey.is_module_patched("threading"):
+    from gevent import get_hub
+
+    return get_hub().threadpool.apply(function, args)
+
+
+def check_off_loop(function: Callable[..., Any], *args: Any) -> Any:
+    """`off_loop` for a support check: in the plugin's check pool, at most CHECK_WORKERS at once."""
+    if not _on_the_loop():
         return function(*args)
+    from gevent.threadpool import ThreadPool
+
     if not _pool:
         _pool.append(ThreadPool(CHECK_WORKERS))
     return _pool[0].apply(function, args)
