@@ -128,39 +128,39 @@ def read_chatflow_file(path) -> str:
     return text
 
 
-def knowledge_base_problem(path) -> str | None:
-    """Why `path` is not a knowledge base file like gcite/local/samples/knowledge_base.json, in one line naming
-    --knowledge-base (`serve`, `run`, `demo`); None if it is."""
+def read_knowledge_base(path) -> tuple[dict | None, str | None]:
+    """(the knowledge base, None), or (None, why `path` is not a knowledge base file like
+    gcite/local/samples/knowledge_base.json, in one line naming --knowledge-base: `serve`, `run`, `demo`). The file
+    is read once, no further than its cap."""
     import json
 
     try:
         data = json.loads(read_capped(path, MAX_KNOWLEDGE_BASE_BYTES, "the knowledge base limit").decode("utf-8"))
     except CliError as error:
-        return f"--knowledge-base {error}"
+        return None, f"--knowledge-base {error}"
     except UnicodeDecodeError:
-        return f"--knowledge-base {path}: not a JSON file (not UTF-8 text)"
+        return None, f"--knowledge-base {path}: not a JSON file (not UTF-8 text)"
     except OSError as error:
-        return f"--knowledge-base {path}: cannot read it ({error.strerror or type(error).__name__})"
+        return None, f"--knowledge-base {path}: cannot read it ({error.strerror or type(error).__name__})"
     except ValueError as error:
-        return (
+        return None, (
             f"--knowledge-base {path}: not a JSON file ({getattr(error, 'msg', error)} at line "
             f"{getattr(error, 'lineno', '?')}, column {getattr(error, 'colno', '?')})"
         )
     if not isinstance(data, dict) or not isinstance(data.get("documents"), list):
-        return (
+        return None, (
             f'--knowledge-base {path}: not a knowledge base (expected a JSON object with a "documents" list, '
             f"as in gcite/local/samples/knowledge_base.json)"
         )
-    return None
+    return data, None
 
 
 def load_knowledge_base(path):
-    """The knowledge base of `--knowledge-base PATH` (`run`, `demo`), or a CliError saying in one line why it is not
-    one; None for no path (the built-in sample)."""
-    import json
-
+    """The knowledge base of `--knowledge-base PATH` (`run`, `demo`, `serve`), or a CliError saying in one line why
+    it is not one; None for no path (the built-in sample)."""
     if path is None:
         return None
-    if problem := knowledge_base_problem(path):
+    data, problem = read_knowledge_base(path)
+    if problem:
         raise CliError(problem)
-    return json.loads(read_capped(path, MAX_KNOWLEDGE_BASE_BYTES, "the knowledge base limit").decode("utf-8"))
+    return data

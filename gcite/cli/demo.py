@@ -80,17 +80,18 @@ def run(
     llm_model: str | None = None,
     knowledge_base: dict[str, Any] | None = None,
     knowledge_base_path: str | None = None,
+    dsl_text: str | None = None,
 ) -> bool:
     """One conversation: each query is a turn; the built-in stand-in model, or the OpenAI-compatible one at
-    `llm_base_url`; the built-in knowledge base, or `knowledge_base` (read from `knowledge_base_path`). Returns False
-    when a turn reported an error."""
+    `llm_base_url`; the built-in knowledge base, or `knowledge_base` (read from `knowledge_base_path`); the chatflow
+    `dsl` (its text `dsl_text` when read already). Returns False when a turn reported an error."""
     out.write(f"Chatflow: {dsl.name} on graphon (Dify's workflow engine); user_roles = {shown_roles(roles)}\n")
     out.write(f"LLM: {llm_model} at {llm_base_url}\n" if llm_base_url else f"LLM: {EXTRACTIVE_LABEL}\n")
     overrides: dict[str, Any] = {}
     if knowledge_base is not None:
         overrides["knowledge_base"] = knowledge_base
         out.write(f"Knowledge base: {knowledge_base_path or 'given'} ({len(knowledge_base['documents'])} documents)\n")
-    text = dsl.read_text(encoding="utf-8")
+    text = dsl_text if dsl_text is not None else dsl.read_text(encoding="utf-8")
     ok = True
     with local_services(llm_base_url=llm_base_url, llm_model=llm_model, **overrides) as services:
         conversation = Conversation()

@@ -13,7 +13,7 @@ def demo_command(args: argparse.Namespace) -> int:
     from gcite.cli import demo
 
     path = demo.DSL_CHOICES.get(args.dsl) or Path(args.dsl)
-    read_chatflow_file(path)
+    text = read_chatflow_file(path)  # read once, no further than its cap; the run takes this text
     queries = tuple(q for q in args.query or () if q.strip())
     if args.query and not queries:
         raise CliError("--query: the question is empty")
@@ -32,7 +32,15 @@ def demo_command(args: argparse.Namespace) -> int:
     return (
         0
         if demo.run(
-            sys.stdout, queries, roles, path, args.llm_base_url, args.llm_model, knowledge_base, args.knowledge_base
+            sys.stdout,
+            queries,
+            roles,
+            path,
+            args.llm_base_url,
+            args.llm_model,
+            knowledge_base,
+            args.knowledge_base,
+            dsl_text=text,
         )
         else 1
     )

@@ -76,11 +76,13 @@ def add_serve_arguments(parser: Any) -> None:
 
 def usage_problem(args: Any) -> str | None:
     """What is wrong with `gcite serve`'s options, in one line; None when nothing is. Reads --dsl, --knowledge-base
-    and --secret-file to check them; sets args.dsl to the chatflow's path, args.allow_origin to the origins as
-    browsers send them, and args.secret to the secret of --secret-file (None without it)."""
+    and --secret-file once, to check them; sets args.dsl to the chatflow's path, args.dsl_text to its text and
+    args.knowledge_base_data to the knowledge base read (None: the shipped chatflow, the built-in sample),
+    args.allow_origin to the origins as browsers send them, and args.secret to the secret of --secret-file (None
+    without it)."""
     import math
 
-    from gcite.cli.common import CliError, knowledge_base_problem, llm_options_problem, read_chatflow_file
+    from gcite.cli.common import CliError, llm_options_problem, load_knowledge_base, read_chatflow_file
     from gcite.cli.demo import DSL_CHOICES
 
     if args.port is not None and not 0 <= args.port <= 65535:
@@ -94,15 +96,15 @@ def usage_problem(args: Any) -> str | None:
             return f"--pace must be 0 or more seconds, got {args.pace:g}"
     if args.fail_on is not None and not args.fail_on.strip():
         return "--fail-on: the text is empty (it would fail every question)"
-    if args.dsl is not None:
-        path = DSL_CHOICES.get(args.dsl) or Path(args.dsl)
-        try:
-            read_chatflow_file(path)
-        except CliError as error:
-            return str(error)
-        args.dsl = str(path)
-    if args.knowledge_base is not None and (problem := knowledge_base_problem(Path(args.knowledge_base))):
-        return problem
+    # each file is read here once, no further than its cap; the server takes the text and the data read
+    args.dsl_text = args.knowledge_base_data = None
+    try:
+        if args.dsl is not None:
+            path = DSL_CHOICES.get(args.dsl) or Path(args.dsl)
+            args.dsl, args.dsl_text = str(path), read_chatflow_file(path)
+        args.knowledge_base_data = load_knowledge_base(Path(args.knowledge_base) if args.knowledge_base else None)
+    except CliError as error:
+        return str(error)
     origins = []
     for value in getattr(args, "allow_origin", None) or ():
         origin, problem = origin_of(value)
@@ -222,8 +224,8 @@ def serve_command(args: Any) -> int:
             port,
             llm=llm,
             pace=args.pace if llm is None else 0,
-            dsl=args.dsl,
-            knowledge_base=args.knowledge_base,
+            dsl_text=args.dsl_text,
+            knowledge_base=args.knowledge_base_data,
             fail_on=args.fail_on,
             allow_origins=args.allow_origin,
             secret=args.secret,

@@ -28,7 +28,6 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 SAMPLE_USERS = (  # `examples`: questions the page offers each user, ones the sample data answers for their roles
@@ -143,14 +142,16 @@ class LocalDify:
         port: int = DEFAULT_PORT,
         llm: Any = None,
         pace: float = DEFAULT_PACE,
-        dsl: str | None = None,
-        knowledge_base: str | None = None,
+        dsl_text: str | None = None,
+        knowledge_base: dict[str, Any] | None = None,
         fail_on: str | None = None,
         allow_origins: Sequence[str] = (),
         secret: str | None = None,
     ) -> None:
-        """`allow_origins`: other origins (normalised, as `gcite.cli.serve.origin_of` makes them) whose pages may call
-        the endpoint; `secret`: a fixed token signing secret (at least 32 bytes), else one made now."""
+        """`dsl_text`: the chatflow's text (default: the shipped plugin chatflow); `knowledge_base`: the knowledge
+        base's data (default: the built-in sample); `allow_origins`: other origins (normalised, as
+        `gcite.cli.serve.origin_of` makes them) whose pages may call the endpoint; `secret`: a fixed token signing
+        secret (at least 32 bytes), else one made now."""
         from gcite import ROOT
         from gcite.authoring.chatflows import PLUGIN_DSL
         from gcite.local.llm import ExtractiveModel
@@ -159,8 +160,8 @@ class LocalDify:
         self.secret = secret or secrets.token_urlsafe(32)
         self.hook = hook_of(secret) if secret else "".join(secrets.choice(string.ascii_lowercase) for _ in range(16))
         self.allow_origins = list(dict.fromkeys(allow_origins))
-        self.dsl_text = Path(dsl or PLUGIN_DSL).read_text(encoding="utf-8")
-        self.knowledge_base = json.loads(Path(knowledge_base).read_text(encoding="utf-8")) if knowledge_base else None
+        self.dsl_text = dsl_text if dsl_text is not None else PLUGIN_DSL.read_text(encoding="utf-8")
+        self.knowledge_base = knowledge_base
         self.llm = PacedModel(llm or ExtractiveModel(), pace, fail_on)
         self.users = [{**u, "token": mint_token(self.secret, u["id"], u["roles"])} for u in SAMPLE_USERS]
         self.server = ThreadingHTTPServer(("127.0.0.1", port), _Handler)

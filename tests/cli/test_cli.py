@@ -165,6 +165,65 @@ def test_a_knowledge_base_over_its_limit_is_refused_without_reading_it_whole(tmp
     assert peak < 1.5 * common.MAX_KNOWLEDGE_BASE_BYTES / 2**20, f"{peak:.0f} MiB allocated"
 
 
+def fifo_fed_once(path, data: bytes):
+    """A named pipe at `path` that gives `data` to its first reader only: a second read of the file blocks (the
+    writer thread is gone), so a command that reads it twice hangs instead of passing."""
+    import os
+    import threading
+
+    os.mkfifo(path)
+
+    def feed():
+        with open(path, "wb") as pipe:
+            pipe.write(data)
+
+    threading.Thread(target=feed, daemon=True).start()
+    return path
+
+
+def test_serve_reads_its_dsl_and_knowledge_base_once_and_serves_what_it_read(tmp_path):
+    """`serve` checks --dsl and --knowledge-base no further than their caps, then serves that text and data: it
+    does not read the files a second time, uncapped (a file swapped or grown in between would be read whole)."""
+    from types import SimpleNamespace
+
+    from gcite.cli.serve import usage_problem
+    from gcite.local.serve import LocalDify
+
+    dsl = fifo_fed_once(tmp_path / "app.yml", (ROOT / "dsl" / "gcite_chatflow.en.yml").read_bytes())
+    kb = fifo_fed_once(tmp_path / "kb.json", b'{"documents": [{"document_id": "d1", "segments": []}]}')
+    args = SimpleNamespace(
+        port=0,
+        pace=None,
+        fail_on=None,
+        dsl=str(dsl),
+        knowledge_base=str(kb),
+        llm_base_url=None,
+        llm_model=None,
+        allow_origin=[],
+        secret_file=None,
+    )
+    assert usage_problem(args) is None
+    local = LocalDify(0, dsl_text=args.dsl_text, knowledge_base=args.knowledge_base_data)
+    try:
+        assert local.dsl_text == (ROOT / "dsl" / "gcite_chatflow.en.yml").read_text(encoding="utf-8")
+        assert local.knowledge_base == {"documents": [{"document_id": "d1", "segments": []}]}
+    finally:
+        local.server.server_close()
+
+
+def test_demo_reads_its_dsl_once(tmp_path):
+    path = fifo_fed_once(tmp_path / "app.yml", (ROOT / "dsl" / "gcite_chatflow.yml").read_bytes())
+    done = subprocess.run(
+        [sys.executable, "-m", "gcite", "demo", "--dsl", str(path), "--query", "巡更时发现异常怎么上报？"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "巡更" in done.stdout
+
+
 def test_no_traceback_reaches_the_terminal(tmp_path):
     (tmp_path / "broken.yml").write_bytes(b"app: [1\n")
     done = subprocess.run(
