@@ -253,6 +253,16 @@ def test_memory_on_a_cited_file_made_without_it_is_refused():
         retrofit(first.text, options(answer="cited", memory=True))
 
 
+def test_acl_on_a_cited_file_made_without_it_is_refused():
+    # written without access control, the app would show every chunk to everyone: refused, as for an LLM node
+    first = retrofit(app(), options(answer="cited"))
+    with pytest.raises(RetrofitRefusal, match=f"--acl: .*{CITE}.* without access control, .* on a first run only"):
+        retrofit(first.text, options(answer="cited", acl="roles"))
+    with_acl = retrofit(app(), options(answer="cited", acl="roles"))
+    assert f"gcite_filter_{LLM}" in nodes_of(with_acl.document)
+    assert retrofit(with_acl.text, options(answer="cited", acl="roles")).changes == []  # made with it: accepted
+
+
 def test_cited_on_a_file_retrofitted_before_as_an_llm_node_says_to_start_from_the_export():
     first = retrofit(app(), options())
     second = retrofit(first.text, options(answer="cited"))

@@ -16,7 +16,7 @@ from citations.memory import DEFAULT_MAX_TURNS
 from gcite.authoring import chatflows as dsl_build
 from gcite.authoring.dsl_nodes import cited_answer_tool, mixed, variable
 from gcite.authoring.retrofit.answers import answers_showing
-from gcite.authoring.retrofit.plan import Plan, Target, query_selector, template_of
+from gcite.authoring.retrofit.plan import Plan, Target, is_ours, query_selector, template_of
 from gcite.authoring.retrofit.prompt import CONTEXT, builder_text, insufficient_phrases, lang_of, prompt_messages
 from gcite.authoring.retrofit.reading import RetrofitRefusal
 
@@ -226,14 +226,32 @@ def kept_note(plan: Plan, llm_id: str, why: list[str]) -> None:
 
 def complete_cited(plan: Plan, cite: str) -> None:
     """A `cited_answer` node an earlier run put in place of an LLM: what the options ask and it lacks. Reads the
-    node's inputs; refuses --memory on one added without it (retrofit adds memory on a first run only)."""
-    parameters = plan.graph.by_id[cite]["data"].get("tool_parameters") or {}
+    node's inputs and the nodes before its merge node; refuses --memory or --acl on one added without it (retrofit
+    adds memory and access control on a first run only)."""
+    g = plan.graph
+    parameters = g.by_id[cite]["data"].get("tool_parameters") or {}
+    if plan.options.acl and not filtered(plan, parameters):
+        # access control asked for and absent: written without it, the app would show every chunk to everyone
+        raise RetrofitRefusal(
+            f"--acl: {g.title(cite)} was put in place of an LLM before without access control, "
+            f"which retrofit adds on a first run only: run it with --answer cited --acl on the app as "
+            f"exported before G-Cite (not on its .gcite.yml)"
+        )
     if plan.options.memory and "history" not in parameters:
         raise RetrofitRefusal(
             f"--memory: {plan.graph.title(cite)} was put in place of an LLM before without memory, which "
             f"retrofit adds on a first run only: run it with --answer cited --memory on the app as exported "
             f"before G-Cite (not on its .gcite.yml)"
         )
+
+
+def filtered(plan: Plan, parameters: dict[str, Any]) -> bool:
+    """The chunks the `cited_answer` node reads (`parameters`: its inputs) pass G-Cite's filter node first (--acl):
+    its merge node (the `context` input's node) is fed by a filter node of ours."""
+    g = plan.graph
+    selector = (parameters.get("context") or {}).get("value")
+    merge = str(selector[0]) if isinstance(selector, list) and selector else ""
+    return any(is_ours(g, str(e.get("source")), "filter") for e in g.edges if e.get("target") == merge)
 
 
 def panel_note(plan: Plan) -> None:
