@@ -133,6 +133,36 @@ def test_other_nodes_reading_the_llms_text_read_the_answer_without_markers():
     assert any(line.startswith('selector rewired: "Summary" (summary) reads') for line in result.changes)
 
 
+def branches(document, llm):
+    """An IF/ELSE between the retrieval and the LLM whose `true` and `false` branches both go to the LLM."""
+    graph = document["workflow"]["graph"]
+    graph["nodes"].append(
+        {
+            "id": "branch",
+            "type": "custom",
+            "position": {"x": 500, "y": 500},
+            "data": {"type": "if-else", "title": "Branch", "cases": [{"case_id": "true", "conditions": []}]},
+        }
+    )
+    graph["edges"] = [e for e in graph["edges"] if (e["source"], e["target"]) != (RETRIEVAL, LLM)]
+    graph["edges"].append({"id": "e-branch", "source": RETRIEVAL, "sourceHandle": "source", "target": "branch"})
+    for handle in ("true", "false"):
+        graph["edges"].append({"id": f"e-{handle}", "source": "branch", "sourceHandle": handle, "target": LLM})
+
+
+def handles_into(document: dict, node_id: str) -> set[tuple[str, str]]:
+    return {(e["source"], e["sourceHandle"]) for e in document["workflow"]["graph"]["edges"] if e["target"] == node_id}
+
+
+def test_every_branch_into_the_llm_reaches_the_tool():
+    result = retrofit(app(branches), options(answer="cited"))
+    assert handles_into(result.document, CITE) == {("branch", "true"), ("branch", "false"), (MERGE, "source")}
+    assert not handles_into(result.document, LLM)
+    assert retrofit(result.text, options(answer="cited")).changes == []
+    kept = retrofit(app(branches), options())  # --answer llm-node: both branches still reach the LLM
+    assert {("branch", "true"), ("branch", "false")} <= handles_into(kept.document, LLM)
+
+
 # --- cited: what it cannot carry keeps the LLM node ----------------------------------------------------------------
 
 

@@ -180,14 +180,20 @@ def replace_llm(plan: Plan, target: Target, v: dsl_build.Variant, merge: str, up
             else ""
         ),
     )
+    # each edge into the LLM ends at the tool, from its own source handle (an IF/ELSE's true and false both), but
+    # the retrieval's own edge, which the merge node's replaces
     for edge in [e for e in g.edges if e.get("target") == llm]:
-        source, handle = str(edge["source"]), str(edge.get("sourceHandle") or "source")
-        g.remove_edge(source, llm)
+        source = str(edge["source"])
         if source == target.source and upstream == target.source:
+            g.remove_edge(source, llm)
             plan.change(f"edge removed: {g.title(source)} → {g.title(llm)} (now through {merge})")
-        elif not g.has_edge(source, cite):
-            g.add_edge(source, cite, handle)
-            plan.change(f"edge moved: {g.title(source)} → {g.title(llm)} now ends at {cite}")
+        else:
+            g.move_target(edge, cite)
+            handle = str(edge.get("sourceHandle") or "source")
+            plan.change(
+                f"edge moved: {g.title(source)} → {g.title(llm)} now ends at {cite}"
+                + (f" (from its {handle} branch)" if handle != "source" else "")
+            )
     g.add_edge(merge, cite)
     plan.change(f"edge added: {merge} → {cite}")
     for edge in [e for e in g.edges if e.get("source") == llm]:
