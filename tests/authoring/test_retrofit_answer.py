@@ -100,6 +100,17 @@ def test_the_llms_user_message_is_the_question_and_memory_gives_the_history():
     assert (cite["id"], remember["id"]) in edges_of(result.document)
 
 
+def test_an_llm_without_a_system_prompt_gives_the_tool_no_instructions():
+    def user_only(document, llm):
+        llm["prompt_template"] = [{"role": "user", "text": "{{#context#}}\n简短回答：{{#sys.query#}}"}]
+
+    result = retrofit(app(user_only), options(answer="cited"))
+    parameters = nodes_of(result.document)[CITE]["data"]["tool_parameters"]
+    assert "instructions" not in parameters  # the user message is the question, not instructions as well
+    assert parameters["query"] == {"type": "mixed", "value": "简短回答：{{#sys.query#}}"}
+    assert any("and no instructions (it has no system prompt of its own)" in line for line in result.changes)
+
+
 def test_other_nodes_reading_the_llms_text_read_the_answer_without_markers():
     def reads_text(document, llm):
         graph = document["workflow"]["graph"]

@@ -146,7 +146,8 @@ def replace_llm(plan: Plan, target: Target, v: dsl_build.Variant, merge: str, up
     node, cite, title = g.by_id[llm], plan.id_of("cite", llm), plan.graph.title(target.llm)
     data = node["data"]
     lang = lang_of(plan, llm)
-    instructions = builder_text(plan, llm).replace(CONTEXT, "").strip()
+    # the system prompt only: a user message is the question, never instructions (none: the tool's own defaults)
+    instructions = builder_text(plan, llm, system_only=True).replace(CONTEXT, "").strip()
     parameters = {
         "query": mixed(question(plan, target, data)),
         "context": variable(merge, "formatted_chunks"),
@@ -172,8 +173,13 @@ def replace_llm(plan: Plan, target: Target, v: dsl_build.Variant, merge: str, up
     plan.add_node(
         tool,
         f"writes the answer in the place of LLM {g.title(llm)}: its model {model['provider']}/{model['name']} "
-        f"(completion parameters: {params}) and its system prompt as instructions (G-Cite's citation rules are "
-        f"the tool's own)"
+        f"(completion parameters: {params}) and "
+        + (
+            "its system prompt as instructions"
+            if instructions
+            else "no instructions (it has no system prompt of its own)"
+        )
+        + " (G-Cite's citation rules are the tool's own)"
         + (
             f"; {CONTEXT} left out: the tool gives the numbered chunks itself"
             if CONTEXT in builder_text(plan, llm)

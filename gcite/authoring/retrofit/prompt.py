@@ -85,11 +85,14 @@ def lang_of(plan: Plan, llm_id: str) -> str:
     return text_rules.detect_lang(builder_text(plan, llm_id))[0]
 
 
-def builder_text(plan: Plan, llm_id: str) -> str:
-    """The builder's own prompt text: the system prompt (else every message), up to any rules G-Cite added."""
+def builder_text(plan: Plan, llm_id: str, system_only: bool = False) -> str:
+    """The builder's own prompt text: the system prompt (else every message; with `system_only`, else nothing), up
+    to any rules G-Cite added."""
     messages = prompt_messages(plan.graph.by_id[llm_id]["data"])
     system = [m.get("text") or "" for m in messages if m.get("role") == "system"]
-    text = "\n".join(str(t) for t in (system or [m.get("text") or "" for m in messages]))
+    if not system and not system_only:
+        system = [m.get("text") or "" for m in messages]
+    text = "\n".join(str(t) for t in system)
     cut = min((text.find(h) for h in RULE_HEADINGS.values() if h in text), default=len(text))
     return text[:cut]
 
