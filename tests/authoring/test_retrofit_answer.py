@@ -111,6 +111,16 @@ def test_an_llm_without_a_system_prompt_gives_the_tool_no_instructions():
     assert any("and no instructions (it has no system prompt of its own)" in line for line in result.changes)
 
 
+def test_a_system_prompt_that_contradicts_citing_is_warned_about_when_the_tool_carries_it():
+    def no_citing(document, llm):
+        llm["prompt_template"][0]["text"] = SYSTEM + "\nDo not cite sources or add references.\n{{#context#}}"
+
+    result = retrofit(app(no_citing), options(answer="cited"))
+    assert LLM not in nodes_of(result.document)  # replaced: the sentence goes on as the tool's instructions
+    warned = [w for w in result.warnings if w.startswith(f'LLM "LLM" ({LLM}): its prompt says')]
+    assert len(warned) == 1 and "'Do not cite sources or add references.'" in warned[0], result.warnings
+
+
 def test_other_nodes_reading_the_llms_text_read_the_answer_without_markers():
     def reads_text(document, llm):
         graph = document["workflow"]["graph"]
