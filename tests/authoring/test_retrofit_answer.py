@@ -365,3 +365,10 @@ def test_the_report_says_the_native_citation_panel_stays_empty(answer):
         document["workflow"]["features"]["retriever_resource"]["enabled"] = False
 
     assert not [n for n in retrofit(app(off), options(answer=answer)).notes if "citation panel" in n]
+
+
+def test_the_panel_note_speaks_of_cited_answer_only_when_one_was_added():
+    result = retrofit(app(vision), options(answer="cited"))  # the LLM stays an LLM node: no cited_answer
+    panel = [n for n in result.notes if n.startswith("Dify's citation panel")]
+    assert len(panel) == 1 and "cited_answer" not in panel[0], panel
+    assert "the validate node's citations hold the cited chunks" in panel[0]

@@ -274,15 +274,19 @@ def panel_note(plan: Plan) -> None:
     feature = (plan.document["workflow"].get("features") or {}).get("retriever_resource") or {}
     if not feature.get("enabled") or not plan.changes:  # said when a run changes the app (a re-run: nothing)
         return
+    g = plan.graph
+    # what this run wrote: --answer cited with every LLM kept as an LLM node is the llm-node layout
+    added = any(is_ours(g, n["id"], "cite") and n["id"] not in plan.cited for n in g.nodes)
+    layout = "llm-node" if plan.options.answer == "cited" and not added else plan.options.answer
     shown = {
         "cited": "the Sources list cited_answer streams under each answer lists the cited chunks only",
         "clean": "the list under each clean answer names the cited chunks only",
         "llm-node": "the validate node's citations hold the cited chunks (--sources-in-answer lists them under the "
         "answer; --answer cited streams the answer with clean citations and its sources)",
-    }[plan.options.answer]
+    }[layout]
     plan.notes.append(
         "Dify's citation panel (Citations and Attributions, on in this app) is fed only by an LLM node's context "
         "of retrieval results; G-Cite's merge node gives the context as numbered text"
-        + (" and cited_answer is no LLM node" if plan.options.answer == "cited" else "")
+        + (" and cited_answer is no LLM node" if layout == "cited" else "")
         + f", so the panel stays empty for the retrofitted answers: {shown}"
     )
