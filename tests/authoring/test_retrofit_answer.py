@@ -372,3 +372,21 @@ def test_the_panel_note_speaks_of_cited_answer_only_when_one_was_added():
     panel = [n for n in result.notes if n.startswith("Dify's citation panel")]
     assert len(panel) == 1 and "cited_answer" not in panel[0], panel
     assert "the validate node's citations hold the cited chunks" in panel[0]
+
+
+@pytest.mark.parametrize(
+    "asked,said",
+    [
+        (dict(answer="clean"), "--answer clean: "),
+        (dict(answer="cited", web="gcite"), "--web gcite: "),
+    ],
+    ids=["answer-clean", "web-gcite"],
+)
+def test_what_a_cited_file_cannot_gain_is_said_in_a_note(asked, said):
+    first = retrofit(app(), options(answer="cited"))
+    second = retrofit(first.text, options(**asked))
+    assert second.changes == [] and CITE in nodes_of(second.document)
+    notes = [n for n in second.notes if n.startswith(said)]
+    assert len(notes) == 1 and f"({CITE})" in notes[0] and "on a first run only" in notes[0], second.notes
+    with_web = retrofit(app(), options(answer="cited", web="gcite"))  # made with web search: nothing to say
+    assert not [n for n in retrofit(with_web.text, options(answer="cited", web="gcite")).notes if n.startswith(said)]

@@ -239,10 +239,11 @@ def kept_note(plan: Plan, llm_id: str, why: list[str]) -> None:
 def complete_cited(plan: Plan, cite: str) -> None:
     """A `cited_answer` node an earlier run put in place of an LLM: what the options ask and it lacks. Reads the
     node's inputs and the nodes before its merge node; refuses --memory or --acl on one added without it (retrofit
-    adds memory and access control on a first run only)."""
+    adds memory and access control on a first run only); notes that --answer clean and --web gcite change nothing
+    on it (its layout and web search are a first run's too)."""
     g = plan.graph
     parameters = g.by_id[cite]["data"].get("tool_parameters") or {}
-    if plan.options.acl and not filtered(plan, parameters):
+    if plan.options.acl and not fed_by(plan, parameters, "filter"):
         # access control asked for and absent: written without it, the app would show every chunk to everyone
         raise RetrofitRefusal(
             f"--acl: {g.title(cite)} was put in place of an LLM before without access control, "
@@ -255,15 +256,25 @@ def complete_cited(plan: Plan, cite: str) -> None:
             f"retrofit adds on a first run only: run it with --answer cited --memory on the app as exported "
             f"before G-Cite (not on its .gcite.yml)"
         )
+    if plan.options.answer == "clean":
+        plan.notes.append(
+            f"--answer clean: {g.title(cite)} was put in place of an LLM before (--answer cited) and is kept; the "
+            f"layout is chosen on a first run only: run --answer clean on the app as exported before G-Cite"
+        )
+    if plan.options.web == "gcite" and not fed_by(plan, parameters, "web"):
+        plan.notes.append(
+            f"--web gcite: {g.title(cite)} was put in place of an LLM before without web search, which retrofit "
+            f"adds on a first run only: run it with --answer cited --web gcite on the app as exported before G-Cite"
+        )
 
 
-def filtered(plan: Plan, parameters: dict[str, Any]) -> bool:
-    """The chunks the `cited_answer` node reads (`parameters`: its inputs) pass G-Cite's filter node first (--acl):
-    its merge node (the `context` input's node) is fed by a filter node of ours."""
+def fed_by(plan: Plan, parameters: dict[str, Any], kind: str) -> bool:
+    """The chunks the `cited_answer` node reads (`parameters`: its inputs) come through G-Cite's `kind` node
+    (`filter`: --acl, `web`: --web gcite): its merge node (the `context` input's node) is fed by one of ours."""
     g = plan.graph
     selector = (parameters.get("context") or {}).get("value")
     merge = str(selector[0]) if isinstance(selector, list) and selector else ""
-    return any(is_ours(g, str(e.get("source")), "filter") for e in g.edges if e.get("target") == merge)
+    return any(is_ours(g, str(e.get("source")), kind) for e in g.edges if e.get("target") == merge)
 
 
 def panel_note(plan: Plan) -> None:
