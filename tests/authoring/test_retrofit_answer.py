@@ -100,6 +100,27 @@ def test_the_llms_user_message_is_the_question_and_memory_gives_the_history():
     assert (cite["id"], remember["id"]) in edges_of(result.document)
 
 
+def test_an_llm_without_a_system_prompt_gives_the_tool_no_instructions():
+    def user_only(document, llm):
+        llm["prompt_template"] = [{"role": "user", "text": "{{#context#}}\n简短回答：{{#sys.query#}}"}]
+
+    result = retrofit(app(user_only), options(answer="cited"))
+    parameters = nodes_of(result.document)[CITE]["data"]["tool_parameters"]
+    assert "instructions" not in parameters  # the user message is the question, not instructions as well
+    assert parameters["query"] == {"type": "mixed", "value": "简短回答：{{#sys.query#}}"}
+    assert any("and no instructions (it has no system prompt of its own)" in line for line in result.changes)
+
+
+def test_a_system_prompt_that_contradicts_citing_is_warned_about_when_the_tool_carries_it():
+    def no_citing(document, llm):
+        llm["prompt_template"][0]["text"] = SYSTEM + "\nDo not cite sources or add references.\n{{#context#}}"
+
+    result = retrofit(app(no_citing), options(answer="cited"))
+    assert LLM not in nodes_of(result.document)  # replaced: the sentence goes on as the tool's instructions
+    warned = [w for w in result.warnings if w.startswith(f'LLM "LLM" ({LLM}): its prompt says')]
+    assert len(warned) == 1 and "'Do not cite sources or add references.'" in warned[0], result.warnings
+
+
 def test_other_nodes_reading_the_llms_text_read_the_answer_without_markers():
     def reads_text(document, llm):
         graph = document["workflow"]["graph"]
@@ -131,6 +152,36 @@ def test_other_nodes_reading_the_llms_text_read_the_answer_without_markers():
     assert summary["odd"] == [LLM, ["not", "a", "name"]]
     assert (CITE, "summary") in edges_of(result.document)
     assert any(line.startswith('selector rewired: "Summary" (summary) reads') for line in result.changes)
+
+
+def branches(document, llm):
+    """An IF/ELSE between the retrieval and the LLM whose `true` and `false` branches both go to the LLM."""
+    graph = document["workflow"]["graph"]
+    graph["nodes"].append(
+        {
+            "id": "branch",
+            "type": "custom",
+            "position": {"x": 500, "y": 500},
+            "data": {"type": "if-else", "title": "Branch", "cases": [{"case_id": "true", "conditions": []}]},
+        }
+    )
+    graph["edges"] = [e for e in graph["edges"] if (e["source"], e["target"]) != (RETRIEVAL, LLM)]
+    graph["edges"].append({"id": "e-branch", "source": RETRIEVAL, "sourceHandle": "source", "target": "branch"})
+    for handle in ("true", "false"):
+        graph["edges"].append({"id": f"e-{handle}", "source": "branch", "sourceHandle": handle, "target": LLM})
+
+
+def handles_into(document: dict, node_id: str) -> set[tuple[str, str]]:
+    return {(e["source"], e["sourceHandle"]) for e in document["workflow"]["graph"]["edges"] if e["target"] == node_id}
+
+
+def test_every_branch_into_the_llm_reaches_the_tool():
+    result = retrofit(app(branches), options(answer="cited"))
+    assert handles_into(result.document, CITE) == {("branch", "true"), ("branch", "false"), (MERGE, "source")}
+    assert not handles_into(result.document, LLM)
+    assert retrofit(result.text, options(answer="cited")).changes == []
+    kept = retrofit(app(branches), options())  # --answer llm-node: both branches still reach the LLM
+    assert {("branch", "true"), ("branch", "false")} <= handles_into(kept.document, LLM)
 
 
 # --- cited: what it cannot carry keeps the LLM node ----------------------------------------------------------------
@@ -253,6 +304,16 @@ def test_memory_on_a_cited_file_made_without_it_is_refused():
         retrofit(first.text, options(answer="cited", memory=True))
 
 
+def test_acl_on_a_cited_file_made_without_it_is_refused():
+    # written without access control, the app would show every chunk to everyone: refused, as for an LLM node
+    first = retrofit(app(), options(answer="cited"))
+    with pytest.raises(RetrofitRefusal, match=f"--acl: .*{CITE}.* without access control, .* on a first run only"):
+        retrofit(first.text, options(answer="cited", acl="roles"))
+    with_acl = retrofit(app(), options(answer="cited", acl="roles"))
+    assert f"gcite_filter_{LLM}" in nodes_of(with_acl.document)
+    assert retrofit(with_acl.text, options(answer="cited", acl="roles")).changes == []  # made with it: accepted
+
+
 def test_cited_on_a_file_retrofitted_before_as_an_llm_node_says_to_start_from_the_export():
     first = retrofit(app(), options())
     second = retrofit(first.text, options(answer="cited"))
@@ -304,3 +365,28 @@ def test_the_report_says_the_native_citation_panel_stays_empty(answer):
         document["workflow"]["features"]["retriever_resource"]["enabled"] = False
 
     assert not [n for n in retrofit(app(off), options(answer=answer)).notes if "citation panel" in n]
+
+
+def test_the_panel_note_speaks_of_cited_answer_only_when_one_was_added():
+    result = retrofit(app(vision), options(answer="cited"))  # the LLM stays an LLM node: no cited_answer
+    panel = [n for n in result.notes if n.startswith("Dify's citation panel")]
+    assert len(panel) == 1 and "cited_answer" not in panel[0], panel
+    assert "the validate node's citations hold the cited chunks" in panel[0]
+
+
+@pytest.mark.parametrize(
+    "asked,said",
+    [
+        (dict(answer="clean"), "--answer clean: "),
+        (dict(answer="cited", web="gcite"), "--web gcite: "),
+    ],
+    ids=["answer-clean", "web-gcite"],
+)
+def test_what_a_cited_file_cannot_gain_is_said_in_a_note(asked, said):
+    first = retrofit(app(), options(answer="cited"))
+    second = retrofit(first.text, options(**asked))
+    assert second.changes == [] and CITE in nodes_of(second.document)
+    notes = [n for n in second.notes if n.startswith(said)]
+    assert len(notes) == 1 and f"({CITE})" in notes[0] and "on a first run only" in notes[0], second.notes
+    with_web = retrofit(app(), options(answer="cited", web="gcite"))  # made with web search: nothing to say
+    assert not [n for n in retrofit(with_web.text, options(answer="cited", web="gcite")).notes if n.startswith(said)]

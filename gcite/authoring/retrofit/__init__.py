@@ -32,10 +32,10 @@ what it reads and writes (a reader can take them one at a time):
 3. for each path (`retrofit_path` below): `access.add_access_control` and `access.add_filter` (--acl),
    `nodes.add_merge` (with `nodes.add_web_search`, --web gcite), `nodes.rewire_context`, `prompt.rewrite_prompt`,
    `nodes.add_validate`, `answers.list_sources` (--sources-in-answer), `answers.clean_answers` (--answer clean),
-   `memory.add_memory` (--memory), `memory.note_builtin_memory`; with --answer cited, `cited.replace_llm` right
-   after the merge node (then `memory.add_memory`) where `cited.uncarried` finds nothing the tool cannot carry, else
-   `cited.kept_note` and the passes above; each node is placed (`graph.Graph.position_near`) and wired as it is
-   added, so the report reads node by node;
+   `memory.add_memory` (--memory), `memory.note_builtin_memory`; with --answer cited, `prompt.warn_contradictions`
+   and `cited.replace_llm` right after the merge node (then `memory.add_memory`) where `cited.uncarried` finds
+   nothing the tool cannot carry, else `cited.kept_note` and the passes above; each node is placed
+   (`graph.Graph.position_near`) and wired as it is added, so the report reads node by node;
 4. for each LLM retrofitted before (`complete_path`): what the options ask and the first run did not add;
 5. `cited.complete_cited` for each cited_answer node put in an LLM's place before; `cited.panel_note`: what happens
    to Dify's native citation panel; `dependencies.declare_dependency`: the G-Cite plugin in the app's dependencies;
@@ -65,6 +65,7 @@ from gcite.authoring.retrofit.prompt import (
     detect_lang,
     lang_of,
     rewrite_prompt,
+    warn_contradictions,
 )
 from gcite.authoring.retrofit.reading import RetrofitRefusal, check_document, read_text, reading_refusal
 from gcite.authoring.retrofit.splice import splice
@@ -173,6 +174,7 @@ def retrofit_path(plan: Plan, target: Target) -> None:
     if o.answer == "cited":
         why = uncarried(plan, llm)
         if not why:
+            warn_contradictions(plan, llm)  # the tool carries the system prompt as it is: said before it goes
             cite = replace_llm(plan, target, v, merge, upstream)
             if o.memory:
                 add_memory(plan, target, v, cite)

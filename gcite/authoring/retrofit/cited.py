@@ -16,7 +16,7 @@ from citations.memory import DEFAULT_MAX_TURNS
 from gcite.authoring import chatflows as dsl_build
 from gcite.authoring.dsl_nodes import cited_answer_tool, mixed, variable
 from gcite.authoring.retrofit.answers import answers_showing
-from gcite.authoring.retrofit.plan import Plan, Target, query_selector, template_of
+from gcite.authoring.retrofit.plan import Plan, Target, is_ours, query_selector, template_of
 from gcite.authoring.retrofit.prompt import CONTEXT, builder_text, insufficient_phrases, lang_of, prompt_messages
 from gcite.authoring.retrofit.reading import RetrofitRefusal
 
@@ -146,7 +146,8 @@ def replace_llm(plan: Plan, target: Target, v: dsl_build.Variant, merge: str, up
     node, cite, title = g.by_id[llm], plan.id_of("cite", llm), plan.graph.title(target.llm)
     data = node["data"]
     lang = lang_of(plan, llm)
-    instructions = builder_text(plan, llm).replace(CONTEXT, "").strip()
+    # the system prompt only: a user message is the question, never instructions (none: the tool's own defaults)
+    instructions = builder_text(plan, llm, system_only=True).replace(CONTEXT, "").strip()
     parameters = {
         "query": mixed(question(plan, target, data)),
         "context": variable(merge, "formatted_chunks"),
@@ -172,22 +173,33 @@ def replace_llm(plan: Plan, target: Target, v: dsl_build.Variant, merge: str, up
     plan.add_node(
         tool,
         f"writes the answer in the place of LLM {g.title(llm)}: its model {model['provider']}/{model['name']} "
-        f"(completion parameters: {params}) and its system prompt as instructions (G-Cite's citation rules are "
-        f"the tool's own)"
+        f"(completion parameters: {params}) and "
+        + (
+            "its system prompt as instructions"
+            if instructions
+            else "no instructions (it has no system prompt of its own)"
+        )
+        + " (G-Cite's citation rules are the tool's own)"
         + (
             f"; {CONTEXT} left out: the tool gives the numbered chunks itself"
             if CONTEXT in builder_text(plan, llm)
             else ""
         ),
     )
+    # each edge into the LLM ends at the tool, from its own source handle (an IF/ELSE's true and false both), but
+    # the retrieval's own edge, which the merge node's replaces
     for edge in [e for e in g.edges if e.get("target") == llm]:
-        source, handle = str(edge["source"]), str(edge.get("sourceHandle") or "source")
-        g.remove_edge(source, llm)
+        source = str(edge["source"])
         if source == target.source and upstream == target.source:
+            g.remove_edge(source, llm)
             plan.change(f"edge removed: {g.title(source)} → {g.title(llm)} (now through {merge})")
-        elif not g.has_edge(source, cite):
-            g.add_edge(source, cite, handle)
-            plan.change(f"edge moved: {g.title(source)} → {g.title(llm)} now ends at {cite}")
+        else:
+            g.move_target(edge, cite)
+            handle = str(edge.get("sourceHandle") or "source")
+            plan.change(
+                f"edge moved: {g.title(source)} → {g.title(llm)} now ends at {cite}"
+                + (f" (from its {handle} branch)" if handle != "source" else "")
+            )
     g.add_edge(merge, cite)
     plan.change(f"edge added: {merge} → {cite}")
     for edge in [e for e in g.edges if e.get("source") == llm]:
@@ -226,14 +238,43 @@ def kept_note(plan: Plan, llm_id: str, why: list[str]) -> None:
 
 def complete_cited(plan: Plan, cite: str) -> None:
     """A `cited_answer` node an earlier run put in place of an LLM: what the options ask and it lacks. Reads the
-    node's inputs; refuses --memory on one added without it (retrofit adds memory on a first run only)."""
-    parameters = plan.graph.by_id[cite]["data"].get("tool_parameters") or {}
+    node's inputs and the nodes before its merge node; refuses --memory or --acl on one added without it (retrofit
+    adds memory and access control on a first run only); notes that --answer clean and --web gcite change nothing
+    on it (its layout and web search are a first run's too)."""
+    g = plan.graph
+    parameters = g.by_id[cite]["data"].get("tool_parameters") or {}
+    if plan.options.acl and not fed_by(plan, parameters, "filter"):
+        # access control asked for and absent: written without it, the app would show every chunk to everyone
+        raise RetrofitRefusal(
+            f"--acl: {g.title(cite)} was put in place of an LLM before without access control, "
+            f"which retrofit adds on a first run only: run it with --answer cited --acl on the app as "
+            f"exported before G-Cite (not on its .gcite.yml)"
+        )
     if plan.options.memory and "history" not in parameters:
         raise RetrofitRefusal(
             f"--memory: {plan.graph.title(cite)} was put in place of an LLM before without memory, which "
             f"retrofit adds on a first run only: run it with --answer cited --memory on the app as exported "
             f"before G-Cite (not on its .gcite.yml)"
         )
+    if plan.options.answer == "clean":
+        plan.notes.append(
+            f"--answer clean: {g.title(cite)} was put in place of an LLM before (--answer cited) and is kept; the "
+            f"layout is chosen on a first run only: run --answer clean on the app as exported before G-Cite"
+        )
+    if plan.options.web == "gcite" and not fed_by(plan, parameters, "web"):
+        plan.notes.append(
+            f"--web gcite: {g.title(cite)} was put in place of an LLM before without web search, which retrofit "
+            f"adds on a first run only: run it with --answer cited --web gcite on the app as exported before G-Cite"
+        )
+
+
+def fed_by(plan: Plan, parameters: dict[str, Any], kind: str) -> bool:
+    """The chunks the `cited_answer` node reads (`parameters`: its inputs) come through G-Cite's `kind` node
+    (`filter`: --acl, `web`: --web gcite): its merge node (the `context` input's node) is fed by one of ours."""
+    g = plan.graph
+    selector = (parameters.get("context") or {}).get("value")
+    merge = str(selector[0]) if isinstance(selector, list) and selector else ""
+    return any(is_ours(g, str(e.get("source")), kind) for e in g.edges if e.get("target") == merge)
 
 
 def panel_note(plan: Plan) -> None:
@@ -244,15 +285,19 @@ def panel_note(plan: Plan) -> None:
     feature = (plan.document["workflow"].get("features") or {}).get("retriever_resource") or {}
     if not feature.get("enabled") or not plan.changes:  # said when a run changes the app (a re-run: nothing)
         return
+    g = plan.graph
+    # what this run wrote: --answer cited with every LLM kept as an LLM node is the llm-node layout
+    added = any(is_ours(g, n["id"], "cite") and n["id"] not in plan.cited for n in g.nodes)
+    layout = "llm-node" if plan.options.answer == "cited" and not added else plan.options.answer
     shown = {
         "cited": "the Sources list cited_answer streams under each answer lists the cited chunks only",
         "clean": "the list under each clean answer names the cited chunks only",
         "llm-node": "the validate node's citations hold the cited chunks (--sources-in-answer lists them under the "
         "answer; --answer cited streams the answer with clean citations and its sources)",
-    }[plan.options.answer]
+    }[layout]
     plan.notes.append(
         "Dify's citation panel (Citations and Attributions, on in this app) is fed only by an LLM node's context "
         "of retrieval results; G-Cite's merge node gives the context as numbered text"
-        + (" and cited_answer is no LLM node" if plan.options.answer == "cited" else "")
+        + (" and cited_answer is no LLM node" if layout == "cited" else "")
         + f", so the panel stays empty for the retrofitted answers: {shown}"
     )

@@ -102,6 +102,18 @@ class Graph:
         edge.setdefault("data", {})["sourceType"] = self.type_of(source)
         pairs[(source, edge["target"])] = pairs.get((source, edge["target"]), 0) + 1
 
+    def move_target(self, edge: dict[str, Any], target: str) -> None:
+        """The edge ends at `target` now, from the same source and source handle (its id and targetType follow)."""
+        pairs = self._index_pairs()
+        old = (edge.get("source"), edge.get("target"))
+        pairs[old] -= 1
+        if not pairs[old]:
+            del pairs[old]
+        edge["target"] = target
+        edge["id"] = f"{edge['source']}-{edge.get('sourceHandle') or 'source'}-{target}-target"
+        edge.setdefault("data", {})["targetType"] = self.type_of(target)
+        pairs[(edge["source"], target)] = pairs.get((edge["source"], target), 0) + 1
+
     def children(self, node_id: str) -> list[str]:
         return [e["target"] for e in self.edges if e.get("source") == node_id]
 

@@ -85,11 +85,14 @@ def lang_of(plan: Plan, llm_id: str) -> str:
     return text_rules.detect_lang(builder_text(plan, llm_id))[0]
 
 
-def builder_text(plan: Plan, llm_id: str) -> str:
-    """The builder's own prompt text: the system prompt (else every message), up to any rules G-Cite added."""
+def builder_text(plan: Plan, llm_id: str, system_only: bool = False) -> str:
+    """The builder's own prompt text: the system prompt (else every message; with `system_only`, else nothing), up
+    to any rules G-Cite added."""
     messages = prompt_messages(plan.graph.by_id[llm_id]["data"])
     system = [m.get("text") or "" for m in messages if m.get("role") == "system"]
-    text = "\n".join(str(t) for t in (system or [m.get("text") or "" for m in messages]))
+    if not system and not system_only:
+        system = [m.get("text") or "" for m in messages]
+    text = "\n".join(str(t) for t in system)
     cut = min((text.find(h) for h in RULE_HEADINGS.values() if h in text), default=len(text))
     return text[:cut]
 
@@ -104,17 +107,25 @@ def insufficient_phrases(plan: Plan, llm_id: str, lang: str) -> str:
     return "|".join(dict.fromkeys([refusal_of(plan, llm_id, lang), *REFUSALS.values()]))
 
 
-def check_prompt(plan: Plan, llm_id: str, lang: str) -> None:
-    """Pass (before the rules are added): a `warning:` for each sentence of the builder's prompt that contradicts
-    citing, a note when the prompt's language has no rules of its own (English rules) and when the builder's own
-    refusal sentence is used. Reads the builder's prompt; writes warnings and notes only."""
-    g, text = plan.graph, builder_text(plan, llm_id)
-    for sentence in contradictions(text):
+def warn_contradictions(plan: Plan, llm_id: str) -> None:
+    """Pass: a `warning:` for each sentence of the builder's prompt that contradicts citing (`check_prompt`, and
+    with --answer cited for an LLM the tool replaces, whose system prompt it carries). Reads the builder's prompt;
+    writes warnings only."""
+    g = plan.graph
+    for sentence in contradictions(builder_text(plan, llm_id)):
         shown = sentence if len(sentence) <= 160 else sentence[:157] + "…"
         plan.warn(
             f"LLM {g.title(llm_id)}: its prompt says {shown!r}, which contradicts the [C:N] markers the "
             f"citation rules ask for; remove or reword it in Dify if the answers should cite (left as it is)"
         )
+
+
+def check_prompt(plan: Plan, llm_id: str, lang: str) -> None:
+    """Pass (before the rules are added): a `warning:` for each sentence of the builder's prompt that contradicts
+    citing, a note when the prompt's language has no rules of its own (English rules) and when the builder's own
+    refusal sentence is used. Reads the builder's prompt; writes warnings and notes only."""
+    g, text = plan.graph, builder_text(plan, llm_id)
+    warn_contradictions(plan, llm_id)
     if any(h in text for h in RULE_HEADINGS.values()):
         return
     if plan.options.lang == "auto" and not text_rules.detect_lang(text)[1]:
