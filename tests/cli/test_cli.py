@@ -1,6 +1,8 @@
 import json
+import os
 import subprocess
 import sys
+from contextlib import contextmanager
 
 import pytest
 import yaml
@@ -165,20 +167,20 @@ def test_a_knowledge_base_over_its_limit_is_refused_without_reading_it_whole(tmp
     assert peak < 1.5 * common.MAX_KNOWLEDGE_BASE_BYTES / 2**20, f"{peak:.0f} MiB allocated"
 
 
+@contextmanager
 def fifo_fed_once(path, data: bytes):
     """A named pipe at `path` that gives `data` to its first reader only: a second read of the file blocks (the
-    writer thread is gone), so a command that reads it twice hangs instead of passing."""
-    import os
-    import threading
-
+    writer is gone), so a command that reads it twice hangs instead of passing. The writer is a process of its own
+    (`cat`): a thread here may be a greenlet (the SDK's gevent patching), blocked with the whole test in open()."""
     os.mkfifo(path)
-
-    def feed():
-        with open(path, "wb") as pipe:
-            pipe.write(data)
-
-    threading.Thread(target=feed, daemon=True).start()
-    return path
+    source = path.with_name(path.name + ".data")
+    source.write_bytes(data)
+    writer = subprocess.Popen(["sh", "-c", 'cat "$1" > "$2"', "sh", str(source), str(path)])
+    try:
+        yield path
+    finally:
+        writer.kill()
+        writer.wait(timeout=10)
 
 
 def test_serve_reads_its_dsl_and_knowledge_base_once_and_serves_what_it_read(tmp_path):
@@ -189,37 +191,32 @@ def test_serve_reads_its_dsl_and_knowledge_base_once_and_serves_what_it_read(tmp
     from gcite.cli.serve import usage_problem
     from gcite.local.serve import LocalDify
 
-    dsl = fifo_fed_once(tmp_path / "app.yml", (ROOT / "dsl" / "gcite_chatflow.en.yml").read_bytes())
-    kb = fifo_fed_once(tmp_path / "kb.json", b'{"documents": [{"document_id": "d1", "segments": []}]}')
-    args = SimpleNamespace(
-        port=0,
-        pace=None,
-        fail_on=None,
-        dsl=str(dsl),
-        knowledge_base=str(kb),
-        llm_base_url=None,
-        llm_model=None,
-        allow_origin=[],
-        secret_file=None,
-    )
-    assert usage_problem(args) is None
-    local = LocalDify(0, dsl_text=args.dsl_text, knowledge_base=args.knowledge_base_data)
+    dsl_text = (ROOT / "dsl" / "gcite_chatflow.en.yml").read_text(encoding="utf-8")
+    kb = {"documents": [{"document_id": "d1", "segments": []}]}
+    with (
+        fifo_fed_once(tmp_path / "app.yml", dsl_text.encode()) as dsl_path,
+        fifo_fed_once(tmp_path / "kb.json", json.dumps(kb).encode()) as kb_path,
+    ):
+        args = SimpleNamespace(port=0, pace=None, fail_on=None, dsl=str(dsl_path), knowledge_base=str(kb_path))
+        args.llm_base_url = args.llm_model = args.secret_file = None
+        args.allow_origin = []
+        assert usage_problem(args) is None
+        local = LocalDify(0, dsl_text=args.dsl_text, knowledge_base=args.knowledge_base_data)
     try:
-        assert local.dsl_text == (ROOT / "dsl" / "gcite_chatflow.en.yml").read_text(encoding="utf-8")
-        assert local.knowledge_base == {"documents": [{"document_id": "d1", "segments": []}]}
+        assert local.dsl_text == dsl_text and local.knowledge_base == kb
     finally:
         local.server.server_close()
 
 
 def test_demo_reads_its_dsl_once(tmp_path):
-    path = fifo_fed_once(tmp_path / "app.yml", (ROOT / "dsl" / "gcite_chatflow.yml").read_bytes())
-    done = subprocess.run(
-        [sys.executable, "-m", "gcite", "demo", "--dsl", str(path), "--query", "巡更时发现异常怎么上报？"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    with fifo_fed_once(tmp_path / "app.yml", (ROOT / "dsl" / "gcite_chatflow.yml").read_bytes()) as path:
+        done = subprocess.run(
+            [sys.executable, "-m", "gcite", "demo", "--dsl", str(path), "--query", "巡更时发现异常怎么上报？"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "巡更" in done.stdout
 
