@@ -16,6 +16,7 @@ from tests.support import ROOT
 from tests.support.local_http import serving
 from tests.support.plugin_memory import declared_memory, peak_rss
 from tests.support.provider_pages import LargestPages
+from tests.support.sdk import model_chunk
 
 MB = 1024 * 1024
 PROVIDER = "gcite"
@@ -47,20 +48,6 @@ def rag_chunks_of(line_bytes: int) -> list[dict]:
     one = {"content": CHUNK_TEXT * 200, "metadata": {"segment_id": "s", "doc_metadata": {"access_roles": ",a,"}}}
     size = len(json.dumps(one, ensure_ascii=False).encode())
     return [one] * (line_bytes // size + 1)
-
-
-def model_chunk(index: int, text: str) -> dict:
-    return {
-        "model": "m",
-        "prompt_messages": [],
-        "system_fingerprint": None,
-        "delta": {
-            "index": index,
-            "message": {"role": "assistant", "content": text, "name": None, "tool_calls": []},
-            "usage": None,
-            "finish_reason": None,
-        },
-    }
 
 
 def model(_request: dict):

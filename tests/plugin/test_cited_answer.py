@@ -263,20 +263,6 @@ def test_bad_input_raises_naming_the_parameter_and_the_model_is_not_called(reg, 
 # --- over stdio: the real plugin process, the backwards model call answered as the daemon does ----------------------
 
 
-def chunk(index, text, usage=None):
-    return {
-        "model": "m",
-        "prompt_messages": [],
-        "system_fingerprint": None,
-        "delta": {
-            "index": index,
-            "message": {"role": "assistant", "content": text, "name": None, "tool_calls": []},
-            "usage": usage,
-            "finish_reason": None,
-        },
-    }
-
-
 @pytest.fixture(scope="module")
 def plugin():
     with PluginProcess(ROOT, sys.executable) as process:
@@ -290,7 +276,7 @@ def test_over_stdio_the_answer_streams_while_the_model_writes(plugin):
         requests.append(request)
         for index in range(0, len(ANSWER), 4):
             time.sleep(0.02)
-            yield chunk(index, ANSWER[index : index + 4])
+            yield sdk.model_chunk(index, ANSWER[index : index + 4])
 
     call = plugin.start_tool("gcite", "cited_answer", PARAMETERS, llm_handler=model)
     messages = list(call.stream(timeout=60))
@@ -319,7 +305,7 @@ def test_over_stdio_model_failures_come_back_as_the_daemon_reports_them(plugin):
     )
 
     def fails_later(request):
-        yield chunk(0, "会议室在小程序中预约[C:1]。")
+        yield sdk.model_chunk(0, "会议室在小程序中预约[C:1]。")
         raise RuntimeError("request failed: connection reset")
 
     call = plugin.start_tool(
@@ -343,7 +329,9 @@ def test_over_stdio_without_the_manifest_permission_the_daemon_refuses(plugin):
     plugin.manifest = json.loads(json.dumps(allowed))
     plugin.manifest["resource"]["permission"]["model"]["llm"] = False
     try:
-        call = plugin.start_tool("gcite", "cited_answer", PARAMETERS, llm_handler=lambda r: iter([chunk(0, "x")]))
+        call = plugin.start_tool(
+            "gcite", "cited_answer", PARAMETERS, llm_handler=lambda r: iter([sdk.model_chunk(0, "x")])
+        )
         assert list(call.stream(timeout=60)) == []
     finally:
         plugin.manifest = allowed
@@ -355,7 +343,7 @@ def test_over_stdio_bad_input_and_a_malformed_model_chunk_leave_the_process_up(p
     assert list(call.stream(timeout=60)) == [] and "model:" in call.error["message"]
 
     def malformed(request):
-        yield chunk(0, "Rooms are booked in the app [C:1].")
+        yield sdk.model_chunk(0, "Rooms are booked in the app [C:1].")
         yield {"model": "m", "delta": {"index": 1}}  # no message: the SDK cannot read it as a chunk
 
     call = plugin.start_tool("gcite", "cited_answer", PARAMETERS, llm_handler=malformed)

@@ -65,3 +65,18 @@ def invoke(reg: Any, tool: str, parameters: dict[str, Any]) -> dict[str, Any]:
         else:
             variables[body.variable_name] = body.variable_value
     return variables
+
+
+def model_chunk(index: int, text: str, usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One streamed piece of a backwards LLM call, as the daemon sends it to the plugin (an LLMResultChunk)."""
+    return {
+        "model": "m",
+        "prompt_messages": [],
+        "system_fingerprint": None,
+        "delta": {
+            "index": index,
+            "message": {"role": "assistant", "content": text, "name": None, "tool_calls": []},
+            "usage": usage,
+            "finish_reason": None,
+        },
+    }
