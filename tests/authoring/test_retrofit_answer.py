@@ -222,9 +222,14 @@ def reasoning(document, llm):
     answer["answer"] = "{{#" + LLM + ".reasoning_content#}}\n{{#" + LLM + ".text#}}"
 
 
+def no_model(document, llm):
+    del llm["model"]
+
+
 @pytest.mark.parametrize(
     "edit,memory,named",
     [
+        (no_model, False, "model (its data names no provider and name to carry)"),
         (vision, False, "vision"),
         (structured, False, "structured output"),
         (window, False, "built-in memory (10 turns; --memory gives cited_answer G-Cite's memory of 3 turns)"),
@@ -235,6 +240,7 @@ def reasoning(document, llm):
         (reasoning, False, "output reasoning_content read by other nodes"),
     ],
     ids=[
+        "no-model",
         "vision",
         "structured-output",
         "memory-window",

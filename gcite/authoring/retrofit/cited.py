@@ -33,6 +33,9 @@ def uncarried(plan: Plan, llm_id: str) -> list[str]:
     inside = g.container_of(llm_id)
     if inside is not None:
         why.append(f"place inside {g.title(inside)} (an Answer there cannot show a tool's stream)")
+    model = data.get("model")
+    if not isinstance(model, dict) or not all(isinstance(model.get(k), str) and model[k] for k in ("provider", "name")):
+        why.append("model (its data names no provider and name to carry)")
     if (data.get("vision") or {}).get("enabled"):
         why.append("vision (the images it reads)")
     if data.get("structured_output_enabled"):
@@ -159,8 +162,8 @@ def replace_llm(plan: Plan, target: Target, v: dsl_build.Variant, merge: str, up
     position = node.get("position") or {"x": 0, "y": 0}
     tool = cited_answer_tool(
         cite,
-        round(position["x"]),
-        round(position["y"]),
+        round(position.get("x") or 0),
+        round(position.get("y") or 0),
         v.text["cite"],
         plan.identifier,
         parameters,
