@@ -165,24 +165,10 @@ def chat(
     timeout: float = 180,
 ) -> tuple[int, list[dict[str, Any]]]:
     """One streaming turn through `POST /v1/chat-messages`: (HTTP status, every event)."""
-    response = requests.post(
-        f"{base_url.rstrip('/')}/v1/chat-messages",
-        stream=True,
-        timeout=timeout,
-        headers={"Authorization": f"Bearer {app_key}"},
-        json={
-            "query": query,
-            "inputs": dict(inputs),
-            "response_mode": "streaming",
-            "user": user,
-            "conversation_id": conversation_id,
-        },
+    status, timed = chat_timed(
+        base_url, app_key, query, inputs, user=user, conversation_id=conversation_id, timeout=timeout
     )
-    if response.status_code != 200:
-        return response.status_code, [
-            {"event": "http_error", "status": response.status_code, "body": response.text[:2000]}
-        ]
-    return 200, list(sse_events(response))
+    return status, [event for _, event in timed]
 
 
 def chat_timed(
@@ -195,21 +181,20 @@ def chat_timed(
     conversation_id: str = "",
     timeout: float = 180,
 ) -> tuple[int, list[tuple[float, dict[str, Any]]]]:
-    """Like `chat`, each event with the seconds since the request when it was read."""
+    """One streaming turn through `POST /v1/chat-messages`: (HTTP status, every event with the seconds since the
+    request when it was read)."""
+    body = {"query": query, "inputs": dict(inputs), "response_mode": "streaming", "conversation_id": conversation_id}
+    url, headers = f"{base_url.rstrip('/')}/v1/chat-messages", {"Authorization": f"Bearer {app_key}"}
+    return timed_turn(url, headers, {**body, "user": user}, timeout)
+
+
+def timed_turn(
+    url: str, headers: Mapping[str, str], body: Mapping[str, Any], timeout: float
+) -> tuple[int, list[tuple[float, dict[str, Any]]]]:
+    """POST one streaming chat turn: (HTTP status, every event with the seconds since the request when it was
+    read); another status is one `http_error` event with the start of the body."""
     start = time.perf_counter()
-    response = requests.post(
-        f"{base_url.rstrip('/')}/v1/chat-messages",
-        stream=True,
-        timeout=timeout,
-        headers={"Authorization": f"Bearer {app_key}"},
-        json={
-            "query": query,
-            "inputs": dict(inputs),
-            "response_mode": "streaming",
-            "user": user,
-            "conversation_id": conversation_id,
-        },
-    )
+    response = requests.post(url, stream=True, timeout=timeout, headers=dict(headers), json=dict(body))
     if response.status_code != 200:
         return response.status_code, [
             (0.0, {"event": "http_error", "status": response.status_code, "body": response.text[:2000]})
@@ -244,24 +229,13 @@ class WebApp:
     def chat_timed(
         self, query: str, inputs: Mapping[str, Any], conversation_id: str = "", timeout: float = 180
     ) -> tuple[int, list[tuple[float, dict[str, Any]]]]:
-        start = time.perf_counter()
-        response = requests.post(
-            f"{self.base_url}/api/chat-messages",
-            stream=True,
-            timeout=timeout,
-            headers=self.headers,
-            json={
-                "query": query,
-                "inputs": dict(inputs),
-                "response_mode": "streaming",
-                "conversation_id": conversation_id,
-            },
-        )
-        if response.status_code != 200:
-            return response.status_code, [
-                (0.0, {"event": "http_error", "status": response.status_code, "body": response.text[:2000]})
-            ]
-        return 200, [(time.perf_counter() - start, event) for event in sse_events(response)]
+        body = {
+            "query": query,
+            "inputs": dict(inputs),
+            "response_mode": "streaming",
+            "conversation_id": conversation_id,
+        }
+        return timed_turn(f"{self.base_url}/api/chat-messages", self.headers, body, timeout)
 
     def messages(self, conversation_id: str) -> list[dict[str, Any]]:
         response = requests.get(

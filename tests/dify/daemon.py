@@ -431,14 +431,11 @@ class Daemon:
             h.wfile.write(piece)
             h.wfile.flush()
 
-    def invoke_llm(self, request: dict[str, Any], user_id: str) -> Iterator[dict[str, Any]]:
-        """A tool's backwards model call, answered by Dify's real inner API (frames relayed as they arrive); an
-        error frame fails the read as the daemon's StreamResponse does ("request failed: …")."""
-        body = {**request, "tenant_id": self.tenant_id, "user_id": user_id, "type": "llm"}
-        with self._lock:
-            self.model_calls.append(body)
+    def inner_messages(self, kind: str, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """`POST /inner/api/invoke/<kind>` on Dify's real inner API: each framed message as it arrives (an HTTP
+        status other than 200 is an error)."""
         response = requests.post(
-            f"{self.inner_api_url}/inner/api/invoke/llm",
+            f"{self.inner_api_url}/inner/api/invoke/{kind}",
             json=body,
             stream=True,
             timeout=240,
@@ -447,7 +444,15 @@ class Daemon:
         if response.status_code != 200:
             raise RuntimeError(f"Dify's inner API answered {response.status_code}: {response.text[:500]}")
         for frame in unpack_frames(response.iter_content(chunk_size=None)):
-            message = json.loads(frame)
+            yield json.loads(frame)
+
+    def invoke_llm(self, request: dict[str, Any], user_id: str) -> Iterator[dict[str, Any]]:
+        """A tool's backwards model call, answered by Dify's real inner API (frames relayed as they arrive); an
+        error frame fails the read as the daemon's StreamResponse does ("request failed: …")."""
+        body = {**request, "tenant_id": self.tenant_id, "user_id": user_id, "type": "llm"}
+        with self._lock:
+            self.model_calls.append(body)
+        for message in self.inner_messages("llm", body):
             if message.get("error"):
                 raise RuntimeError(f"request failed: {message['error']}")
             if message.get("data") is None:
@@ -460,17 +465,7 @@ class Daemon:
             self.app_requests.append(dict(request))
         # the daemon's body: the request plus tenant_id, type and user_id = the session user ("" for endpoints)
         body = {**request, "tenant_id": self.tenant_id, "type": "app", "user_id": ""}
-        response = requests.post(
-            f"{self.inner_api_url}/inner/api/invoke/app",
-            json=body,
-            stream=True,
-            timeout=240,
-            headers={"X-Inner-Api-Key": self.inner_api_key, "Content-Type": "application/json"},
-        )
-        if response.status_code != 200:
-            raise RuntimeError(f"Dify's inner API answered {response.status_code}: {response.text[:500]}")
-        for frame in unpack_frames(response.iter_content(chunk_size=None)):
-            message = json.loads(frame)
+        for message in self.inner_messages("app", body):
             if message.get("error"):
                 raise RuntimeError(message["error"])
             if message.get("data") is not None:
