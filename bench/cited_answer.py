@@ -49,21 +49,17 @@ def measure() -> dict:
     from bench.streaming import CHUNKS, answer_of
     from citations import stream as citation_stream
     from citations.merge import format_context
+    from gcite.local.plugin_process import envelope
     from tools.cited_answer import CitedAnswerTool
 
     answer = answer_of(ANSWER_CHARS)
     deltas = [answer[i : i + DELTA] for i in range(0, len(answer), DELTA)]
     lines = [
         json.dumps(
-            {
-                "session_id": "bench",
-                "event": "backwards_response",
-                "conversation_id": None,
-                "message_id": None,
-                "app_id": None,
-                "endpoint_id": None,
-                "context": {},
-                "data": {
+            envelope(
+                "bench",
+                "backwards_response",
+                {
                     "backwards_request_id": "b",
                     "event": "response",
                     "message": "stream",
@@ -79,7 +75,7 @@ def measure() -> dict:
                         },
                     },
                 },
-            }
+            )
         ).encode()
         for i, d in enumerate(deltas)
     ]

@@ -179,6 +179,20 @@ class ToolCall(Session):
             yield message
 
 
+def envelope(session_id: str, event: str, data: Any, endpoint_id: str | None = None) -> dict[str, Any]:
+    """One line the daemon writes to the plugin's stdin (a request, or the answer to a backwards call), before JSON."""
+    return {
+        "session_id": session_id,
+        "event": event,
+        "conversation_id": None,
+        "message_id": None,
+        "app_id": None,
+        "endpoint_id": endpoint_id,
+        "context": {},
+        "data": data,
+    }
+
+
 class PluginProcess:
     def __init__(
         self,
@@ -288,7 +302,7 @@ class PluginProcess:
                 raise EOFError(f"the plugin exited ({self._process.poll()}); stderr: {self.stderr[-2000:]}")
             session = self._sessions[session_id] = call_class(session_id, time.perf_counter())
             self._handlers[session_id] = handlers
-        self._write(self._envelope(session_id, "request", data, endpoint_id))
+        self._write(envelope(session_id, "request", data, endpoint_id))
         return session
 
     def invoke_tool(
@@ -412,19 +426,6 @@ class PluginProcess:
 
     # the wire
 
-    @staticmethod
-    def _envelope(session_id: str, event: str, data: Any, endpoint_id: str | None = None) -> dict[str, Any]:
-        return {
-            "session_id": session_id,
-            "event": event,
-            "conversation_id": None,
-            "message_id": None,
-            "app_id": None,
-            "endpoint_id": endpoint_id,
-            "context": {},
-            "data": data,
-        }
-
     def _write(self, payload: dict[str, Any]) -> None:
         line = (json.dumps(payload, ensure_ascii=False) + "\n").encode("utf-8")
         with self._write_lock:
@@ -525,7 +526,7 @@ class PluginProcess:
     ) -> None:
         def respond(event: str, message: str, data: Any) -> None:
             self._write(
-                self._envelope(
+                envelope(
                     session.session_id,
                     "backwards_response",
                     {"backwards_request_id": request_id, "event": event, "message": message, "data": data},

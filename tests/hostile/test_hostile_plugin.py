@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from gcite.local.plugin_process import PluginProcess, Session
+from gcite.local.plugin_process import PluginProcess, Session, envelope
 from tests.support import ROOT
 from tests.support.plugin_memory import declared_memory
 
@@ -25,17 +25,7 @@ class RawPluginProcess(PluginProcess):
 
     def send(self, data: dict[str, Any], session_id: str | None = None) -> str:
         session_id = session_id or f"s-{uuid.uuid4().hex[:12]}"
-        request = {
-            "session_id": session_id,
-            "event": "request",
-            "conversation_id": None,
-            "message_id": None,
-            "app_id": None,
-            "endpoint_id": None,
-            "context": {},
-            "data": data,
-        }
-        return self.send_line(json.dumps(request).encode("ascii"), session_id)
+        return self.send_line(json.dumps(envelope(session_id, "request", data)).encode("ascii"), session_id)
 
     def send_line(self, line: bytes, session_id: str) -> str:
         with self._lock:
@@ -132,15 +122,10 @@ def lone_surrogates(plugin: RawPluginProcess) -> None:
 
 def huge_numbers_and_nan(plugin: RawPluginProcess) -> None:
     line = json.dumps(
-        {
-            "session_id": "nan",
-            "event": "request",
-            "conversation_id": None,
-            "message_id": None,
-            "app_id": None,
-            "endpoint_id": None,
-            "context": {},
-            "data": {
+        envelope(
+            "nan",
+            "request",
+            {
                 "type": "tool",
                 "action": "invoke_tool",
                 "user_id": "u",
@@ -153,7 +138,7 @@ def huge_numbers_and_nan(plugin: RawPluginProcess) -> None:
                     "max_chunks": float("nan"),
                 },
             },
-        }
+        )
     )
     assert "NaN" in line  # not JSON, but Python's encoder writes it
     session = plugin.wait([plugin.send_line(line.encode(), "nan")], timeout=60)[0]
