@@ -7,8 +7,6 @@ patching in other test modules, leaves locks and sockets unpatched and makes eve
 process several times slower."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -18,9 +16,9 @@ def served(tmp_path_factory):
     """`python -m gcite serve` with a knowledge base that adds a hostile document, stopped at the end."""
     import requests
 
-    from gcite import ROOT
     from gcite.local.knowledge import load_json
     from tests.support.page_visit import FAIL_WORD, HOSTILE_TEXT, HOSTILE_TITLE
+    from tests.support.serve_process import gcite_serve
 
     kb = load_json("knowledge_base.json")
     kb["documents"].append(
@@ -38,37 +36,9 @@ def served(tmp_path_factory):
     )
     path = tmp_path_factory.mktemp("serve") / "kb.json"
     path.write_text(json.dumps(kb, ensure_ascii=False), encoding="utf-8")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gcite",
-            "serve",
-            "--port",
-            "0",
-            "--pace",
-            "0.01",
-            "--knowledge-base",
-            str(path),
-            "--fail-on",
-            FAIL_WORD,
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        first = process.stdout.readline()
-        assert first.startswith("G-Cite page:"), first + process.stderr.read()
-        page_url = first.split(":", 1)[1].strip()
-        base = page_url.split("/gcite/")[0]
-        origin = base.split("/e/")[0]
-        users = {u["id"]: u for u in requests.get(origin + "/local/users", timeout=30).json()}
-        yield {"page": page_url, "base": base, "origin": origin, "users": users}
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
+    with gcite_serve("--pace", "0.01", "--knowledge-base", str(path), "--fail-on", FAIL_WORD) as printed:
+        users = {u["id"]: u for u in requests.get(printed["origin"] + "/local/users", timeout=30).json()}
+        yield {**printed, "users": users}
 
 
 @pytest.fixture(scope="module")  # one sync Playwright at a time: other browser test modules start their own
