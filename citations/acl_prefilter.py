@@ -13,7 +13,7 @@ import json
 import math
 import re
 
-from citations.dify_inputs import LONE_SURROGATE, shown
+from citations.dify_inputs import has_lone_surrogate, shown
 
 ROLE_DELIMITERS = re.compile(r"[,，;；|、]")
 UNUSED_SLOT = "\u2063gcite:no-role\u2063"  # matches no stored ACL: invisible separators around a reserved name
@@ -60,7 +60,7 @@ def main(user_roles=None, role_slots=DEFAULT_ROLE_SLOTS) -> dict:
         raise ValueError(f"role_slots: expected a whole number from 1 to {MAX_ROLE_SLOTS}, got {shown(role_slots)}")
     roles = parse_user_roles(user_roles)
     for role in roles:
-        if any(bad in role for bad in FORBIDDEN_IN_ROLE) or ROLE_DELIMITERS.search(role) or LONE_SURROGATE.search(role):
+        if any(bad in role for bad in FORBIDDEN_IN_ROLE) or ROLE_DELIMITERS.search(role) or has_lone_surrogate(role):
             raise ValueError(f"user_roles: role {shown(role)} contains a character the pre-filter cannot match exactly")
     if len(roles) > role_slots:
         raise ValueError(

@@ -8,7 +8,8 @@ what it never calls. Nothing here runs at the node's run time: no import hook, n
 
 The rules that keep a bundle equal to its package (checked here, so a bundle never silently differs):
 - the package imports itself only as `from citations.x import a, b` (no `import citations.x`, no `as`, no
-  relative import, no `*`), at a module's top level;
+  relative import, no `*`), at a module's top level (a standard-library import may stand inside a function, to
+  be paid only when it is needed);
 - two modules of one closure never define the same top-level name.
 """
 
@@ -125,10 +126,16 @@ def read_module(name: str, root: Path = ROOT) -> Module:
             continue
         block = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.If, ast.With))
         statements.append(Statement(name, source, frozenset(_defined(node)), frozenset(_used(node)), block))
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and node not in tree.body:
-            raise BundleError(f"{where}:{node.lineno}: an import inside a function or class; import at the top")
+    for node in ast.walk(tree):  # a standard-library import may wait inside a function until it is needed
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and node not in tree.body and _imports_package(node):
+            raise BundleError(f"{where}:{node.lineno}: a package import inside a function or class; import at the top")
     return Module(name, docstring, imports, needs, statements)
+
+
+def _imports_package(node: ast.Import | ast.ImportFrom) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return bool(node.level) or (node.module or "").split(".")[0] == PACKAGE
+    return any(alias.name.split(".")[0] == PACKAGE for alias in node.names)
 
 
 def closure(entry: str, root: Path = ROOT) -> list[Module]:

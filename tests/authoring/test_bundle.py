@@ -138,6 +138,15 @@ def test_the_bundle_keeps_what_main_needs_in_dependency_order_and_drops_the_rest
     assert load("probe", text).main("ww") == ["ww", {"a": 1, "b": 1}]
 
 
+def test_a_standard_library_import_inside_a_function_stays_there(tmp_path, monkeypatch):
+    entry = "def main(url):\n    import urllib.parse\n\n    return urllib.parse.urlsplit(url).netloc\n"
+    write_package(tmp_path, {"citations.entry": entry})
+    monkeypatch.setitem(bundler.NODES, "probe", "citations.entry")
+    text = bundler.bundle("probe", tmp_path)
+    assert "    import urllib.parse\n" in text and not text.count("\nimport urllib")
+    assert load("probe", text).main("https://example.org/a") == "example.org"
+
+
 @pytest.mark.parametrize(
     "source,problem",
     [
