@@ -9,8 +9,6 @@ from citations.support.tables import MONTH_NAMES, MONTHS, UNIT_SCALE
 from citations.support.text import DIGIT, LATIN
 from citations.support.units import number_unit, word_unit
 
-MONTH_HINT = re.compile("|".join(MONTHS))
-
 
 @cache
 def short_measure():
@@ -38,7 +36,7 @@ def measure_hints():
 def month_numbers(text):
     """{(number, month): None} of the dates in a casefolded text (`march 1`, `1 march`, `march 2017`), in the
     text's order."""
-    if not MONTH_HINT.search(text):  # `month_number` needs one
+    if not any(month in text for month in MONTHS):  # `month_number` needs one (no pattern: 0.2 ms to compile)
         return {}
     return dict.fromkeys(
         (number_unit(number or day), month or month_after)
