@@ -3,8 +3,9 @@
 `python -m bench.equivalence [--base COMMIT] [--cases N]` runs, for every node, the fuzz corpus and N inputs made
 from it by mutation (deterministic: seeded) through `main` of nodes/<node>.py at COMMIT and of the generated node
 (gcite/authoring/bundle.py), and compares the outcomes: the outputs as JSON, or the error's class and the field
-its message names. Run it with any interpreter that runs the nodes (Python 3.10 as Dify's sandbox, or 3.12): it
-needs only the standard library and git. A refactoring that must not change behaviour shows `0 differ`.
+its message names. Run it with the project's interpreter (.venv: the fuzz targets it reads import the project's
+packages) and git; `tests/authoring/test_bundle.py` runs the bundled nodes under Python 3.10, as Dify's sandbox does.
+A refactoring that must not change behaviour shows `0 differ`.
 """
 
 import argparse

@@ -381,18 +381,19 @@ def test_the_panel_note_speaks_of_cited_answer_only_when_one_was_added():
 
 
 @pytest.mark.parametrize(
-    "asked,said",
+    "asked,said,why",
     [
-        (dict(answer="clean"), "--answer clean: "),
-        (dict(answer="cited", web="gcite"), "--web gcite: "),
+        (dict(answer="clean"), "--answer clean: ", "on a first run only"),
+        (dict(answer="cited", web="gcite"), "--web gcite: ", "on a first run only"),
+        (dict(sources_in_answer=True), "--sources-in-answer: ", "shows the tool's sources already"),
     ],
-    ids=["answer-clean", "web-gcite"],
+    ids=["answer-clean", "web-gcite", "sources-in-answer"],
 )
-def test_what_a_cited_file_cannot_gain_is_said_in_a_note(asked, said):
+def test_what_a_cited_file_cannot_gain_is_said_in_a_note(asked, said, why):
     first = retrofit(app(), options(answer="cited"))
     second = retrofit(first.text, options(**asked))
     assert second.changes == [] and CITE in nodes_of(second.document)
     notes = [n for n in second.notes if n.startswith(said)]
-    assert len(notes) == 1 and f"({CITE})" in notes[0] and "on a first run only" in notes[0], second.notes
+    assert len(notes) == 1 and f"({CITE})" in notes[0] and why in notes[0], second.notes
     with_web = retrofit(app(), options(answer="cited", web="gcite"))  # made with web search: nothing to say
     assert not [n for n in retrofit(with_web.text, options(answer="cited", web="gcite")).notes if n.startswith(said)]

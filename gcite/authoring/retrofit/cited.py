@@ -242,8 +242,8 @@ def kept_note(plan: Plan, llm_id: str, why: list[str]) -> None:
 def complete_cited(plan: Plan, cite: str) -> None:
     """A `cited_answer` node an earlier run put in place of an LLM: what the options ask and it lacks. Reads the
     node's inputs and the nodes before its merge node; refuses --memory or --acl on one added without it (retrofit
-    adds memory and access control on a first run only); notes that --answer clean and --web gcite change nothing
-    on it (its layout and web search are a first run's too)."""
+    adds memory and access control on a first run only); notes that --answer clean, --web gcite and
+    --sources-in-answer change nothing on it (its layout and web search are a first run's too, its sources shown)."""
     g = plan.graph
     parameters = g.by_id[cite]["data"].get("tool_parameters") or {}
     if plan.options.acl and not fed_by(plan, parameters, "filter"):
@@ -263,6 +263,11 @@ def complete_cited(plan: Plan, cite: str) -> None:
         plan.notes.append(
             f"--answer clean: {g.title(cite)} was put in place of an LLM before (--answer cited) and is kept; the "
             f"layout is chosen on a first run only: run --answer clean on the app as exported before G-Cite"
+        )
+    if plan.options.sources_in_answer:  # the tool's `sources` are the list: nothing to add, and said so
+        plan.notes.append(
+            f"--sources-in-answer: {g.title(cite)} was put in place of an LLM before (--answer cited); its Answer "
+            f"shows the tool's sources already, so no list is added (that option is for LLM nodes)"
         )
     if plan.options.web == "gcite" and not fed_by(plan, parameters, "web"):
         plan.notes.append(
