@@ -103,10 +103,10 @@ def checked_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEI
                 plain = support_score(units, {unit for unit, n in holders.items() if n}, weights=weights)
             if plain >= threshold:
                 backed += 1
-            budget.sentence(SENTENCE_WORK_BASE + WORK_PER_CHARACTER * (end - start + sum(lengths[i] for i in known)))
+            budget.sentence(SENTENCE_WORK_BASE + WORK_PER_CHARACTER * (end - start + sum(map(lengths.get, known))))
             for chunk_id in known:
                 try:
-                    views[chunk_id].spend(len(said) * 20)  # the pair's own reading of the sentence
+                    budget.spend(len(said) * 20)  # the pair's own reading of the sentence (every view spends from it)
                     score, cues = judge(said, units, views[chunk_id], holders, parts, covered, weights)
                 except OverBudgetError:
                     unchecked.add(chunk_id)
