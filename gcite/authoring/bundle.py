@@ -8,8 +8,8 @@ what it never calls. Nothing here runs at the node's run time: no import hook, n
 
 The rules that keep a bundle equal to its package (checked here, so a bundle never silently differs):
 - the package imports itself only as `from citations.x import a, b` (no `import citations.x`, no `as`, no
-  relative import, no `*`), at a module's top level (a standard-library import may stand inside a function, to
-  be paid only when it is needed);
+  relative import, no `*`), at a module's top level; a standard-library import stands at the top too, or inside
+  the function that needs it (paid only when it runs), never in a top-level block or a class body;
 - two modules of one closure never define the same top-level name.
 """
 
@@ -126,10 +126,27 @@ def read_module(name: str, root: Path = ROOT) -> Module:
             continue
         block = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.If, ast.With))
         statements.append(Statement(name, source, frozenset(_defined(node)), frozenset(_used(node)), block))
-    for node in ast.walk(tree):  # a standard-library import may wait inside a function until it is needed
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and node not in tree.body and _imports_package(node):
+    for node, in_function in _nested_imports(tree):
+        if _imports_package(node):
             raise BundleError(f"{where}:{node.lineno}: a package import inside a function or class; import at the top")
+        if not in_function:  # in a top-level block or a class body: neither gathered at the top nor kept with a use
+            raise BundleError(f"{where}:{node.lineno}: an import inside a block or class; import at the top")
     return Module(name, docstring, imports, needs, statements)
+
+
+def _nested_imports(tree: ast.Module):
+    """(import, whether a function encloses it) for each import below a module's top level. A standard-library
+    import may wait inside a function until it is needed: it stays where it is written, with the code using it."""
+
+    def walk(node: ast.AST, in_function: bool):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                yield child, in_function
+            yield from walk(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+    for statement in tree.body:
+        if not isinstance(statement, (ast.Import, ast.ImportFrom)):
+            yield from walk(statement, isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
 
 def _imports_package(node: ast.Import | ast.ImportFrom) -> bool:
