@@ -8,7 +8,6 @@ import json
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-import responses
 
 from tests.support.web_search_fakes import (
     ENDPOINT,
@@ -25,13 +24,6 @@ from tests.support.web_search_fakes import (
     tavily_item,
 )
 from websearch import mappers, providers
-
-
-@pytest.fixture
-def mocked():
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
-        yield rsps
-
 
 # --- success, top_k, paging, caps ----------------------------------------------------------------------------
 

@@ -10,7 +10,6 @@ import sys
 import time
 
 import pytest
-import responses
 
 from tests.support import ROOT
 from tests.support.local_http import origin, start_server, stop_server
@@ -21,12 +20,6 @@ from websearch.search import run_search
 TAVILY_URL = "https://api.tavily.com/search"
 KEY = "sk-BOUNDS-31f0c9a7e2d4b685"
 PEAK_LIMIT_MIB = 48  # measured: 16 MiB (most JSON values), 36 MiB (largest text); keeping every page: 64 MiB
-
-
-@pytest.fixture
-def mocked():
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
-        yield rsps
 
 
 def tavily(top_k, seconds=10.0):

@@ -6,7 +6,6 @@ from urllib.parse import urlsplit
 
 import pytest
 import requests
-import responses
 
 from citations import merge as merge_chunks
 from tests.support.web_search_fakes import (
@@ -22,13 +21,6 @@ from tests.support.web_search_fakes import (
 )
 from websearch import client, errors, params, providers
 from websearch.search import check_all
-
-
-@pytest.fixture
-def mocked():
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
-        yield rsps
-
 
 # --- errors ------------------------------------------------------------------------------------------------
 

@@ -7,7 +7,6 @@ import time
 from http.server import BaseHTTPRequestHandler
 
 import pytest
-import responses
 
 from tests.support.local_http import origin, start_server, stop_server
 from websearch import client, errors, http_client, providers, redaction
@@ -40,12 +39,6 @@ def pieces(secret, size=redaction.KEY_PIECE):
 def assert_no_piece_of_the_key(text):
     shown = [p for p in pieces(KEY) if p in text]
     assert not shown, (shown, text)
-
-
-@pytest.fixture
-def mocked():
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
-        yield rsps
 
 
 # --- 1. a redirect to another host gets no credential ----------------------------------------------------------

@@ -9,7 +9,6 @@ import unicodedata
 from urllib.parse import quote, unquote
 
 import pytest
-import responses
 
 from websearch import errors, http_client, providers, redaction
 from websearch.search import run_search
@@ -71,12 +70,6 @@ def assert_no_key(text):
     read = reads(text)
     shown = [p for p in pieces(KEY) | pieces(KEY[::-1]) if p in read] + sorted(base64_of_key_in(read))
     assert not shown, (shown, text)
-
-
-@pytest.fixture
-def mocked():
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
-        yield rsps
 
 
 def search(top_k=1):
