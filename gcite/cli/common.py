@@ -128,39 +128,30 @@ def read_chatflow_file(path) -> str:
     return text
 
 
-def read_knowledge_base(path) -> tuple[dict | None, str | None]:
-    """(the knowledge base, None), or (None, why `path` is not a knowledge base file like
-    gcite/local/samples/knowledge_base.json, in one line naming --knowledge-base: `serve`, `run`, `demo`). The file
-    is read once, no further than its cap."""
+def load_knowledge_base(path):
+    """The knowledge base of `--knowledge-base PATH` (`run`, `demo`, `serve`), read once and no further than its cap,
+    or a CliError saying in one line, naming --knowledge-base, why it is not a knowledge base file like
+    gcite/local/samples/knowledge_base.json; None for no path (the built-in sample)."""
     import json
 
+    if path is None:
+        return None
     try:
         data = json.loads(read_capped(path, MAX_KNOWLEDGE_BASE_BYTES, "the knowledge base limit").decode("utf-8"))
     except CliError as error:
-        return None, f"--knowledge-base {error}"
+        raise CliError(f"--knowledge-base {error}") from None
     except UnicodeDecodeError:
-        return None, f"--knowledge-base {path}: not a JSON file (not UTF-8 text)"
+        raise CliError(f"--knowledge-base {path}: not a JSON file (not UTF-8 text)") from None
     except OSError as error:
-        return None, f"--knowledge-base {path}: cannot read it ({error.strerror or type(error).__name__})"
+        raise CliError(f"--knowledge-base {path}: cannot read it ({error.strerror or type(error).__name__})") from None
     except ValueError as error:
-        return None, (
+        raise CliError(
             f"--knowledge-base {path}: not a JSON file ({getattr(error, 'msg', error)} at line "
             f"{getattr(error, 'lineno', '?')}, column {getattr(error, 'colno', '?')})"
-        )
+        ) from None
     if not isinstance(data, dict) or not isinstance(data.get("documents"), list):
-        return None, (
+        raise CliError(
             f'--knowledge-base {path}: not a knowledge base (expected a JSON object with a "documents" list, '
             f"as in gcite/local/samples/knowledge_base.json)"
         )
-    return data, None
-
-
-def load_knowledge_base(path):
-    """The knowledge base of `--knowledge-base PATH` (`run`, `demo`, `serve`), or a CliError saying in one line why
-    it is not one; None for no path (the built-in sample)."""
-    if path is None:
-        return None
-    data, problem = read_knowledge_base(path)
-    if problem:
-        raise CliError(problem)
     return data
