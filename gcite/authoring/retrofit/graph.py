@@ -92,27 +92,25 @@ class Graph:
 
     def move_source(self, edge: dict[str, Any], source: str) -> None:
         """The edge leaves `source` now (its id and sourceType follow)."""
-        pairs = self._index_pairs()
-        old = (edge.get("source"), edge.get("target"))
-        pairs[old] -= 1
-        if not pairs[old]:
-            del pairs[old]
-        edge["source"] = source
-        edge["id"] = f"{source}-{edge.get('sourceHandle') or 'source'}-{edge['target']}-target"
-        edge.setdefault("data", {})["sourceType"] = self.type_of(source)
-        pairs[(source, edge["target"])] = pairs.get((source, edge["target"]), 0) + 1
+        self._move(edge, "source", source)
 
     def move_target(self, edge: dict[str, Any], target: str) -> None:
         """The edge ends at `target` now, from the same source and source handle (its id and targetType follow)."""
+        self._move(edge, "target", target)
+
+    def _move(self, edge: dict[str, Any], end: str, node_id: str) -> None:
+        """The edge's `end` ("source" or "target") is `node_id` now: its id, its data's sourceType or targetType and
+        the index of node pairs follow."""
         pairs = self._index_pairs()
         old = (edge.get("source"), edge.get("target"))
         pairs[old] -= 1
         if not pairs[old]:
             del pairs[old]
-        edge["target"] = target
-        edge["id"] = f"{edge['source']}-{edge.get('sourceHandle') or 'source'}-{target}-target"
-        edge.setdefault("data", {})["targetType"] = self.type_of(target)
-        pairs[(edge["source"], target)] = pairs.get((edge["source"], target), 0) + 1
+        edge[end] = node_id
+        edge["id"] = f"{edge['source']}-{edge.get('sourceHandle') or 'source'}-{edge['target']}-target"
+        edge.setdefault("data", {})[f"{end}Type"] = self.type_of(node_id)
+        new = (edge["source"], edge["target"])
+        pairs[new] = pairs.get(new, 0) + 1
 
     def children(self, node_id: str) -> list[str]:
         return [e["target"] for e in self.edges if e.get("source") == node_id]
