@@ -16,8 +16,8 @@ PY=${PY:-.venv/bin/python}
 LIMIT=${TEST_FAST_TIMEOUT:-900}
 MARKS=${TEST_MARKS:-"not browser and not fuzz_replay"}
 EVERY=${TEST_PROGRESS_EVERY:-20}
-SHARD_1=(tests/local tests/hostile tests/endpoint tests/plugin tests/docs tests/test_layout.py)
-SHARD_2=(tests/cli tests/release tests/citations tests/authoring tests/js)
+SHARD_1=(tests/local tests/hostile tests/citations tests/endpoint tests/plugin tests/docs tests/test_layout.py)
+SHARD_2=(tests/cli tests/release tests/authoring tests/js)
 SHARDS=2
 
 if [ "${1:-}" = "browser" ]; then  # the browser tests, one process
