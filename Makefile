@@ -30,13 +30,13 @@ $(STAMP): $(REQS) scripts/find_python.sh
 	@echo "==> set-up done"
 
 # the browser tests get a process of their own (the rest imports dify_plugin, whose gevent patching a browser
-# driver must not share); the rest runs in two processes over disjoint folders (scripts/test_fast.sh). Each run is
+# driver must not share); the rest runs in three processes over disjoint folders (scripts/test_fast.sh). Each run is
 # bounded so that a hang fails instead of holding CI, and says what it runs and how far it is every 20 s
 test: $(STAMP) browser
 	TEST_MARKS="not browser" TEST_FAST_TIMEOUT=1800 PY=$(PY) scripts/test_fast.sh
 	TEST_FAST_TIMEOUT=900 PY=$(PY) scripts/test_fast.sh browser
 
-# the loop while working: everything but the browser tests and the fuzz corpus replay, in two pytest processes
+# the loop while working: everything but the browser tests and the fuzz corpus replay, in three pytest processes
 test-fast: $(STAMP)
 	PY=$(PY) scripts/test_fast.sh
 

@@ -1,24 +1,26 @@
 #!/usr/bin/env bash
-# `make test-fast`: every test but the browser tests and the fuzz corpus replay, in two pytest processes at once
+# `make test-fast`: every test but the browser tests and the fuzz corpus replay, in three pytest processes at once
 # (pytest-xdist cannot be used: dify_plugin's gevent patching kills its workers). `make test` runs it with
 # TEST_MARKS="not browser" (the fuzz replay included), then `scripts/test_fast.sh browser`: the browser tests in a
 # process of their own.
-# The two shards are disjoint folder sets, balanced by measured time; every server a test starts listens on a port
+# The three shards are disjoint folder sets, balanced by measured time (a chatflow test waits on graphon's workers,
+# which look for work every 0.1 s: a third process keeps both cores busy meanwhile); every server a test starts listens on a port
 # the system picks, and the package venv (tests/support/package_env.py) is built under a lock, so the shards share
 # nothing else.
 # It says what it runs, then every TEST_PROGRESS_EVERY seconds (default 20, at most 30) a line per shard with the
 # tests done of the total (tests/progress.py writes them to a file as pytest runs), and each shard's summary as it
-# ends; when both are done, each shard's last line, or its whole output when it failed.
-# Each shard is bounded by TEST_FAST_TIMEOUT seconds; the exit status is non-zero when either fails or times out.
+# ends; when all are done, each shard's last line, or its whole output when it failed.
+# Each shard is bounded by TEST_FAST_TIMEOUT seconds; the exit status is non-zero when any fails or times out.
 set -u
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 LIMIT=${TEST_FAST_TIMEOUT:-900}
 MARKS=${TEST_MARKS:-"not browser and not fuzz_replay"}
 EVERY=${TEST_PROGRESS_EVERY:-20}
-SHARD_1=(tests/local tests/hostile tests/citations tests/endpoint tests/plugin tests/docs tests/test_layout.py)
-SHARD_2=(tests/cli tests/release tests/authoring tests/js)
-SHARDS=2
+SHARD_1=(tests/local tests/release tests/plugin tests/docs tests/test_layout.py)
+SHARD_2=(tests/cli tests/citations tests/endpoint tests/js)
+SHARD_3=(tests/authoring tests/hostile)
+SHARDS=3
 
 if [ "${1:-}" = "browser" ]; then  # the browser tests, one process
     SHARD_1=(tests)
@@ -32,8 +34,8 @@ else
     for entry in tests/*/ tests/test_*.py; do
         entry=${entry%/}
         case "$entry" in tests/support|tests/data|tests/fixtures|tests/fuzz_corpus|tests/dify|tests/__pycache__) continue ;; esac
-        if [[ ! " ${SHARD_1[*]} ${SHARD_2[*]} " == *" $entry "* ]]; then
-            echo "scripts/test_fast.sh: $entry is in neither shard" >&2
+        if [[ ! " ${SHARD_1[*]} ${SHARD_2[*]} ${SHARD_3[*]} " == *" $entry "* ]]; then
+            echo "scripts/test_fast.sh: $entry is in no shard" >&2
             exit 2
         fi
     done

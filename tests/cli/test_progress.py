@@ -55,14 +55,18 @@ def test_the_shards_say_what_they_run_and_how_far_they_are(tmp_path):
     assert [(n, marks) for n, _, marks, _ in runs] == [
         ("1", "not browser and not fuzz_replay"),
         ("2", "not browser and not fuzz_replay"),
+        ("3", "not browser and not fuzz_replay"),
     ]
-    assert runs[0][3].split()[0] == "tests/local" and runs[1][3].split()[0] == "tests/cli"
-    for shard in ("1", "2"):
+    assert [run[3].split()[0] for run in runs] == ["tests/local", "tests/cli", "tests/authoring"]
+    folders = [folder for run in runs for folder in run[3].split()]
+    assert len(folders) == len(set(folders))  # no folder runs twice
+    for shard in ("1", "2", "3"):
         lines = re.findall(rf"^\[shard {shard}\] (\d)/3 tests done(?: \((\d) failed\))?, (\d+) s$", out, re.M)
         assert len(lines) >= 1, out
         assert [int(n) for n, _, _ in lines] == sorted(int(n) for n, _, _ in lines)  # it goes forward
     assert re.search(r"^\[shard 2\] [23]/3 tests done \(1 failed\)", out, re.M), out
-    assert re.search(r"^\[shard 1\] ended after \d+ s: 3 passed in 3.01s$", out, re.M), out
+    for shard in ("1", "3"):
+        assert re.search(rf"^\[shard {shard}\] ended after \d+ s: 3 passed in 3.01s$", out, re.M), out
     assert "called with: -m pytest -q -p no:cacheprovider -p tests.progress -m not browser" in out  # shard 2, whole
     assert "FAILED tests/cli/test_x.py::test_y" in out
     assert out.count("called with:") == 1  # a shard that passed shows its last line only
