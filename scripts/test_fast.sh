@@ -4,9 +4,9 @@
 # TEST_MARKS="not browser" (the fuzz replay included), then `scripts/test_fast.sh browser`: the browser tests in a
 # process of their own.
 # The three shards are disjoint folder sets, balanced by measured time (a chatflow test waits on graphon's workers,
-# which look for work every 0.1 s: a third process keeps both cores busy meanwhile); every server a test starts listens on a port
-# the system picks, and the package venv (tests/support/package_env.py) is built under a lock, so the shards share
-# nothing else.
+# which look for work every 0.1 s: a third process keeps both cores busy meanwhile); every server a test starts
+# listens on a port the system picks, and the package venv (tests/support/package_env.py) is built under a lock, so
+# the shards share nothing else.
 # It says what it runs, then every TEST_PROGRESS_EVERY seconds (default 20, at most 30) a line per shard with the
 # tests done of the total (tests/progress.py writes them to a file as pytest runs), and each shard's summary as it
 # ends; when all are done, each shard's last line, or its whole output when it failed.
