@@ -21,10 +21,10 @@ from dify_plugin import Endpoint
 from werkzeug import Request, Response
 
 from citations.answer_layout import machine_inputs
+from citations.dify_inputs import has_lone_surrogate
 from citations.support import check as support_check
 from endpoints.chat_protocol import INTERNAL_ERROR, OPEN_COMMENT, Translator, error_event, gcite_sse, translate
 from endpoints.settings import Config, SettingError, logger, normal_origin, read_settings
-from tools.params import LONE_SURROGATE
 from tools.validate_citations import check_off_loop, off_loop
 
 # The support check at an answer's end is CPU-bound: it runs in a real OS thread (gevent's pool), so one long or
@@ -97,14 +97,13 @@ def caller(authorization: str | None, config: Config) -> tuple[str, list[str]]:
         raise HttpError(401, "invalid_token", "aud is empty")
     sub, roles = claims.get("sub"), claims.get("roles")
     # a lone surrogate (`"\ud800"` in the token's JSON) is no text: the app invocation could not carry it (issue 34)
-    if not isinstance(sub, str) or not sub.strip() or len(sub) > MAX_SUB_CHARS or LONE_SURROGATE.search(sub):
+    if not isinstance(sub, str) or not sub.strip() or len(sub) > MAX_SUB_CHARS or has_lone_surrogate(sub):
         raise HttpError(401, "invalid_token", "sub is not a user id")
     if (
         not isinstance(roles, list)
         or len(roles) > MAX_ROLES
         or not all(
-            isinstance(r, str) and r.strip() and len(r) <= MAX_ROLE_CHARS and not LONE_SURROGATE.search(r)
-            for r in roles
+            isinstance(r, str) and r.strip() and len(r) <= MAX_ROLE_CHARS and not has_lone_surrogate(r) for r in roles
         )
     ):
         raise HttpError(401, "invalid_token", "roles is not a list of role names")
@@ -160,7 +159,7 @@ def question(r: Request) -> tuple[str, str | None]:
         raise HttpError(400, "bad_request", "query: missing or empty")
     if len(query) > MAX_QUERY_CHARS:
         raise HttpError(400, "query_too_long", f"query: over {MAX_QUERY_CHARS} characters")
-    if LONE_SURROGATE.search(query):  # `"\ud800"` in JSON: not text, and the app invocation cannot carry it
+    if has_lone_surrogate(query):  # `"\ud800"` in JSON: not text, and the app invocation cannot carry it
         raise HttpError(400, "bad_request", "query: holds a lone surrogate")
     handle = body.get("conversation")
     if handle in (None, ""):

@@ -1,10 +1,9 @@
 """Parameter helpers shared by the tool adapters (no Tool subclass here: the SDK loads one per tool module)."""
 
 import json
-import re
 from typing import Any
 
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+from citations.dify_inputs import no_surrogate
 
 
 def given(parameters: dict[str, Any], name: str, default: Any) -> Any:
@@ -23,7 +22,7 @@ def sendable(value: Any) -> Any:
     except UnicodeEncodeError:
         pass
     if isinstance(value, str):
-        return LONE_SURROGATE.sub("\ufffd", value)
+        return no_surrogate(value)
     if isinstance(value, dict):
         return {sendable(k) if isinstance(k, str) else k: sendable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
