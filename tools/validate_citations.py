@@ -1,4 +1,5 @@
 from collections.abc import Callable, Generator
+from functools import cache
 from typing import Any
 
 from dify_plugin import Tool
@@ -19,7 +20,6 @@ MAX_LIST_ITEMS = 1000
 # nothing sooner: more wait their turn in this pool's queue, holding only their input. Only the checks queue here;
 # other work off the loop (a node's outputs in the endpoint) goes to gevent's hub pool, so it never waits behind them.
 CHECK_WORKERS = 2
-_pool: list[Any] = []  # the check pool, made on first use on the loop
 
 
 def _on_the_loop() -> bool:
@@ -47,11 +47,15 @@ def check_off_loop(function: Callable[..., Any], *args: Any) -> Any:
     """`off_loop` for a support check: in the plugin's check pool, at most CHECK_WORKERS at once."""
     if not _on_the_loop():
         return function(*args)
+    return _check_pool().apply(function, args)
+
+
+@cache
+def _check_pool() -> Any:
+    """The check pool, made on first use on the loop."""
     from gevent.threadpool import ThreadPool
 
-    if not _pool:
-        _pool.append(ThreadPool(CHECK_WORKERS))
-    return _pool[0].apply(function, args)
+    return ThreadPool(CHECK_WORKERS)
 
 
 class ValidateCitationsTool(Tool):
