@@ -36,11 +36,17 @@ def url_parse():
     return urllib.parse
 
 
-def url_scheme(url):
+def split_url(url):
+    """urlsplit(url), or None for a URL it refuses."""
     try:
-        return url_parse().urlsplit(url).scheme.lower()
+        return url_parse().urlsplit(url)
     except ValueError:
-        return ""
+        return None
+
+
+def url_scheme(url):
+    parts = split_url(url)
+    return parts.scheme.lower() if parts else ""
 
 
 def escape_block_start(text):
@@ -58,8 +64,9 @@ def reference_line(citation):
     url = url.strip() if isinstance(url, str) else ""
     if len(url) > MAX_URL_CHARS:
         url = ""  # not linked, not shown: cut, it would name another address
-    scheme = url_scheme(url) if url else ""
-    if scheme in LINK_SCHEMES and url_parse().urlsplit(url).netloc:
+    parts = split_url(url) if url else None
+    scheme = parts.scheme.lower() if parts else ""
+    if scheme in LINK_SCHEMES and parts.netloc:
         line = f"[{title}]({url_parse().quote(no_surrogate(url), safe=':/?#@!$&*+,;=%~-._')})"
     else:
         line = escape_block_start(title)
