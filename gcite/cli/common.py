@@ -5,6 +5,7 @@ import sys
 from collections.abc import Iterator
 
 from gcite import load_yaml
+from gcite.safeyaml import MAX_BYTES
 
 
 class CliError(Exception):
@@ -74,7 +75,7 @@ def os_error_text(error: OSError) -> str:
     return f"{error.filename}: {reason}" if error.filename else reason
 
 
-MAX_DSL_BYTES = 10 * 1024 * 1024  # gcite/safeyaml.py MAX_BYTES: Dify's own DSL import limit
+MAX_DSL_BYTES = MAX_BYTES  # Dify's own DSL import limit, as gcite/safeyaml.py reads it
 MAX_KNOWLEDGE_BASE_BYTES = 64 * 1024 * 1024  # a --knowledge-base file (the sample is 40 KB)
 
 
