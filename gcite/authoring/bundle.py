@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 PACKAGE = "citations"
@@ -81,11 +82,18 @@ def _used(node: ast.stmt) -> set[str]:
 
 
 def read_module(name: str, root: Path = ROOT) -> Module:
+    """The package module `name` as the bundler reads it. Parsed once per text: read again unchanged, it is the same
+    Module (which nobody changes), so the tests and the DSL builder, which bundle the nodes many times, parse each
+    module once."""
     path = module_path(name, root)
-    text = path.read_text(encoding="utf-8")
-    tree = ast.parse(text, filename=str(path))
+    return parse_module(name, str(path), str(path.relative_to(root)), path.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=256)
+def parse_module(name: str, filename: str, where: str, text: str) -> Module:
+    """`read_module` of a module's `text` (`filename`: its path; `where`: that path as an error names it)."""
+    tree = ast.parse(text, filename=filename)
     lines = text.splitlines(keepends=True)
-    where = path.relative_to(root)
     body = list(tree.body)
     docstring = ast.get_docstring(tree, clean=False)
     if docstring is not None:
