@@ -29,8 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gcite import ROOT, load_yaml
 from gcite.local.dify_metadata import admits
 from gcite.local.dify_rules import (
@@ -98,7 +96,7 @@ from gcite.local.llm import ExtractiveModel, invocation_chunks
 from gcite.local.nodes_extra import LocalOnlyHttpClient
 from gcite.local.nodes_extra import create_node as create_extra_node
 from gcite.local.plugin_process import PluginProcess
-from gcite.local.service_api import PING, PING_INTERVAL, Conversation, ServiceApiConverter
+from gcite.local.service_api import PING, PING_INTERVAL, Conversation, ServiceApiConverter, plugin_file
 from gcite.local.web_search import SampleSearchHttpClient, tavily_messages
 
 GCITE_PLUGIN = "gcite/gcite:"
@@ -329,7 +327,7 @@ class Services:
     def _declared_parameters(plugin_id: str, tool: str) -> list[dict[str, Any]]:
         if plugin_id.startswith(TAVILY_PLUGIN):
             return TAVILY_PARAMETERS
-        declaration = yaml.safe_load((ROOT / "tools" / f"{tool}.yaml").read_text(encoding="utf-8"))
+        declaration = plugin_file(f"tools/{tool}.yaml")
         return [
             {k: p.get(k) for k in ("name", "type", "form", "required", "default")}
             for p in declaration.get("parameters", [])

@@ -8,11 +8,10 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any
 
-import yaml
-
-from gcite import ROOT
+from gcite import ROOT, load_yaml
 from gcite.local.dify_rules import pydantic_json
 from gcite.local.engine import (
     BuiltinNodeTypes,
@@ -49,12 +48,23 @@ def _stamp(moment: datetime | float) -> int:
     return int(moment)
 
 
+def plugin_file(relative: str) -> dict[str, Any]:
+    """A YAML file of the plugin (`provider/gcite.yaml`, `tools/<tool>.yaml`) as a mapping; parsed once per text, as
+    the tool nodes of every run ask for it again (the mapping is shared: read it, never change it)."""
+    return _parsed_yaml((ROOT / relative).read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=64)
+def _parsed_yaml(text: str) -> dict[str, Any]:
+    return load_yaml(text) or {}
+
+
 def _tool_icon(data: Mapping[str, Any]) -> str:
     """`extras.icon` of a tool node: the console URL Dify serves a plugin's icon from (`ToolManager.get_tool_icon`)."""
     provider = str(data.get("provider_id") or "")
     filename = "icon.png"
     if provider.startswith("gcite/"):
-        declared = yaml.safe_load((ROOT / "provider" / "gcite.yaml").read_text(encoding="utf-8"))
+        declared = plugin_file("provider/gcite.yaml")
         filename = str(declared.get("identity", {}).get("icon") or filename)
     return f"/console/api/workspaces/current/plugin/icon?tenant_id={LOCAL_TENANT_ID}&filename={filename}"
 
