@@ -3,7 +3,6 @@
 import re
 
 import pytest
-import yaml
 
 from citations.phrases import normal_text, parse_phrases
 from gcite.authoring import chatflows
@@ -11,6 +10,7 @@ from gcite.authoring.variants import TEXT
 from gcite.local.llm import ExtractiveModel
 from gcite.local.runner import Services, run_chatflow
 from gcite.local.web_search import SampleSearchHttpClient
+from tests.support.yamltext import safe_load
 
 REFUSAL_ZH = "根据现有资料无法确定"  # the phrases every part of G-Cite agrees on
 REFUSAL_EN = "The available sources do not answer this question"
@@ -57,7 +57,7 @@ ENGLISH_KB = {
 
 
 def load(variant: str) -> dict:
-    return yaml.safe_load((chatflows.DSL_DIR / VARIANTS[variant]).read_text(encoding="utf-8"))
+    return safe_load((chatflows.DSL_DIR / VARIANTS[variant]).read_text(encoding="utf-8"))
 
 
 def nodes(document: dict) -> dict[str, dict]:
@@ -227,7 +227,7 @@ def test_user_facing_text_refers_to_no_document_users_do_not_have(name):
     path = chatflows.DSL_DIR / name if name.endswith(".yml") else chatflows.ROOT / name
     text = path.read_text(encoding="utf-8")
     if name.endswith(".yml"):  # the DSL's own words: labels, descriptions and the prompt, not the embedded node code
-        document = yaml.safe_load(text)
+        document = safe_load(text)
         text = "\n".join(
             [
                 document["app"]["name"],

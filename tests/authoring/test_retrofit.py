@@ -27,6 +27,7 @@ from gcite.local.llm import ExtractiveModel, message_text
 from gcite.local.runner import parse_chatflow, run_chatflow
 from gcite.local.services import start_local_services
 from tests.support.graph import upstream_of
+from tests.support.yamltext import safe_load
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "retrofit"
 POSITIVE = sorted(FIXTURES.glob("*.yml"))
@@ -98,7 +99,7 @@ def services():
 
 
 def run(text: str, svc, question: str, inputs: dict | None = None) -> list[dict]:
-    document = yaml.safe_load(text)
+    document = safe_load(text)
     return list(run_chatflow(text, question, {**start_inputs(document, question), **(inputs or {})}, svc))
 
 
@@ -111,7 +112,7 @@ def finished(events: list[dict]) -> list[dict]:
 
 @pytest.mark.parametrize("path", POSITIVE, ids=lambda p: p.name)
 def test_retrofit_keeps_the_builders_graph_and_adds_g_cite_beside_it(path):
-    before = yaml.safe_load(load(path))
+    before = safe_load(load(path))
     result = retrofit(load(path), options())
     after = result.document
     old, new = nodes_of(before), nodes_of(after)
@@ -223,7 +224,7 @@ def test_the_retrofitted_app_runs_and_cites_chunks_that_exist(path, services):
         assert [c["id"] for c in outputs["citations"]] == [c["id"] for c in validated["outputs"]["citations"]]
     # the builder's other nodes still ran
     ran = {d["node_id"] for d in done}
-    original = nodes_of(yaml.safe_load(load(path)))
+    original = nodes_of(safe_load(load(path)))
     for kind in (
         "start",
         "question-classifier",
@@ -290,7 +291,7 @@ def test_code_nodes_need_no_plugin_and_run(path, services):
     result = retrofit(load(FIXTURES / name), options(nodes="code"))
     added = [n for n in nodes_of(result.document) if n.startswith(PREFIX)]
     assert {nodes_of(result.document)[n]["data"]["type"] for n in added} == {"code"}
-    assert result.document.get("dependencies") == yaml.safe_load(load(FIXTURES / name)).get("dependencies")
+    assert result.document.get("dependencies") == safe_load(load(FIXTURES / name)).get("dependencies")
     events = run(result.text, services, QUESTIONS.get(name, QUESTION))
     validated = next(d for d in finished(events) if d["node_id"].startswith(f"{PREFIX}validate_"))
     assert validated["outputs"]["status"] == "cited"
@@ -312,7 +313,7 @@ def test_the_rules_are_added_in_the_prompts_language_keeping_the_builders_prompt
     zh = retrofit(load(FIXTURES / "svcvit-image-knowledge-base.zh.yml"), options()).document
     llm = nodes_of(zh)["1743994891832"]["data"]
     system = llm["prompt_template"][0]["text"]
-    original = nodes_of(yaml.safe_load(load(FIXTURES / "svcvit-image-knowledge-base.zh.yml")))["1743994891832"]
+    original = nodes_of(safe_load(load(FIXTURES / "svcvit-image-knowledge-base.zh.yml")))["1743994891832"]
     assert system.startswith(original["data"]["prompt_template"][0]["text"].rstrip())
     assert citation_rules("zh") in system and system.count(RULE_HEADINGS["zh"]) == 1 and system.count(CONTEXT) == 1
     # the builder's context may stand above the added rules: they do not say the chunks are below
@@ -443,7 +444,7 @@ def test_llms_whose_context_is_not_retrieval_are_named_and_left_alone():
     assert '"风格化回复内容" (1718853322658): context is 1718852940536.output' in note
     assert (
         nodes_of(result.document)["1718853322658"]
-        == nodes_of(yaml.safe_load(load(FIXTURES / "svcvit-intent-reply-workflow.zh.yml")))["1718853322658"]
+        == nodes_of(safe_load(load(FIXTURES / "svcvit-intent-reply-workflow.zh.yml")))["1718853322658"]
     )
 
 
@@ -521,14 +522,14 @@ def test_what_cannot_be_retrofitted_is_refused_with_its_reason(name, reason):
     ],
 )
 def test_unsafe_shapes_are_refused(mutate, reason):
-    document = yaml.safe_load(load(FIXTURES / "svcvit-image-knowledge-base.zh.yml"))
+    document = safe_load(load(FIXTURES / "svcvit-image-knowledge-base.zh.yml"))
     mutate(document)
     with pytest.raises(RetrofitRefusal, match=re.escape(reason)):
         retrofit(yaml.safe_dump(document, allow_unicode=True), options(acl="access_roles"))
 
 
 def test_an_llm_inside_an_iteration_is_refused():
-    document = yaml.safe_load(load(FIXTURES / "svcvit-image-knowledge-base.zh.yml"))
+    document = safe_load(load(FIXTURES / "svcvit-image-knowledge-base.zh.yml"))
     llm = nodes_of(document)["1743994891832"]
     llm["parentId"] = "1743994832383"
     # a parent that is not an iteration or loop of the file: refused (one inside an iteration is retrofitted:

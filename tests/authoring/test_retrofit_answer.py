@@ -12,6 +12,7 @@ import yaml
 
 from citations.answer_layout import cited_template, clean_template
 from gcite.authoring.retrofit import Options, RetrofitRefusal, retrofit
+from tests.support.yamltext import safe_load
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "retrofit"
 APP = FIXTURES / "svcvit-image-knowledge-base.zh.yml"
@@ -37,7 +38,7 @@ def app(edit=None, path: Path = APP) -> str:
     """The fixture, with `edit(document, llm_data)` applied (its LLM node's data)."""
     if edit is None:
         return path.read_text(encoding="utf-8")
-    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    document = safe_load(path.read_text(encoding="utf-8"))
     edit(document, nodes_of(document)[LLM]["data"])
     return yaml.safe_dump(document, allow_unicode=True, sort_keys=False)
 
@@ -336,11 +337,11 @@ def test_the_diff_is_the_llm_node_its_edges_and_the_answer_line(answer):
         for x in difflib.unified_diff(text.splitlines(), result.text.splitlines(), lineterm="", n=0)
         if x.startswith("-") and not x.startswith("---")
     ]
-    before = yaml.safe_load(text)
+    before = safe_load(text)
     llm_lines = len(yaml.safe_dump(nodes_of(before)[LLM]).splitlines()) if answer == "cited" else 0
     # cited: the LLM node and its two edges go; both: the Answer template line and (cited) `variables: []` of Start
     assert len(minus) <= llm_lines + 2 * 13 + 2, minus
-    assert yaml.safe_load(result.text) == result.document
+    assert safe_load(result.text) == result.document
     kept = [line for line in text.splitlines() if LLM not in line]
     assert sum(1 for line in kept if line in result.text) >= len(kept) - len(minus)
 

@@ -15,6 +15,7 @@ from gcite.release.marketplace import release
 from gcite.release.package import identifier_of_package
 from gcite.release.signing import generate_key_pair, load_private_key
 from tests.support import ROOT
+from tests.support.yamltext import safe_load
 
 FIXTURES = ROOT / "tests" / "fixtures" / "retrofit"
 APP = FIXTURES / "svcvit-image-knowledge-base.zh.yml"
@@ -48,7 +49,7 @@ def test_the_export_api_form_becomes_a_yaml_file_beside_it(tmp_path, capsys):
     exported.write_text(json.dumps({"data": APP.read_text(encoding="utf-8")}, ensure_ascii=False), encoding="utf-8")
     assert main(["retrofit", str(exported)]) == 0
     assert "note: read the export API's" in capsys.readouterr().out
-    assert yaml.safe_load((tmp_path / "export.gcite.yml").read_text(encoding="utf-8"))["app"]["mode"] == "advanced-chat"
+    assert safe_load((tmp_path / "export.gcite.yml").read_text(encoding="utf-8"))["app"]["mode"] == "advanced-chat"
 
 
 def test_dry_run_writes_nothing(tmp_path, capsys):
@@ -73,7 +74,7 @@ def test_sources_in_answer_dry_run_prints_the_answer_line_and_a_second_run_says_
     capsys.readouterr()
     out = tmp_path / "app.gcite.yml"
     answer = next(
-        n for n in yaml.safe_load(out.read_text(encoding="utf-8"))["workflow"]["graph"]["nodes"] if n["id"] == "answer"
+        n for n in safe_load(out.read_text(encoding="utf-8"))["workflow"]["graph"]["nodes"] if n["id"] == "answer"
     )
     assert answer["data"]["answer"] == (
         "{{#1743994891832.text#}}\n\n{{#gcite_validate_1743994891832.references_by_marker_markdown#}}"
@@ -108,7 +109,7 @@ def test_out_and_options_reach_the_result(tmp_path, capsys):
         )
         == 0
     )
-    document = yaml.safe_load(target.read_text(encoding="utf-8"))
+    document = safe_load(target.read_text(encoding="utf-8"))
     nodes = {n["id"]: n["data"] for n in document["workflow"]["graph"]["nodes"]}
     assert nodes["gcite_filter_1743994891832"]["tool_configurations"]["acl_field"] == "dept"
     assert {"role_1", "role_2"} == {k for k in nodes["gcite_acl_roles_1743994826325"]["outputs"] if k[5:].isdigit()}
@@ -133,7 +134,7 @@ def test_package_names_the_installed_build_in_every_tool_and_the_dependency(tmp_
     assert sum(line.startswith("plugin identifier updated: ") for line in lines) == len(gcite_tools(out)) == 3
     assert f"dependency updated: the G-Cite plugin package is now {identifier}" in lines
     assert {n["data"]["plugin_unique_identifier"] for n in gcite_tools(out)} == {identifier}
-    document = yaml.safe_load(out.read_text(encoding="utf-8"))
+    document = safe_load(out.read_text(encoding="utf-8"))
     assert [
         d["value"]["plugin_unique_identifier"]
         for d in document["dependencies"]
@@ -189,7 +190,7 @@ def test_acl_on_a_file_retrofitted_without_it_is_refused_and_with_it_changes_not
     ],
 )
 def test_a_value_of_the_wrong_shape_is_one_error_line_not_a_traceback(edit, message, tmp_path, capsys):
-    document = yaml.safe_load(APP.read_text(encoding="utf-8"))
+    document = safe_load(APP.read_text(encoding="utf-8"))
     edit(document, next(n for n in document["workflow"]["graph"]["nodes"] if n["id"] == "1743994891832"))
     app = tmp_path / "app.yml"
     app.write_text(yaml.safe_dump(document, allow_unicode=True), encoding="utf-8")
@@ -207,7 +208,7 @@ def test_out_never_overwrites_the_export(tmp_path, capsys):
 
 
 def gcite_tools(path: Path) -> list[dict]:
-    nodes = yaml.safe_load(path.read_text(encoding="utf-8"))["workflow"]["graph"]["nodes"]
+    nodes = safe_load(path.read_text(encoding="utf-8"))["workflow"]["graph"]["nodes"]
     return [n for n in nodes if str(n["data"].get("provider_id", "")).startswith("gcite/")]
 
 
@@ -259,7 +260,7 @@ def test_refusals_are_one_error_line_with_status_2(name, argv, message, tmp_path
 
 
 def test_an_answer_showing_two_retrofitted_llms_is_one_error_line(tmp_path, capsys):
-    document = yaml.safe_load((FIXTURES / "dify-qc-knowledge-chatbot.en.yml").read_text(encoding="utf-8"))
+    document = safe_load((FIXTURES / "dify-qc-knowledge-chatbot.en.yml").read_text(encoding="utf-8"))
     answer = next(n for n in document["workflow"]["graph"]["nodes"] if n["id"] == "1711528833796")
     answer["data"]["answer"] = "{{#1711528802931.text#}}\n{{#1711528815414.text#}}"
     app = tmp_path / "app.yml"

@@ -12,6 +12,7 @@ import yaml
 from gcite.authoring import chatflows
 from gcite.authoring.retrofit import Options, retrofit
 from gcite.authoring.retrofit.splice import splice
+from tests.support.yamltext import safe_load
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "retrofit"
 ALL = sorted(FIXTURES.glob("*.yml")) + sorted((FIXTURES / "shapes").glob("*.yml"))
@@ -65,7 +66,7 @@ def test_the_diff_shows_the_changes_and_nothing_else(path, nodes):
     text = path.read_text(encoding="utf-8")
     result = retrofit(text, Options(identifier=IDENTIFIER, nodes=nodes, enable_context=True))
     minus, plus = diff_lines(text, result.text)
-    added, removed, changed = budget(yaml.safe_load(text), result.document)
+    added, removed, changed = budget(safe_load(text), result.document)
     # what the builder wrote is rewritten only where it changed: removed edges and 5 lines a changed node
     assert len(minus) <= EDGE_LINES * removed + 5 * changed, (len(minus), removed, changed)
     assert len(minus) + len(plus) <= added + EDGE_LINES * removed + 5 * changed + len(minus), (
@@ -73,7 +74,7 @@ def test_the_diff_shows_the_changes_and_nothing_else(path, nodes):
         added,
         changed,
     )
-    assert yaml.safe_load(result.text) == result.document
+    assert safe_load(result.text) == result.document
 
 
 def test_a_prompt_that_gained_the_rules_shows_only_its_new_lines():
@@ -95,7 +96,7 @@ def test_comments_key_order_and_quoting_are_kept():
     result = retrofit(commented, Options(identifier=IDENTIFIER))
     assert result.text.startswith("# exported by hand, kept in git\napp:\n")
     assert "  mode: 'advanced-chat'  # a chatflow\n" in result.text
-    assert list(yaml.safe_load(result.text)) == list(yaml.safe_load(text))
+    assert list(safe_load(result.text)) == list(safe_load(text))
 
 
 def test_the_second_run_returns_the_text_unchanged():
@@ -107,7 +108,7 @@ def test_the_second_run_returns_the_text_unchanged():
 
 def test_what_cannot_be_spliced_is_written_whole():
     text = "a: &x {k: v}\nb: *x\n"
-    assert yaml.safe_load(splice(text, {"a": {"k": "v"}, "b": {"k": "v"}}, {"a": {"k": "w"}, "b": {"k": "v"}})) == {
+    assert safe_load(splice(text, {"a": {"k": "v"}, "b": {"k": "v"}}, {"a": {"k": "w"}, "b": {"k": "v"}})) == {
         "a": {"k": "w"},
         "b": {"k": "v"},
     }

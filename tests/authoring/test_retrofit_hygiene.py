@@ -10,6 +10,7 @@ import yaml
 from gcite.authoring.retrofit import Options, RetrofitRefusal, retrofit
 from gcite.authoring.retrofit.graph import printable
 from gcite.cli.main import main
+from tests.support.yamltext import safe_load
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "retrofit"
 IDENTIFIER = "gcite/gcite:0.0.0@" + "0" * 64
@@ -17,7 +18,7 @@ APP = "svcvit-image-knowledge-base.zh.yml"
 
 
 def document() -> dict:
-    return yaml.safe_load((FIXTURES / APP).read_text(encoding="utf-8"))
+    return safe_load((FIXTURES / APP).read_text(encoding="utf-8"))
 
 
 def with_query(selector: list[str]) -> str:

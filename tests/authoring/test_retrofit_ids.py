@@ -16,6 +16,7 @@ from gcite.cli.main import main
 from gcite.local.llm import ExtractiveModel
 from gcite.local.runner import run_chatflow
 from gcite.local.services import start_local_services
+from tests.support.yamltext import safe_load
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "retrofit"
 IDENTIFIER = "gcite/gcite:0.0.0@" + "0" * 64
@@ -79,14 +80,14 @@ def test_run_on_the_runner_the_taken_branch_cites_only_its_own_retrieval():
     done = {e["data"]["node_id"]: e["data"] for e in events if e["event"] == "node_finished"}
     ran_llms = [n for n in done if n.startswith(LONG)]
     assert len(ran_llms) == 1
-    document = yaml.safe_load(text)
+    document = safe_load(text)
     merge = nodes_of(document)[ran_llms[0]]["data"]["context"]["variable_selector"][0]
     other = next(n for n in (LONG + "A", LONG + "B") if n != ran_llms[0])
     assert merge in done and nodes_of(document)[other]["data"]["context"]["variable_selector"][0] not in done
 
 
 def test_a_builders_node_with_our_id_is_not_taken_for_ours():
-    document = yaml.safe_load(load("svcvit-image-knowledge-base.zh.yml"))
+    document = safe_load(load("svcvit-image-knowledge-base.zh.yml"))
     # a Code node of the builder's, with the id our merge node would have and our prefix, but not our outputs
     document["workflow"]["graph"]["nodes"].append(
         {
@@ -107,7 +108,7 @@ def test_a_builders_node_with_our_id_is_not_taken_for_ours():
 
 
 def test_an_llm_reading_a_builders_formatted_chunks_is_not_taken_as_retrofitted():
-    document = yaml.safe_load(load("svcvit-image-knowledge-base.zh.yml"))
+    document = safe_load(load("svcvit-image-knowledge-base.zh.yml"))
     nodes = nodes_of(document)
     nodes["1743994891832"]["data"]["context"]["variable_selector"] = ["gcite_mine", "formatted_chunks"]
     document["workflow"]["graph"]["nodes"].append(
@@ -129,7 +130,7 @@ def package(tmp_path: Path, author: str, name: str, version: str) -> Path:
     "author, name, version", [("evil", "gcite", None), ("gcite", "gcite", "9.9.9"), ("gcite", "gcite-fork", None)]
 )
 def test_package_of_another_author_name_or_version_is_refused(author, name, version, tmp_path, capsys):
-    ours = yaml.safe_load((ROOT / "manifest.yaml").read_text(encoding="utf-8"))
+    ours = safe_load((ROOT / "manifest.yaml").read_text(encoding="utf-8"))
     path = package(tmp_path, author, name, version or ours["version"])
     app = tmp_path / "app.yml"
     app.write_text(load(QC), encoding="utf-8")

@@ -24,6 +24,7 @@ from gcite.cli.main import main
 from gcite.local.llm import ExtractiveModel
 from gcite.local.runner import run_chatflow
 from gcite.local.services import start_local_services
+from tests.support.yamltext import safe_load
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "retrofit"
 IDENTIFIER = "gcite/gcite:0.0.0@" + "0" * 64
@@ -102,7 +103,7 @@ def test_the_rules_come_in_the_prompts_language(text, lang):
 
 def test_another_language_gets_english_rules_with_a_note():
     assert detect_lang("당신은 건물 관리 도우미입니다. 문맥을 사용해 답하세요.") == ("en", False)
-    document = yaml.safe_load(load(ES))
+    document = safe_load(load(ES))
     llm_of(document)["data"]["prompt_template"][0]["text"] = "당신은 건물 관리 도우미입니다. 문맥을 사용해 답하세요."
     result = retrofit(yaml.safe_dump(document, allow_unicode=True), options())
     assert RULE_HEADINGS["en"] in llm_of(result.document)["data"]["prompt_template"][0]["text"]
@@ -215,6 +216,6 @@ def test_a_contradicting_prompt_gets_a_warning_line_and_is_kept(tmp_path, capsys
     warnings = [line for line in out.splitlines() if line.startswith("warning: ")]
     assert len(warnings) == 1 and "コンテキストから情報を得たことについて言及しないでください" in warnings[0]
     assert "left as it is" in warnings[0]
-    system = llm_of(yaml.safe_load((tmp_path / "out.gcite.yml").read_text(encoding="utf-8")))
+    system = llm_of(safe_load((tmp_path / "out.gcite.yml").read_text(encoding="utf-8")))
     assert "言及しないでください" in system["data"]["prompt_template"][0]["text"]
     assert RULE_HEADINGS["ja"] in system["data"]["prompt_template"][0]["text"]

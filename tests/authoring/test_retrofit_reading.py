@@ -13,6 +13,7 @@ import yaml
 from gcite import load_yaml, safeyaml
 from gcite.authoring.retrofit import Options, RetrofitRefusal, retrofit
 from gcite.cli.main import main
+from tests.support.yamltext import safe_load
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "retrofit"
 IDENTIFIER = "gcite/gcite:0.0.0@" + "0" * 64
@@ -24,7 +25,7 @@ def options(**kwargs) -> Options:
 
 
 def export_api_form(icon: str = ICON) -> str:
-    document = yaml.safe_load((FIXTURES / "dify-qc-knowledge-chatbot.en.yml").read_text(encoding="utf-8"))
+    document = safe_load((FIXTURES / "dify-qc-knowledge-chatbot.en.yml").read_text(encoding="utf-8"))
     document["app"]["icon"] = icon
     # Dify's export API: the YAML in a JSON string, non-ASCII escaped (an emoji as a surrogate pair)
     return json.dumps({"data": yaml.dump(document, allow_unicode=True)})
@@ -35,7 +36,7 @@ def test_the_export_api_form_with_emoji_round_trips_the_icon_exactly():
     assert "\\ud83d\\udcd6" in text  # the surrogate-pair escape Dify's JSON writes
     result = retrofit(text, options())
     assert result.document["app"]["icon"] == ICON
-    assert yaml.safe_load(result.text)["app"]["icon"] == ICON
+    assert safe_load(result.text)["app"]["icon"] == ICON
     assert result.text.encode("utf-8")  # no lone surrogate anywhere in the output
     assert any("export API" in n for n in result.notes)
     # and a second run on the output changes nothing

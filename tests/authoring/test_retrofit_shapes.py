@@ -14,6 +14,7 @@ from gcite.local.dify_rules import check_variable_ids
 from gcite.local.llm import ExtractiveModel
 from gcite.local.runner import parse_chatflow, run_chatflow
 from gcite.local.services import start_local_services
+from tests.support.yamltext import safe_load
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "retrofit"
 SHAPES = sorted((FIXTURES / "shapes").glob("*.yml"))
@@ -133,7 +134,7 @@ def test_a_formatting_node_is_bypassed_and_explained(name):
     ],
 )
 def test_a_template_that_does_more_than_format_is_refused_with_what_to_change(template, why):
-    document = yaml.safe_load(shape("template-context").read_text(encoding="utf-8"))
+    document = safe_load(shape("template-context").read_text(encoding="utf-8"))
     tpl = next(n for n in document["workflow"]["graph"]["nodes"] if n["data"]["type"] == "template-transform")
     tpl["data"]["template"] = template
     with pytest.raises(RetrofitRefusal) as refused:

@@ -18,6 +18,7 @@ from gcite.local.llm import ExtractiveModel, first_sentence, message_text, numbe
 from gcite.local.runner import run_chatflow
 from gcite.local.services import start_local_services
 from gcite.protocol import translate
+from tests.support.yamltext import safe_load
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "retrofit"
 POSITIVE = sorted(FIXTURES.glob("*.yml"))
@@ -63,7 +64,7 @@ def test_the_appended_list_is_what_our_own_chatflows_show_after_the_llm_text():
     texts = {path.name: path.read_text(encoding="utf-8") for path in sorted(chatflows.DSL_DIR.glob("*_code*.yml"))}
     texts["plugin llm-node"] = chatflows.chatflow_text(chatflows.Variant(answer="llm-node"))
     for name, text in texts.items():
-        answer = nodes_of(yaml.safe_load(text))["answer"]["data"]["answer"]
+        answer = nodes_of(safe_load(text))["answer"]["data"]["answer"]
         assert answer == "{{#llm.text#}}" + source_list("validate"), name
     assert source_list("v") == "\n\n{{#v.references_by_marker_markdown#}}"
     assert SOURCE_LIST in chatflows.VALIDATE_OUTPUTS
@@ -71,7 +72,7 @@ def test_the_appended_list_is_what_our_own_chatflows_show_after_the_llm_text():
 
 @pytest.mark.parametrize("path", POSITIVE, ids=lambda p: p.name)
 def test_each_answer_showing_a_retrofitted_llm_lists_its_sources_and_keeps_its_own_text(path):
-    before = yaml.safe_load(path.read_text(encoding="utf-8"))
+    before = safe_load(path.read_text(encoding="utf-8"))
     result = retrofit(path.read_text(encoding="utf-8"), options())
     after = result.document
     old, new = nodes_of(before), nodes_of(after)
@@ -140,7 +141,7 @@ def test_a_list_already_wired_by_hand_is_not_added_again():
 
 
 def test_an_answer_showing_two_retrofitted_llms_is_refused_with_its_reason():
-    document = yaml.safe_load(load("dify-qc-knowledge-chatbot.en.yml"))
+    document = safe_load(load("dify-qc-knowledge-chatbot.en.yml"))
     nodes_of(document)["1711528833796"]["data"]["answer"] = "{{#1711528802931.text#}}\n\n{{#1711528815414.text#}}"
     text = yaml.safe_dump(document, allow_unicode=True)
     with pytest.raises(RetrofitRefusal) as refused:
@@ -154,7 +155,7 @@ def test_an_answer_showing_two_retrofitted_llms_is_refused_with_its_reason():
 
 
 def test_an_llm_whose_text_no_answer_shows_is_named_in_a_note():
-    document = yaml.safe_load(load("svcvit-image-knowledge-base.zh.yml"))
+    document = safe_load(load("svcvit-image-knowledge-base.zh.yml"))
     nodes_of(document)["answer"]["data"]["answer"] = "{{#sys.query#}}"
     result = retrofit(yaml.safe_dump(document, allow_unicode=True), options())
     assert not any(line.startswith("answer extended: ") for line in result.changes)

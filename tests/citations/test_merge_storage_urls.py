@@ -2,11 +2,11 @@
 passed on to end users unless an operator turns it on (then they are shown as text, never as links)."""
 
 import pytest
-import yaml
 
 from citations import validate as validate_citations
 from citations.merge import main
 from tests.support import ROOT, sdk
+from tests.support.yamltext import safe_load
 
 
 def rag(source_file_url):
@@ -86,7 +86,7 @@ def test_show_storage_urls_must_be_true_or_false(bad):
 
 
 def test_the_tool_declares_the_setting_in_both_languages_and_passes_it_on():
-    declared = {p["name"]: p for p in yaml.safe_load((ROOT / "tools" / "merge_chunks.yaml").read_text())["parameters"]}
+    declared = {p["name"]: p for p in safe_load((ROOT / "tools" / "merge_chunks.yaml").read_text())["parameters"]}
     setting = declared["show_storage_urls"]
     assert (setting["type"], setting["form"], setting["default"], setting["required"]) == (
         "boolean",

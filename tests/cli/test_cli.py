@@ -12,15 +12,16 @@ from tests.support import ROOT
 from tests.support.cli_errors import one_error_line
 from tests.support.local_http import serving
 from tests.support.openai_model import streaming_model
+from tests.support.yamltext import safe_load
 
 
 def test_prefilter_command_prints_literal_and_templated_conditions(capsys):
     main(["prefilter", "--roles", "物业经理, 前台"])
-    printed = yaml.safe_load(capsys.readouterr().out)
+    printed = safe_load(capsys.readouterr().out)
     assert printed["metadata_filtering_mode"] == "manual"
     assert printed["metadata_filtering_conditions"] == conditions_for_roles("access_roles", ["物业经理", "前台"])
     main(["prefilter", "--slots", "2", "--slot-node", "roles", "--missing-acl", "hidden"])
-    printed = yaml.safe_load(capsys.readouterr().out)
+    printed = safe_load(capsys.readouterr().out)
     assert printed["metadata_filtering_conditions"] == templated_conditions(
         "access_roles", ["{{#roles.role_1#}}", "{{#roles.role_2#}}"], "hidden"
     )
@@ -78,7 +79,7 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as done:
         main(["--version"])
     assert done.value.code == 0
-    manifest = yaml.safe_load((ROOT / "manifest.yaml").read_text(encoding="utf-8"))
+    manifest = safe_load((ROOT / "manifest.yaml").read_text(encoding="utf-8"))
     assert capsys.readouterr().out.strip() == f"gcite {manifest['version']} (plugin gcite/gcite)"
 
 
@@ -175,9 +176,7 @@ def test_build_dsl_with_more_slots_a_language_and_a_persona(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gcite_chatflow.en.yml", "gcite_chatflow_code.en.yml"]
     assert condition_count(5) == 3 + 16 * 5 == 83 and condition_count(3) == 51
     for path in tmp_path.iterdir():
-        nodes = {
-            n["id"]: n["data"] for n in yaml.safe_load(path.read_text(encoding="utf-8"))["workflow"]["graph"]["nodes"]
-        }
+        nodes = {n["id"]: n["data"] for n in safe_load(path.read_text(encoding="utf-8"))["workflow"]["graph"]["nodes"]}
         prompt = (
             nodes["cite"]["tool_parameters"]["instructions"]["value"]
             if "cite" in nodes  # cited_answer's
@@ -278,7 +277,7 @@ def test_demo_takes_a_query_roles_and_the_code_chatflow(capsys):
     ],
 )
 def test_a_dsl_value_of_the_wrong_shape_is_one_line_naming_the_field(edit, message, tmp_path, capsys):
-    document = yaml.safe_load((ROOT / "dsl" / "gcite_chatflow_code.en.yml").read_text(encoding="utf-8"))  # an LLM node
+    document = safe_load((ROOT / "dsl" / "gcite_chatflow_code.en.yml").read_text(encoding="utf-8"))  # an LLM node
     edit(document)
     path = tmp_path / "bad.yml"
     path.write_text(yaml.safe_dump(document, allow_unicode=True), encoding="utf-8")

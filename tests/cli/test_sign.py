@@ -9,9 +9,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.support import ROOT
+from tests.support.yamltext import safe_load
 
 FIXTURES = ROOT / "tests" / "fixtures" / "dify-signing"
 REPO = "https://github.com/example-org/gcite"
@@ -157,7 +157,7 @@ def test_marketplace_with_repo_and_contact_passes(tree):
     assert "error:" not in done.stderr
     package = tree / "submit" / "gcite-0.1.0.difypkg"
     with zipfile.ZipFile(package) as archive:
-        manifest = yaml.safe_load(archive.read("manifest.yaml"))
+        manifest = safe_load(archive.read("manifest.yaml"))
         assert archive.comment == b""  # unsigned
     assert manifest["repo"] == REPO and manifest["contact"] == "dev@example.org"
     assert (tree / "dsl" / "gcite_chatflow.yml").read_text(encoding="utf-8") == before

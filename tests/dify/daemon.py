@@ -40,11 +40,11 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import requests
-import yaml
 
 from gcite.local.plugin_process import ToolCall, daemon_http_request
 from tests.dify import scripted_llm
 from tests.support.local_http import origin, start_server, stop_server
+from tests.support.yamltext import safe_load
 
 OPENAI_PLUGIN_ID = "langgenius/openai"
 OPENAI_IDENTIFIER = "langgenius/openai:0.3.5@dcc15b5847dbe38c64c2a9fdc1ea2d46466b7028eb4766b251bc363b0eec3af3"
@@ -78,11 +78,11 @@ def i18n(value: Any) -> Any:
 def tool_provider_declaration(plugin_dir: Path) -> dict[str, Any]:
     """provider/gcite.yaml and its tools' YAML as the daemon sends a tool provider's declaration (the
     `credentials_for_provider` map becomes the `credentials_schema` list)."""
-    provider = yaml.safe_load((plugin_dir / "provider" / "gcite.yaml").read_text(encoding="utf-8"))
+    provider = safe_load((plugin_dir / "provider" / "gcite.yaml").read_text(encoding="utf-8"))
     credentials = [{"name": name, **spec} for name, spec in (provider.get("credentials_for_provider") or {}).items()]
     tools = []
     for path in provider.get("tools") or []:
-        tool = yaml.safe_load((plugin_dir / path).read_text(encoding="utf-8"))
+        tool = safe_load((plugin_dir / path).read_text(encoding="utf-8"))
         tools.append(
             {
                 "identity": {**tool["identity"], "provider": provider["identity"]["name"]},

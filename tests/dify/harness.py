@@ -28,6 +28,7 @@ from tests.dify.console import Console, Knowledge
 from tests.dify.daemon import MODEL, OPENAI_IDENTIFIER, Daemon
 from tests.dify.sandbox import Sandbox
 from tests.support.cited import cited_chatflow
+from tests.support.yamltext import safe_load
 
 ROOT = Path(__file__).resolve().parents[2]
 DSL_FILES = ("gcite_chatflow.yml", "gcite_chatflow.en.yml", "gcite_chatflow_code.yml", "gcite_chatflow_code.en.yml")
@@ -202,7 +203,7 @@ def add_app(run: DifyRun, name: str, dsl_text: str) -> App:
 
 def plugin_identifier() -> str:
     """The plugin unique identifier the shipped DSLs depend on (the daemon lists OUR plugin under it)."""
-    dsl = yaml.safe_load((ROOT / "dsl" / DSL_FILES[0]).read_text(encoding="utf-8"))
+    dsl = safe_load((ROOT / "dsl" / DSL_FILES[0]).read_text(encoding="utf-8"))
     for dependency in dsl.get("dependencies") or []:
         identifier = (dependency.get("value") or {}).get("plugin_unique_identifier") or ""
         if identifier.startswith("gcite/gcite:"):
@@ -226,7 +227,7 @@ def builder_export_for_dify(text: str, run: DifyRun) -> str:
     on this Dify's dataset, its LLM on the model the stand-in daemon serves (LLM_PROVIDER, MODEL) and that model's
     plugin as its one dependency, as Dify's export lists a model's plugin. A reranking model it names stays: with
     reranking_enable false and one dataset Dify never calls it (api/core/rag/retrieval/dataset_retrieval.py)."""
-    dsl = yaml.safe_load(text)
+    dsl = safe_load(text)
     kinds: dict[str, int] = {}
     for node in dsl["workflow"]["graph"]["nodes"]:
         data = node["data"]

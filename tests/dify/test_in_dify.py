@@ -37,6 +37,7 @@ from tests.dify.harness import (
     stored_metadata,
 )
 from tests.dify.scripted_llm import is_title_request
+from tests.support.yamltext import safe_load
 
 MARKER = re.compile(r"\[C:(\d+)\]")
 VISITOR_QUERY = "访客来访需要怎么登记？"  # the visitor document: roles 前台 and 物业经理
@@ -340,7 +341,7 @@ def test_endpoint_streams_the_gcite_protocol_from_dify_and_hides_restricted_text
 
 
 def shipped(dify, dsl: str) -> dict[str, Any]:
-    return yaml.safe_load(dify.apps[dsl].dsl_text)
+    return safe_load(dify.apps[dsl].dsl_text)
 
 
 def non_uuid_variable_id(dify) -> tuple[str, Any]:

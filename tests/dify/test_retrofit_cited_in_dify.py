@@ -15,6 +15,7 @@ from gcite.local.llm import numbered_chunks
 from tests.dify.console import WebApp, chat_timed, conversation_messages
 from tests.dify.harness import RETROFIT_FIXTURE, add_app, builder_export_for_dify, plugin_identifier, tool_prompt
 from tests.support.cited import UNKNOWN_IDS, displayed, first_appearance, stream_problems, tricky_answer, tricky_script
+from tests.support.yamltext import safe_load
 
 APP = "retrofit-cited:" + RETROFIT_FIXTURE.name
 LLM = "1743994891832"
@@ -38,7 +39,7 @@ def finished(events, node):
 
 @pytest.fixture(scope="module")
 def app(dify):
-    exported = yaml.safe_load(builder_export_for_dify(RETROFIT_FIXTURE.read_text(encoding="utf-8"), dify))
+    exported = safe_load(builder_export_for_dify(RETROFIT_FIXTURE.read_text(encoding="utf-8"), dify))
     llm = next(n for n in exported["workflow"]["graph"]["nodes"] if n["id"] == LLM)
     llm["data"]["model"]["completion_params"] = dict(PARAMS)
     assert exported["workflow"]["features"]["retriever_resource"]["enabled"]  # the native panel is on

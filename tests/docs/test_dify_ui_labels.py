@@ -12,10 +12,10 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.support import ROOT
 from tests.support.docs import FENCE, INLINE_CODE, READMES, pages, text
+from tests.support.yamltext import safe_load
 
 RECORD = json.loads((Path(__file__).parent / "dify_ui_labels.json").read_text(encoding="utf-8"))
 LANGS = {"en": "en_US", "zh": "zh_Hans"}
@@ -34,7 +34,7 @@ def label(entry: dict, lang: str) -> str | None:
 
 @functools.cache
 def yaml_file(path: Path) -> dict:
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
+    return safe_load(path.read_text(encoding="utf-8"))
 
 
 @functools.cache

@@ -5,12 +5,12 @@ import argparse
 import re
 
 import pytest
-import yaml
 
 from gcite.cli.main import build_parser
 from gcite.protocol import EVENTS
 from tests.support import ROOT
 from tests.support.docs import DOCS, READMES, ZH, all_docs, all_text, section, text
+from tests.support.yamltext import safe_load
 
 LANGS = ["en", "zh"]
 PAGE = {"en": DOCS, "zh": ZH}
@@ -80,7 +80,7 @@ def test_every_command_is_documented(lang):
 @pytest.mark.parametrize("lang", LANGS)
 def test_every_endpoint_setting_is_named(lang):
     page = text(PAGE[lang] / "endpoint.md")
-    group = yaml.safe_load((ROOT / "group" / "gcite_endpoint.yaml").read_text(encoding="utf-8"))
+    group = safe_load((ROOT / "group" / "gcite_endpoint.yaml").read_text(encoding="utf-8"))
     names = [setting["name"] for setting in group["settings"]]
     assert "token_secret" in names
     for name in names:
@@ -110,7 +110,7 @@ def test_every_protocol_event_is_in_the_protocol_table(lang):
 def test_every_tool_parameter_is_named(lang):
     docs = all_text(lang)
     for path in sorted((ROOT / "tools").glob("*.yaml")):
-        tool = yaml.safe_load(path.read_text(encoding="utf-8"))
+        tool = safe_load(path.read_text(encoding="utf-8"))
         assert f"`{tool['identity']['name']}`" in docs, f"{lang}: {path.name}"
         for parameter in tool.get("parameters") or []:
             assert f"`{parameter['name']}`" in docs, f"{lang}: {path.name}: {parameter['name']}"
@@ -136,7 +136,7 @@ def test_the_sample_users_and_how_to_get_their_tokens_are_documented(lang):
 
 def test_the_english_docs_say_where_the_search_keys_go():
     keys = " ".join(section(text(DOCS / "web-search.md"), "Where the keys go in Dify").split())  # lines joined
-    provider = yaml.safe_load((ROOT / "provider" / "gcite.yaml").read_text(encoding="utf-8"))
+    provider = safe_load((ROOT / "provider" / "gcite.yaml").read_text(encoding="utf-8"))
     assert "Plugins" in keys and "G-Cite" in keys
     for name, field in provider["credentials_for_provider"].items():
         if not name.endswith("_base_url") or name == "searxng_base_url":  # the keys (overrides are for gateways)

@@ -13,12 +13,13 @@ from gcite.release.package import build, collect_files, package_entries, validat
 from tests.support import ROOT
 from tests.support.endpoint import Canned, answer_text, assert_protocol, chunk, dify_stream, events_of, post, token
 from tests.support.package_env import package_python, unpack
+from tests.support.yamltext import safe_load
 
 LANGS = ("en_US", "zh_Hans")
 
 
 def load(relative):
-    return yaml.safe_load((ROOT / relative).read_text(encoding="utf-8"))
+    return safe_load((ROOT / relative).read_text(encoding="utf-8"))
 
 
 def test_the_manifest_declares_the_endpoint_group_and_its_permissions():
@@ -62,7 +63,7 @@ def problems_of(root: Path) -> list[str]:
 
 
 def edit_yaml(path: Path, change) -> None:
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = safe_load(path.read_text(encoding="utf-8"))
     change(data)
     path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
 

@@ -5,10 +5,10 @@ import logging
 import re
 
 import pytest
-import yaml
 from werkzeug import Request
 
 from gcite import ROOT
+from tests.support.yamltext import safe_load
 
 PAGE = ROOT / "endpoints" / "page"
 
@@ -221,5 +221,5 @@ def test_the_page_imports_only_the_files_it_is_served_with():
 
 def test_the_endpoint_declarations_route_to_the_page_module():
     for name, path in (("page.yaml", "/gcite/"), ("page_assets.yaml", "/gcite/<path:asset>")):
-        declaration = yaml.safe_load((ROOT / "endpoints" / name).read_text(encoding="utf-8"))
+        declaration = safe_load((ROOT / "endpoints" / name).read_text(encoding="utf-8"))
         assert declaration == {"path": path, "method": "GET", "extra": {"python": {"source": "endpoints/page.py"}}}

@@ -5,7 +5,6 @@ import json
 import re
 
 import pytest
-import yaml
 
 from citations import merge as merge_chunks
 from citations import web_request as web_search_request
@@ -20,6 +19,7 @@ from gcite.local.services import start_local_services
 from tests.support import ROOT
 from tests.support.local_http import origin, start_server, stop_server
 from tests.support.openai_model import streaming_model
+from tests.support.yamltext import safe_load
 
 DSLS = {"plugin": chatflows.PLUGIN_DSL, "code": chatflows.CODE_DSL}
 CHECKER = {"plugin": "cite", "code": "validate"}  # the node whose outputs hold the citations and the status
@@ -266,7 +266,7 @@ def test_run_command_prints_the_service_api_stream(tmp_path):
 
 
 def load(kind: str) -> dict:
-    return yaml.safe_load(DSLS[kind].read_text(encoding="utf-8"))
+    return safe_load(DSLS[kind].read_text(encoding="utf-8"))
 
 
 def test_the_committed_dsl_files_are_what_the_builder_generates():
@@ -370,7 +370,7 @@ def declared_outputs(node: dict) -> set[str]:
     if kind == "tool":
         base = {"text", "files", "json"}
         if data["provider_id"].startswith("gcite/"):
-            schema = yaml.safe_load((ROOT / "tools" / f"{data['tool_name']}.yaml").read_text(encoding="utf-8"))
+            schema = safe_load((ROOT / "tools" / f"{data['tool_name']}.yaml").read_text(encoding="utf-8"))
             return base | set(schema["output_schema"]["properties"])
         return base
     return {
@@ -467,7 +467,7 @@ def test_build_dsl_answer_layouts(tmp_path, capsys):
     from gcite.cli.main import main
 
     def answer_and_types(variant):
-        document = yaml.safe_load(chatflows.chatflow_text(variant))
+        document = safe_load(chatflows.chatflow_text(variant))
         nodes = {n["id"]: n["data"] for n in document["workflow"]["graph"]["nodes"]}
         return nodes["answer"]["answer"], {i: d["type"] for i, d in nodes.items()}
 
@@ -484,7 +484,7 @@ def test_build_dsl_answer_layouts(tmp_path, capsys):
     assert main(["build-dsl", "--answer", "clean"]) != 0
     assert "--answer needs --out DIR" in capsys.readouterr().err
     assert main(["build-dsl", "--answer", "cited", "--lang", "en", "--out", str(tmp_path)]) == 0
-    code = yaml.safe_load((tmp_path / "gcite_chatflow_code.en.yml").read_text(encoding="utf-8"))
+    code = safe_load((tmp_path / "gcite_chatflow_code.en.yml").read_text(encoding="utf-8"))
     assert "{{#llm.text#}}" in next(
         n["data"]["answer"] for n in code["workflow"]["graph"]["nodes"] if n["id"] == "answer"
     )  # cited applies to the plugin chatflow only

@@ -10,7 +10,6 @@ import time
 
 import pytest
 import requests
-import yaml
 
 from citations import merge as merge_chunks
 from gcite.authoring import chatflows
@@ -21,6 +20,7 @@ from gcite.local.search_server import ranked
 from gcite.local.services import local_services
 from gcite.local.web_search import TAVILY_OUTAGE, _corpus
 from tests.support import ROOT
+from tests.support.yamltext import safe_load
 
 PATROL, MEETING = demo.DEMO_TURNS
 
@@ -43,7 +43,7 @@ def web_of(events: list[dict]) -> list[dict]:
 
 @pytest.mark.parametrize("path", [chatflows.PLUGIN_DSL, chatflows.DSL_DIR / "gcite_chatflow.en.yml"])
 def test_the_plugin_chatflow_searches_with_our_web_search_tool(path):
-    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    document = safe_load(path.read_text(encoding="utf-8"))
     nodes = {n["id"]: n["data"] for n in document["workflow"]["graph"]["nodes"]}
     web, merge = nodes["web"], nodes["merge"]
     ours = [d for d in document["dependencies"] if d["type"] == "package"][0]["value"]["plugin_unique_identifier"]
@@ -64,7 +64,7 @@ def test_the_plugin_chatflow_searches_with_our_web_search_tool(path):
     assert web["error_strategy"] == "default-value"
     assert {v["key"]: v["value"] for v in web["default_value"]} == {"json": [], "text": ""}
     assert merge["tool_parameters"]["web_chunks"] == {"type": "variable", "value": ["web", "json"]}
-    declared = {p["name"]: p for p in yaml.safe_load((ROOT / "tools" / "web_search.yaml").read_text())["parameters"]}
+    declared = {p["name"]: p for p in safe_load((ROOT / "tools" / "web_search.yaml").read_text())["parameters"]}
     for name in web["tool_configurations"]:
         assert declared[name]["form"] == "form", name  # settings go where Dify's form puts them
     for name in web["tool_parameters"]:
@@ -78,7 +78,7 @@ def test_the_plugin_chatflow_searches_with_our_web_search_tool(path):
 
 
 def test_the_tavily_variant_keeps_the_official_tool_and_its_dependency():
-    document = yaml.safe_load(chatflows.chatflow_text(chatflows.Variant(search="tavily")))
+    document = safe_load(chatflows.chatflow_text(chatflows.Variant(search="tavily")))
     nodes = {n["id"]: n["data"] for n in document["workflow"]["graph"]["nodes"]}
     assert (nodes["web"]["provider_id"], nodes["web"]["tool_name"]) == ("langgenius/tavily/tavily", "tavily_search")
     assert (
@@ -232,7 +232,7 @@ def test_the_tavily_variant_reproduces_the_official_tools_failure_and_falls_back
 
 def test_web_text_is_wired_in_the_tavily_variant_only():
     def merge_inputs(text):
-        document = yaml.safe_load(text)
+        document = safe_load(text)
         return next(n["data"]["tool_parameters"] for n in document["workflow"]["graph"]["nodes"] if n["id"] == "merge")
 
     assert merge_inputs(chatflows.chatflow_text(chatflows.Variant(search="tavily")))["web_text"] == {

@@ -8,7 +8,6 @@ import re
 import time
 
 import pytest
-import yaml
 
 from citations.answer_layout import cited_template
 from gcite.authoring.retrofit import Options, retrofit
@@ -18,6 +17,7 @@ from gcite.local.service_api import Conversation
 from gcite.local.services import local_services
 from tests.support import ROOT
 from tests.support.cited import UNKNOWN_IDS, TrickyModel, displayed, first_appearance, stream_problems
+from tests.support.yamltext import safe_load
 
 APP = ROOT / "tests" / "fixtures" / "retrofit" / "svcvit-image-knowledge-base.zh.yml"
 LLM = "1743994891832"
@@ -33,7 +33,7 @@ def finished(events, node):
 @pytest.fixture(scope="module")
 def turns():
     result = retrofit(APP.read_text(encoding="utf-8"), Options(answer="cited", memory=True))
-    assert yaml.safe_load(result.text)["workflow"]["graph"]["nodes"]  # retrofit's output as written, nothing edited
+    assert safe_load(result.text)["workflow"]["graph"]["nodes"]  # retrofit's output as written, nothing edited
     model, conversation, out = TrickyModel(pause=0.01), Conversation(), []
     with local_services(model) as services:
         for query in QUERIES:

@@ -5,12 +5,12 @@ import re
 import uuid
 
 import pytest
-import yaml
 
 from gcite.authoring import chatflows
 from gcite.local.dify_rules import DifyRefusal, code_settings, is_postgres_uuid
 from gcite.local.runner import Services, run_chatflow
 from tests.support.runner_dsl import minimal_dsl, text_input
+from tests.support.yamltext import safe_load
 
 DSLS = {"plugin": chatflows.PLUGIN_DSL, "code": chatflows.CODE_DSL}
 
@@ -31,7 +31,7 @@ def node(events: list[dict], node_id: str) -> dict:
 
 
 def variable_ids(text: str) -> list[str]:
-    workflow = yaml.safe_load(text)["workflow"]
+    workflow = safe_load(text)["workflow"]
     return [v["id"] for section in ("conversation_variables", "environment_variables") for v in workflow[section]]
 
 
@@ -105,7 +105,7 @@ def test_the_cli_refuses_a_non_uuid_variable_id_in_one_line(tmp_path, capsys):
 def test_the_shipped_hidden_user_roles_field_is_validated_as_dify_validates_it(value, message):
     start = next(
         n["data"]
-        for n in yaml.safe_load(DSLS["code"].read_text(encoding="utf-8"))["workflow"]["graph"]["nodes"]
+        for n in safe_load(DSLS["code"].read_text(encoding="utf-8"))["workflow"]["graph"]["nodes"]
         if n["data"]["type"] == "start"
     )
     assert start["variables"][0]["hide"] is True and start["variables"][0]["max_length"] == 256

@@ -8,11 +8,11 @@ import sys
 import time
 
 import pytest
-import yaml
 
 from citations.answer import NOTICES
 from gcite.local.plugin_process import PluginProcess
 from tests.support import ROOT, sdk
+from tests.support.yamltext import safe_load
 
 MODEL = {
     "provider": "langgenius/openai/openai",
@@ -54,7 +54,7 @@ SUP = re.compile(r'<sup(?: title="[^"]*")?>\[(\d+)\]\(#gcite-(\d+)\)</sup>')
 
 
 def load(path):
-    return yaml.safe_load((ROOT / path).read_text(encoding="utf-8"))
+    return safe_load((ROOT / path).read_text(encoding="utf-8"))
 
 
 # --- in-process, through the SDK ----------------------------------------------------------------------------------

@@ -1,18 +1,18 @@
 import re
 
 import pytest
-import yaml
 
 from citations import merge as merge_chunks
 from gcite.authoring.schema import ITEM_SCHEMAS, UnifiedChunk, json_schema_of, with_item_schema
 from tests.support import ROOT, sdk
 from tests.support.web_shapes import WEB_SHAPES
+from tests.support.yamltext import safe_load
 
 LANGS = ("en_US", "zh_Hans")
 
 
 def load(path):
-    return yaml.safe_load((ROOT / path).read_text(encoding="utf-8"))
+    return safe_load((ROOT / path).read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")

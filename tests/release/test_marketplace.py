@@ -9,6 +9,7 @@ import yaml
 from gcite.release import marketplace, secret_scan, signing
 from gcite.release.marketplace import Finding, check, publish, release
 from tests.support import ROOT
+from tests.support.yamltext import safe_load
 
 REPO = "https://github.com/example-org/gcite"
 CONTACT = "maintainer@example.org"
@@ -38,7 +39,7 @@ def clean_entries(published):
 
 
 def facts(entries):
-    return marketplace.plugin_privacy_facts(yaml.safe_load(entries["manifest.yaml"]))
+    return marketplace.plugin_privacy_facts(safe_load(entries["manifest.yaml"]))
 
 
 # --- the tree as it is --------------------------------------------------------------------------------------
@@ -47,7 +48,7 @@ def facts(entries):
 def test_the_tree_passes_every_rule_with_a_repository_and_a_contact(published, clean_entries):
     assert published.path is not None and errors(published.findings) == []
     assert warnings(published.findings) == []  # nothing for a reviewer to ask about on the happy path
-    manifest = yaml.safe_load(clean_entries["manifest.yaml"])
+    manifest = safe_load(clean_entries["manifest.yaml"])
     assert manifest["repo"] == REPO and manifest["contact"] == CONTACT
     assert REPO in clean_entries["README.md"].decode() and CONTACT in clean_entries["README.md"].decode()
     assert REPO in clean_entries["readme/README_zh_Hans.md"].decode()
@@ -61,7 +62,7 @@ def test_without_marketplace_a_missing_repo_and_contact_only_warn(tmp_path):
     assert built.path is not None and errors(built.findings) == []
     assert any("repo is missing" in w for w in warnings(built.findings))
     assert any("contact is missing" in w for w in warnings(built.findings))
-    assert "repo" not in yaml.safe_load(entries_of(built.path)["manifest.yaml"])
+    assert "repo" not in safe_load(entries_of(built.path)["manifest.yaml"])
 
 
 def test_for_the_marketplace_a_missing_repo_and_contact_are_errors(tmp_path):
@@ -114,7 +115,7 @@ def test_a_signed_release_verifies_with_the_publishers_key(tmp_path):
 
 def test_todays_tree_names_every_rule_it_breaks(clean_entries):
     """The package as it was before issue 21: each problem is one line naming its rule."""
-    manifest = yaml.safe_load(clean_entries["manifest.yaml"])
+    manifest = safe_load(clean_entries["manifest.yaml"])
     for key in ("repo", "contact"):
         manifest.pop(key)
     manifest["author"] = "difyfan"
@@ -266,21 +267,21 @@ def test_the_icon_must_be_our_own(clean_entries):
     assert (
         "placeholder"
         in marketplace.check_icon(
-            {**clean_entries, "_assets/icon.svg": marked}, yaml.safe_load(clean_entries["manifest.yaml"])
+            {**clean_entries, "_assets/icon.svg": marked}, safe_load(clean_entries["manifest.yaml"])
         )[0].message
     )
     spaced = marketplace.TEMPLATE_ICON.replace("\n", "\n\n  ").encode()
     assert (
         "default icon"
         in marketplace.check_icon(
-            {**clean_entries, "_assets/icon.svg": spaced}, yaml.safe_load(clean_entries["manifest.yaml"])
+            {**clean_entries, "_assets/icon.svg": spaced}, safe_load(clean_entries["manifest.yaml"])
         )[0].message
     )
-    assert marketplace.check_icon(clean_entries, yaml.safe_load(clean_entries["manifest.yaml"])) == []
+    assert marketplace.check_icon(clean_entries, safe_load(clean_entries["manifest.yaml"])) == []
 
 
 def test_the_readmes(clean_entries):
-    manifest = yaml.safe_load(clean_entries["manifest.yaml"])
+    manifest = safe_load(clean_entries["manifest.yaml"])
     fenced = clean_entries["README.md"] + "\n```\n\u5de1\u66f4\n```\n".encode()
     assert "English only" in marketplace.check_readme({**clean_entries, "README.md": fenced}, manifest, True)[0].message
     no_zh = {k: v for k, v in clean_entries.items() if k != "readme/README_zh_Hans.md"}
@@ -306,8 +307,8 @@ def test_publish_changes_only_the_publishers_lines(clean_entries):
     once = publish({"manifest.yaml": tree}, "https://github.com/a/b", None)["manifest.yaml"]
     assert once.startswith(tree) and once[len(tree) :] == b'repo: "https://github.com/a/b"\n'
     twice = publish({"manifest.yaml": once}, "https://gitlab.com/c/d", "x@y.org")["manifest.yaml"]
-    assert yaml.safe_load(twice)["repo"] == "https://gitlab.com/c/d" and twice.count(b"repo:") == 1
-    assert yaml.safe_load(twice)["contact"] == "x@y.org"
+    assert safe_load(twice)["repo"] == "https://gitlab.com/c/d" and twice.count(b"repo:") == 1
+    assert safe_load(twice)["contact"] == "x@y.org"
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,7 @@ from gcite.release.package import (
 from tests.support import ROOT
 from tests.support.package_env import package_python, unpack
 from tests.support.web_shapes import WEB_SHAPES
+from tests.support.yamltext import safe_load
 
 # Exactly what the plugin runs, its icon, its privacy policy and its user-facing README (English, and Chinese where
 # the daemon looks for other languages). Adding a packaged file means adding it here.
@@ -186,13 +187,13 @@ def test_readme_files_are_renamed_as_the_daemon_expects(tmp_path):
 
 
 def test_minimum_dify_version_is_the_newest_feature_used():
-    manifest = yaml.safe_load((ROOT / "manifest.yaml").read_text(encoding="utf-8"))
+    manifest = safe_load((ROOT / "manifest.yaml").read_text(encoding="utf-8"))
     # hidden Start fields (`hide: true`, user_roles) came in Dify 1.4.0; metadata filtering 1.1.0; endpoints 1.0.0
     assert manifest["meta"]["minimum_dify_version"] == "1.4.0"
     for dsl in (ROOT / "dsl").glob("*.yml"):
         start = next(
             n["data"]
-            for n in yaml.safe_load(dsl.read_text(encoding="utf-8"))["workflow"]["graph"]["nodes"]
+            for n in safe_load(dsl.read_text(encoding="utf-8"))["workflow"]["graph"]["nodes"]
             if n["data"]["type"] == "start"
         )
         assert [v["hide"] for v in start["variables"]] in ([True], [True, True])  # user_roles (, citation_style)
@@ -201,7 +202,7 @@ def test_minimum_dify_version_is_the_newest_feature_used():
 
 
 def test_identifier_is_what_the_daemon_computes_on_upload(built):
-    manifest = yaml.safe_load((ROOT / "manifest.yaml").read_text())
+    manifest = safe_load((ROOT / "manifest.yaml").read_text())
     assert built.identifier.startswith(f"{manifest['author']}/{manifest['name']}:{manifest['version']}@")
     assert identifier_of_package(built.path) == built.identifier
     import re
@@ -247,7 +248,7 @@ def plugin_copy(tmp_path: Path) -> Path:
 
 
 def edit_yaml(path: Path, change) -> None:
-    data = yaml.safe_load(path.read_text())
+    data = safe_load(path.read_text())
     change(data)
     path.write_text(yaml.safe_dump(data, allow_unicode=True))
 
@@ -346,7 +347,7 @@ def test_registration_in_a_python_with_only_the_requirements(unpacked, python):
 
 
 def test_stdio_starts_with_the_manifest(plugin):
-    manifest = yaml.safe_load((ROOT / "manifest.yaml").read_text())
+    manifest = safe_load((ROOT / "manifest.yaml").read_text())
     assert plugin.manifest["name"] == manifest["name"] and plugin.manifest["author"] == manifest["author"]
     assert plugin.manifest["version"] == str(manifest["version"])
 

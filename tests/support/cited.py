@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from gcite.local.llm import ExtractiveModel, message_text, numbered_chunks
+from tests.support.yamltext import safe_load
 
 CITE = "cite"
 REPLACED = ("llm", "validate")
@@ -33,7 +34,7 @@ def cited_chatflow(dsl_text: str, style: str = "html") -> str:
     """The chatflow `dsl_text` with a `cited_answer` node whose style is the constant `style`: the shipped plugin
     chatflows already have one (it reads its style from the hidden `citation_style` input: fixed here); an
     `llm-node` chatflow gets one in place of its LLM node and validator."""
-    dsl = yaml.safe_load(dsl_text)
+    dsl = safe_load(dsl_text)
     graph = dsl["workflow"]["graph"]
     nodes = {n["id"]: n for n in graph["nodes"]}
     if CITE in nodes:

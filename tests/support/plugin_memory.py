@@ -2,14 +2,13 @@
 
 from pathlib import Path
 
-import yaml
-
 from gcite import ROOT
+from tests.support.yamltext import safe_load
 
 
 def declared_memory() -> int:
     """`resource.memory` as manifest.yaml declares it, in bytes."""
-    manifest = yaml.safe_load((ROOT / "manifest.yaml").read_text(encoding="utf-8"))
+    manifest = safe_load((ROOT / "manifest.yaml").read_text(encoding="utf-8"))
     return int(manifest["resource"]["memory"])
 
 
