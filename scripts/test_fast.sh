@@ -13,6 +13,9 @@
 # Each shard is bounded by TEST_FAST_TIMEOUT seconds; the exit status is non-zero when any fails or times out.
 set -u
 cd "$(dirname "$0")/.."
+# Python keeps the bytecode it compiles (an environment may set PYTHONDONTWRITEBYTECODE=1, as these machines do):
+# then the plugin processes and `gcite` commands the tests start compile the project once, not each time.
+unset PYTHONDONTWRITEBYTECODE
 PY=${PY:-.venv/bin/python}
 LIMIT=${TEST_FAST_TIMEOUT:-900}
 MARKS=${TEST_MARKS:-"not browser and not fuzz_replay"}
