@@ -255,6 +255,31 @@ class LocalKnowledgeRetrievalNode(Node[KnowledgeRetrievalData]):
         }
 
 
+class SharedPlugins:
+    """Plugin processes shared by every `Services` given them: one per plugin folder, started on first use and again
+    when it died, as the daemon runs one process per installed plugin for every app and conversation. Each tool call
+    brings its own Services' model (a tool's backwards `llm` call goes to the LLM of the conversation that called
+    it), so any number of conversations may use one process at once. `close()` stops them all."""
+
+    def __init__(self) -> None:
+        # made after the caller's dify_plugin import, if any: then gevent's lock (see Services._plugin_lock)
+        self._lock = threading.Lock()
+        self._processes: dict[Path, PluginProcess] = {}
+
+    def process(self, plugin_dir: Path) -> PluginProcess:
+        with self._lock:
+            process = self._processes.get(plugin_dir)
+            if process is None or not process.alive:
+                process = self._processes[plugin_dir] = PluginProcess(plugin_dir, sys.executable)
+            return process
+
+    def close(self) -> None:
+        with self._lock:
+            processes, self._processes = list(self._processes.values()), {}
+        for process in processes:
+            process.close()
+
+
 @dataclass
 class Services:
     """Everything the runner injects; build one per conversation and `close()` it."""
@@ -268,15 +293,20 @@ class Services:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     retrieval_log: Callable[[dict[str, Any]], None] | None = None  # sees what the local retrieval admitted
     code_environ: Mapping[str, str] | None = None  # where CODE_MAX_* are read (default: os.environ)
+    # the plugin process of G-Cite's tools: from these shared ones (which `close()` leaves running), or None to start
+    # one for these services alone (which `close()` stops)
+    shared_plugins: SharedPlugins | None = None
     _plugin: PluginProcess | None = None
     # tool nodes run in parallel (the plugin chatflow's acl_filter and web): one plugin process, started once.
     # Looked up when Services is built: after a dify_plugin import it must be gevent's lock, not the original
     _plugin_lock: Any = field(default_factory=lambda: threading.Lock(), repr=False, compare=False)
 
     def plugin(self) -> PluginProcess:
+        if self.shared_plugins is not None:
+            return self.shared_plugins.process(self.plugin_dir)
         with self._plugin_lock:
             if self._plugin is None or not self._plugin.alive:
-                self._plugin = PluginProcess(self.plugin_dir, sys.executable, llm_handler=self.answer_model_call)
+                self._plugin = PluginProcess(self.plugin_dir, sys.executable)
             return self._plugin
 
     def answer_model_call(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -317,7 +347,11 @@ class Services:
         if not plugin_id.startswith(GCITE_PLUGIN):
             raise ToolNodeError(f"the local runner cannot run plugin {plugin_id}")
         call = self.plugin().start_tool(
-            str(data.get("provider")), tool, parameters, credentials=self.credentials_for(plugin_id)
+            str(data.get("provider")),
+            tool,
+            parameters,
+            credentials=self.credentials_for(plugin_id),
+            llm_handler=self.answer_model_call,
         )
         yield from call.stream(timeout=TOOL_MESSAGE_TIMEOUT)
         if call.error is not None:
