@@ -30,7 +30,11 @@ def pytest_configure(config):
 def pytest_sessionfinish(session, exitstatus):
     """dify_plugin patches threading with gevent; at interpreter exit, logging's weak references to handlers then
     call into a half-torn-down gevent and print a spurious traceback after the summary. Dropping the weak
-    references (not the handlers) once the tests are done stops that."""
+    references (not the handlers) once the tests are done stops that. First it stops the plugin process the chatflow
+    tests shared (tests/support/plugins.py), if one was started."""
     import logging
 
+    plugins = sys.modules.get("tests.support.plugins")
+    if plugins is not None:
+        plugins.close_shared_plugins()
     logging._handlerList.clear()

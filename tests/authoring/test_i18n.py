@@ -10,6 +10,7 @@ from gcite.authoring.variants import TEXT
 from gcite.local.llm import ExtractiveModel
 from gcite.local.runner import Services, run_chatflow
 from gcite.local.web_search import SampleSearchHttpClient
+from tests.support.plugins import shared_plugins
 from tests.support.yamltext import safe_load
 
 REFUSAL_ZH = "根据现有资料无法确定"  # the phrases every part of G-Cite agrees on
@@ -170,7 +171,12 @@ def check_outputs(events: list[dict]) -> dict:
 
 @pytest.mark.parametrize("variant", ["plugin-en", "code-en"])
 def test_an_english_question_gets_an_english_cited_answer(variant):
-    svc = Services(knowledge_base=ENGLISH_KB, search_http=SampleSearchHttpClient(fail=True), tavily_fail=True)
+    svc = Services(
+        knowledge_base=ENGLISH_KB,
+        search_http=SampleSearchHttpClient(fail=True),
+        tavily_fail=True,
+        shared_plugins=shared_plugins(),
+    )
     events = run(variant, "How long can I book a meeting room?", svc)
     assert [e["event"] for e in events][-2:] == ["message_end", "workflow_finished"]
     assert not any(e["event"] == "error" for e in events)
@@ -186,6 +192,7 @@ def test_the_english_refusal_is_insufficient_evidence(variant):  # in the Chines
         knowledge_base={"dataset_id": "d", "dataset_name": "empty", "documents": []},
         search_http=SampleSearchHttpClient(fail=True),
         tavily_fail=True,
+        shared_plugins=shared_plugins(),
     )
     events = run(variant, "What will the weather be tomorrow?", svc)
     assert llm_text(events) == REFUSAL_EN + "."
@@ -273,7 +280,12 @@ def test_the_chinese_readme_is_linked_from_the_top_and_covers_what_a_user_does()
 
 @pytest.mark.parametrize("variant,labels", [("code-en", ("User: ", "Assistant: ")), ("code-zh", ("用户：", "助手："))])
 def test_the_memory_labels_turns_in_the_variants_language(variant, labels):
-    svc = Services(knowledge_base=ENGLISH_KB, search_http=SampleSearchHttpClient(fail=True), tavily_fail=True)
+    svc = Services(
+        knowledge_base=ENGLISH_KB,
+        search_http=SampleSearchHttpClient(fail=True),
+        tavily_fail=True,
+        shared_plugins=shared_plugins(),
+    )
     events = run(variant, "How long can I book a meeting room?", svc)
     text = finished(events, "remember")["outputs"]["history_text"]
     assert text.startswith(labels[0] + "How long can I book a meeting room?\n" + labels[1])

@@ -27,6 +27,7 @@ from gcite.local.llm import ExtractiveModel, message_text
 from gcite.local.runner import parse_chatflow, run_chatflow
 from gcite.local.services import start_local_services
 from tests.support.graph import upstream_of
+from tests.support.plugins import shared_plugins
 from tests.support.yamltext import safe_load
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "retrofit"
@@ -93,7 +94,7 @@ def start_inputs(document: dict, question: str) -> dict:
 
 @pytest.fixture(scope="module")
 def services():
-    svc = start_local_services(llm=EchoWhenNoChunks())
+    svc = start_local_services(llm=EchoWhenNoChunks(), shared_plugins=shared_plugins())
     yield svc
     svc.close()
 
@@ -250,7 +251,7 @@ def test_the_retrofitted_app_runs_and_cites_chunks_that_exist(path, services):
 def test_the_builders_other_nodes_run_as_before():
     """own-0.3.0: the builder's template and Code node still feed the Answer; own-0.3.1: the HTTP node to an outside
     host fails into its default value, as in Dify without network, and the conversation counter still counts."""
-    svc = start_local_services()
+    svc = start_local_services(shared_plugins=shared_plugins())
     try:
         text = retrofit(load(FIXTURES / "own-0.3.0-code-after-llm.en.yml"), options()).text
         events = run(text, svc, QUESTION)
@@ -268,7 +269,7 @@ def test_the_builders_other_nodes_run_as_before():
 
 
 def test_another_plugins_tool_fails_as_in_dify_and_takes_its_fail_branch():
-    svc = start_local_services()
+    svc = start_local_services(shared_plugins=shared_plugins())
     try:
         text = retrofit(load(FIXTURES / "own-0.5.0-classifier-other-plugin.zh.yml"), options()).text
         events = run(text, svc, "明天天气新闻怎么样？")
@@ -341,7 +342,7 @@ def test_the_rules_are_added_in_the_prompts_language_keeping_the_builders_prompt
     ],
 )
 def test_acl_adds_the_pre_filter_and_the_filter_node_and_hides_restricted_chunks(name, kind):
-    svc = start_local_services()
+    svc = start_local_services(shared_plugins=shared_plugins())
     try:
         result = retrofit(load(FIXTURES / name), options(acl="access_roles", slots=2, nodes=kind))
         nodes = nodes_of(result.document)
@@ -365,7 +366,7 @@ def test_acl_adds_the_pre_filter_and_the_filter_node_and_hides_restricted_chunks
 def test_memory_keeps_earlier_turns_without_markers():
     from gcite.local.service_api import Conversation
 
-    svc = start_local_services()
+    svc = start_local_services(shared_plugins=shared_plugins())
     try:
         result = retrofit(load(FIXTURES / "own-0.6.0-parallel-retrievals.en.yml"), options(memory=True))
         names = {v["name"] for v in result.document["workflow"]["conversation_variables"]}
@@ -384,7 +385,7 @@ def test_memory_keeps_earlier_turns_without_markers():
 
 
 def test_web_search_runs_beside_the_retrieval_and_feeds_the_merge_node():
-    svc = start_local_services()
+    svc = start_local_services(shared_plugins=shared_plugins())
     try:
         result = retrofit(load(FIXTURES / "svcvit-image-knowledge-base.zh.yml"), options(web="gcite"))
         web = next(n for n in nodes_of(result.document).values() if n["id"].startswith(f"{PREFIX}web_"))
@@ -399,7 +400,7 @@ def test_web_search_runs_beside_the_retrieval_and_feeds_the_merge_node():
 def test_web_search_runs_only_on_its_retrievals_branch():
     """A Question Classifier leads to two retrievals: each web search hangs on its retrieval's own branch, so one
     question runs one branch — one web search, one merge, one LLM, one answer — never both."""
-    svc = start_local_services()
+    svc = start_local_services(shared_plugins=shared_plugins())
     try:
         result = retrofit(load(FIXTURES / "dify-qc-knowledge-chatbot.en.yml"), options(web="gcite"))
         edges = edges_of(result.document)
@@ -425,7 +426,7 @@ def test_web_search_runs_only_on_its_retrievals_branch():
 def test_behind_an_aggregator_of_two_branches_the_web_search_runs_on_either(question):
     """An IF/ELSE leads to two retrievals and a Variable Aggregator joins them: the web search hangs on both
     branches, so whichever is taken, the merge node gets the web results too."""
-    svc = start_local_services()
+    svc = start_local_services(shared_plugins=shared_plugins())
     try:
         result = retrofit(load(FIXTURES / "own-0.2.0-branch-aggregator.zh.yml"), options(web="gcite"))
         web = next(i for i in nodes_of(result.document) if i.startswith(f"{PREFIX}web_"))

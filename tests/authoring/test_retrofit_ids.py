@@ -16,6 +16,7 @@ from gcite.cli.main import main
 from gcite.local.llm import ExtractiveModel
 from gcite.local.runner import run_chatflow
 from gcite.local.services import start_local_services
+from tests.support.plugins import shared_plugins
 from tests.support.yamltext import safe_load
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "retrofit"
@@ -71,7 +72,7 @@ def test_colliding_prefixes_with_role_filtered_branches_keep_each_branch_on_its_
 
 def test_run_on_the_runner_the_taken_branch_cites_only_its_own_retrieval():
     text = retrofit(colliding(), Options(identifier=IDENTIFIER, acl="access_roles", nodes="code")).text
-    services = start_local_services(llm=ExtractiveModel())
+    services = start_local_services(llm=ExtractiveModel(), shared_plugins=shared_plugins())
     try:
         events = list(run_chatflow(text, "巡更打卡怎么做？", {"user_roles": "staff"}, services))
     finally:

@@ -24,6 +24,7 @@ from gcite.cli.main import main
 from gcite.local.llm import ExtractiveModel
 from gcite.local.runner import run_chatflow
 from gcite.local.services import start_local_services
+from tests.support.plugins import shared_plugins
 from tests.support.yamltext import safe_load
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "retrofit"
@@ -163,7 +164,7 @@ class Refuses(ExtractiveModel):
 @pytest.mark.parametrize("nodes", ["plugin", "code"])
 def test_run_on_the_runner_the_builders_refusal_is_insufficient_evidence(nodes):
     text = retrofit(load(ES), options(nodes=nodes)).text
-    services = start_local_services(llm=Refuses())
+    services = start_local_services(llm=Refuses(), shared_plugins=shared_plugins())
     try:
         events = list(run_chatflow(text, "¿Cómo se reserva la sala de reuniones?", {}, services))
     finally:

@@ -14,6 +14,7 @@ from gcite.local.dify_rules import check_variable_ids
 from gcite.local.llm import ExtractiveModel
 from gcite.local.runner import parse_chatflow, run_chatflow
 from gcite.local.services import start_local_services
+from tests.support.plugins import shared_plugins
 from tests.support.yamltext import safe_load
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "retrofit"
@@ -38,7 +39,7 @@ def shape(name: str) -> Path:
 
 @pytest.fixture(scope="module")
 def services():
-    svc = start_local_services(llm=ExtractiveModel())
+    svc = start_local_services(llm=ExtractiveModel(), shared_plugins=shared_plugins())
     yield svc
     svc.close()
 

@@ -18,6 +18,7 @@ from gcite.local.llm import ExtractiveModel, first_sentence, message_text, numbe
 from gcite.local.runner import run_chatflow
 from gcite.local.services import start_local_services
 from gcite.protocol import translate
+from tests.support.plugins import shared_plugins
 from tests.support.yamltext import safe_load
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "retrofit"
@@ -191,7 +192,7 @@ class CitesLastThenFirst(ExtractiveModel):
 
 @pytest.fixture(scope="module")
 def services():
-    svc = start_local_services(llm=CitesLastThenFirst())
+    svc = start_local_services(llm=CitesLastThenFirst(), shared_plugins=shared_plugins())
     yield svc
     svc.close()
 

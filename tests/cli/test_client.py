@@ -15,6 +15,7 @@ from gcite.local.runner import run_chatflow
 from gcite.local.service_api import dify_sse
 from gcite.local.services import local_services
 from tests.support.local_http import origin, start_server, stop_server
+from tests.support.plugins import shared_plugins
 
 QUERY = "巡更时发现异常怎么上报？"
 SOURCE = {
@@ -32,7 +33,7 @@ SOURCE = {
 @pytest.fixture(scope="module")
 def raw_stream():
     """One real turn of the shipped chatflow on the runner: the Service API events (dicts)."""
-    with local_services() as services:
+    with local_services(shared_plugins=shared_plugins()) as services:
         # as gcite.client's users run it: the cited_answer node streams canonical markers for a program
         return list(
             run_chatflow(

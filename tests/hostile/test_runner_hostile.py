@@ -19,6 +19,7 @@ from gcite.local.runner import Services, run_chatflow
 from gcite.sse import sse_lines
 from tests.support import ROOT
 from tests.support.local_http import origin, start_server, stop_server
+from tests.support.plugins import shared_plugins
 from tests.support.runner_dsl import minimal_dsl
 
 CODE_DSL = str(chatflows.CODE_DSL)
@@ -153,6 +154,7 @@ def run_with_llm_sending(chunks: list[bytes]) -> list[dict]:
         svc = Services(
             llm=OpenAICompatibleModel(f"{origin(server)}/v1", "m", "k"),
             tool_credentials={"langgenius/tavily:": {"tavily_api_key": "tvly-TEST"}},
+            shared_plugins=shared_plugins(),
         )
         try:
             # the LLM-node layout (`build-dsl --answer llm-node`): what an LLM node makes of the model's body

@@ -19,6 +19,7 @@ from gcite.local.services import start_local_services
 from tests.support import ROOT
 from tests.support.local_http import origin, start_server, stop_server
 from tests.support.openai_model import streaming_model
+from tests.support.plugins import shared_plugins
 from tests.support.yamltext import safe_load
 
 DSLS = {"plugin": chatflows.PLUGIN_DSL, "code": chatflows.CODE_DSL}
@@ -36,7 +37,11 @@ def dsl_text(kind: str, search_key: str = BOCHA_KEY) -> str:
 
 def services(**kwargs) -> Services:
     """The runner's local services (their search server started; `close()` stops it), with a secret Tavily key."""
-    return start_local_services(tool_credentials={"langgenius/tavily:": {"tavily_api_key": TAVILY_KEY}}, **kwargs)
+    return start_local_services(
+        tool_credentials={"langgenius/tavily:": {"tavily_api_key": TAVILY_KEY}},
+        shared_plugins=shared_plugins(),
+        **kwargs,
+    )
 
 
 def run(

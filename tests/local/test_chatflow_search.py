@@ -20,6 +20,7 @@ from gcite.local.search_server import ranked
 from gcite.local.services import local_services
 from gcite.local.web_search import TAVILY_OUTAGE, _corpus
 from tests.support import ROOT
+from tests.support.plugins import shared_plugins
 from tests.support.yamltext import safe_load
 
 PATROL, MEETING = demo.DEMO_TURNS
@@ -122,7 +123,7 @@ def test_the_demo_shows_web_results_that_depend_on_the_question():
 
 
 def test_the_web_search_tool_feeds_the_merge_node_with_nothing_lost():
-    with local_services() as services:
+    with local_services(shared_plugins=shared_plugins()) as services:
         events = list(
             run_chatflow(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), PATROL, {"user_roles": "物业经理"}, services)
         )
@@ -153,7 +154,7 @@ def test_the_web_search_tool_feeds_the_merge_node_with_nothing_lost():
 
 
 def test_web_search_fails_refuses_the_key_and_the_answer_falls_back_to_the_knowledge_base():
-    with local_services(web_search_fails=True) as services:
+    with local_services(web_search_fails=True, shared_plugins=shared_plugins()) as services:
         events = list(
             run_chatflow(
                 chatflows.PLUGIN_DSL.read_text(encoding="utf-8"),
@@ -180,7 +181,7 @@ def test_web_search_fails_refuses_the_key_and_the_answer_falls_back_to_the_knowl
 
 
 def test_the_code_chatflow_web_results_come_from_the_same_ranking():
-    with local_services() as services:
+    with local_services(shared_plugins=shared_plugins()) as services:
         text = chatflows.CODE_DSL.read_text(encoding="utf-8")
         urls = {
             query: [c["url"] for c in web_of(list(run_chatflow(text, query, {"user_roles": "前台"}, services)))]
@@ -192,7 +193,7 @@ def test_the_code_chatflow_web_results_come_from_the_same_ranking():
 
 
 def test_the_code_chatflow_search_is_refused_with_web_search_fails():
-    with local_services(web_search_fails=True) as services:
+    with local_services(web_search_fails=True, shared_plugins=shared_plugins()) as services:
         events = list(
             run_chatflow(chatflows.CODE_DSL.read_text(encoding="utf-8"), PATROL, {"user_roles": "前台"}, services)
         )
@@ -206,7 +207,7 @@ def test_the_code_chatflow_search_is_refused_with_web_search_fails():
 
 
 def test_the_tavily_variant_reproduces_the_official_tools_failure_and_falls_back():
-    with local_services(web_search_fails=True) as services:
+    with local_services(web_search_fails=True, shared_plugins=shared_plugins()) as services:
         events = list(
             run_chatflow(
                 chatflows.chatflow_text(chatflows.Variant(search="tavily")),
@@ -243,15 +244,19 @@ def test_web_text_is_wired_in_the_tavily_variant_only():
     assert "web_text" not in merge_inputs(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"))
 
 
-def lingering_threads() -> list[str]:
-    """Threads of a search server or of a plugin process still alive (after up to 3 s for them to end)."""
+def lingering_threads(before: set[threading.Thread]) -> list[str]:
+    """Threads of a search server or of a plugin process still alive, but for those alive `before` (the plugin
+    process other tests share, tests/support/plugins.py), after up to 3 s for them to end."""
     deadline = time.monotonic() + 3
     while True:
         names = [
             t.name
             for t in threading.enumerate()
-            if t.name == "gcite-search-server"
-            or any(part in t.name for part in ("process_request", "_read_stdout", "_read_stderr"))
+            if t not in before
+            and (
+                t.name == "gcite-search-server"
+                or any(part in t.name for part in ("process_request", "_read_stdout", "_read_stderr"))
+            )
         ]
         if not names or time.monotonic() > deadline:
             return names
@@ -262,7 +267,7 @@ def test_no_thread_outlives_the_services():
     """Importing dify_plugin (gevent) while another thread is alive breaks that import, so closing the services
     must leave no thread behind: the search server's connections (a keep-alive client here), and one plugin process
     even when two tool nodes (acl_filter and web) start in parallel."""
-    assert lingering_threads() == []
+    before = set(threading.enumerate())
     with local_services() as services, requests.Session() as session:
         server = services.search_server
         answer = session.post(
@@ -273,4 +278,4 @@ def test_no_thread_outlives_the_services():
         )
         assert answer.status_code == 200 and answer.headers["Connection"] == "close"
         list(run_chatflow(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"), MEETING, {"user_roles": "前台"}, services))
-    assert lingering_threads() == []
+    assert lingering_threads(before) == []

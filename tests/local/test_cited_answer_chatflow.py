@@ -25,6 +25,7 @@ from tests.support.cited import (
 )
 from tests.support.local_http import origin, start_server, stop_server
 from tests.support.openai_model import streaming_model
+from tests.support.plugins import shared_plugins
 
 QUERIES = {
     "zh": ("访客来访需要怎么登记？", "会议室怎么预约？"),
@@ -50,7 +51,7 @@ def turns(request):
     dsl = DSL[request.param].read_text(encoding="utf-8")  # the shipped chatflow: no style input, superscripts
     model = TrickyModel(pause=0.01)
     conversation = Conversation()
-    with local_services(model) as services:
+    with local_services(model, shared_plugins=shared_plugins()) as services:
         first = timed_turn(dsl, QUERIES[request.param][0], services, conversation)
         second = timed_turn(dsl, QUERIES[request.param][1], services, conversation)
     return request.param, model, first, second

@@ -15,6 +15,7 @@ from gcite.local.runner import run_chatflow
 from gcite.local.service_api import Conversation
 from gcite.local.services import start_local_services
 from tests.support.local_http import origin, start_server, stop_server
+from tests.support.plugins import shared_plugins
 from tests.support.runner_dsl import edge
 
 DIFY = Path(__file__).resolve().parent.parent / "fixtures" / "retrofit" / "runner"
@@ -23,7 +24,7 @@ OWN = DIFY.parent
 
 @pytest.fixture(scope="module")
 def services():
-    svc = start_local_services()
+    svc = start_local_services(shared_plugins=shared_plugins())
     yield svc
     svc.close()
 

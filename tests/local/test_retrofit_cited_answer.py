@@ -17,6 +17,7 @@ from gcite.local.service_api import Conversation
 from gcite.local.services import local_services
 from tests.support import ROOT
 from tests.support.cited import UNKNOWN_IDS, TrickyModel, displayed, first_appearance, stream_problems
+from tests.support.plugins import shared_plugins
 from tests.support.yamltext import safe_load
 
 APP = ROOT / "tests" / "fixtures" / "retrofit" / "svcvit-image-knowledge-base.zh.yml"
@@ -35,7 +36,7 @@ def turns():
     result = retrofit(APP.read_text(encoding="utf-8"), Options(answer="cited", memory=True))
     assert safe_load(result.text)["workflow"]["graph"]["nodes"]  # retrofit's output as written, nothing edited
     model, conversation, out = TrickyModel(pause=0.01), Conversation(), []
-    with local_services(model) as services:
+    with local_services(model, shared_plugins=shared_plugins()) as services:
         for query in QUERIES:
             start, timed = time.perf_counter(), []
             for event in run_chatflow(result.text, query, {}, services, conversation):
@@ -83,7 +84,7 @@ def test_the_model_gets_the_builders_prompt_and_the_second_turn_the_first_withou
 
 def test_clean_shows_only_the_clean_answer_after_the_llm_has_written():
     result = retrofit(APP.read_text(encoding="utf-8"), Options(answer="clean", nodes="code"))
-    with local_services(TrickyModel()) as services:
+    with local_services(TrickyModel(), shared_plugins=shared_plugins()) as services:
         events = list(run_chatflow(result.text, QUERIES[0], {}, services))
     assert events[-1]["data"]["status"] == "succeeded", events[-1]
     done = next(i for i, e in enumerate(events) if e["event"] == "node_finished" and e["data"]["node_id"] == LLM)

@@ -9,6 +9,7 @@ import pytest
 from gcite.authoring import chatflows
 from gcite.local.dify_rules import DifyRefusal, code_settings, is_postgres_uuid
 from gcite.local.runner import Services, run_chatflow
+from tests.support.plugins import shared_plugins
 from tests.support.runner_dsl import minimal_dsl, text_input
 from tests.support.yamltext import safe_load
 
@@ -16,7 +17,7 @@ DSLS = {"plugin": chatflows.PLUGIN_DSL, "code": chatflows.CODE_DSL}
 
 
 def run(text: str, query: str = "q", inputs: dict | None = None, **services) -> list[dict]:
-    svc = Services(**services)
+    svc = Services(**services, shared_plugins=shared_plugins())
     try:
         return list(run_chatflow(text, query, inputs or {}, svc))
     finally:

@@ -9,6 +9,7 @@ from gcite.local.dify_metadata import admits, field_text
 from gcite.local.knowledge import load_json
 from gcite.local.runner import Services, run_chatflow
 from gcite.local.service_api import dify_sse
+from tests.support.plugins import shared_plugins
 
 OPERATORS = [
     ("contains", ""),
@@ -80,7 +81,9 @@ def retrievals():
     """What the runner's Knowledge Retrieval admitted, per role, with the shipped pre-filter."""
     seen: dict[str, dict] = {}
     streams: dict[str, str] = {}
-    svc = Services(tool_credentials={"langgenius/tavily:": {"tavily_api_key": "tvly-TEST"}})
+    svc = Services(
+        tool_credentials={"langgenius/tavily:": {"tavily_api_key": "tvly-TEST"}}, shared_plugins=shared_plugins()
+    )
     try:
         for roles in ("物业经理", "前台", "保安"):
             records: list[dict] = []

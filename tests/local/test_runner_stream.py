@@ -14,6 +14,7 @@ from gcite.local.runner import Services, run_chatflow
 from gcite.local.service_api import Conversation, dify_sse
 from gcite.local.services import local_services
 from gcite.local.web_search import TAVILY_OUTAGE, tavily_messages
+from tests.support.plugins import shared_plugins
 from tests.support.runner_dsl import minimal_dsl
 
 TAVILY = {"langgenius/tavily:": {"tavily_api_key": "tvly-TEST"}}
@@ -94,7 +95,7 @@ USAGE = [
 def turn():
     """One turn of the plugin chatflow with the runner's local services (its web_search asks the local server)."""
     conversation = Conversation(user="alice")
-    with local_services() as svc:
+    with local_services(shared_plugins=shared_plugins()) as svc:
         events = list(
             run_chatflow(
                 chatflows.PLUGIN_DSL.read_text(encoding="utf-8"),
@@ -233,7 +234,7 @@ class SlowModel(ExtractiveModel):
 
 
 def test_pings_keep_coming_while_the_stream_waits():
-    with local_services(llm=SlowModel()) as svc:
+    with local_services(llm=SlowModel(), shared_plugins=shared_plugins()) as svc:
         # the LLM-node layout (`build-dsl --answer llm-node`): the pings while an LLM node waits
         events = list(
             run_chatflow(
@@ -296,7 +297,11 @@ def test_tavily_failures_are_text_messages_as_the_official_plugin_sends_them():
 
 @pytest.mark.parametrize("fail,key", [(True, "tvly-TEST"), (False, "")])
 def test_a_failed_tavily_search_succeeds_with_text_and_an_empty_json(fail, key, tavily_dsl):
-    svc = Services(tool_credentials={"langgenius/tavily:": {"tavily_api_key": key}}, tavily_fail=fail)
+    svc = Services(
+        tool_credentials={"langgenius/tavily:": {"tavily_api_key": key}},
+        tavily_fail=fail,
+        shared_plugins=shared_plugins(),
+    )
     try:
         events = list(run_chatflow(tavily_dsl, "巡更时发现异常怎么上报？", {"user_roles": "物业经理"}, svc))
     finally:
@@ -313,7 +318,7 @@ def test_a_failed_tavily_search_succeeds_with_text_and_an_empty_json(fail, key, 
 
 
 def test_a_tavily_search_with_results_gives_json_then_the_formatted_text(tavily_dsl):
-    svc = Services(tool_credentials=TAVILY)
+    svc = Services(tool_credentials=TAVILY, shared_plugins=shared_plugins())
     try:
         events = list(run_chatflow(tavily_dsl, "巡更时发现异常怎么上报？", {"user_roles": "物业经理"}, svc))
     finally:

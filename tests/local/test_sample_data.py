@@ -11,6 +11,7 @@ from gcite.client import collect, dify_events
 from gcite.local.knowledge import load_json
 from gcite.local.runner import run_chatflow
 from gcite.local.services import local_services
+from tests.support.plugins import shared_plugins
 
 DOCUMENTS = load_json("knowledge_base.json")["documents"]
 ENGLISH = [d for d in DOCUMENTS if d["document_id"].endswith("-en")]
@@ -38,7 +39,7 @@ from citations.answer_layout import machine_inputs  # noqa: E402
 
 
 def answer(dsl, query, roles):
-    with local_services() as services:
+    with local_services(shared_plugins=shared_plugins()) as services:
         # as gcite.client's readers run it: the plugin chatflow's cited_answer node streams canonical markers
         events = list(
             run_chatflow(dsl.read_text(encoding="utf-8"), query, machine_inputs({"user_roles": roles}), services)
