@@ -69,11 +69,14 @@ def cut_file() -> bytes:
 
 
 def deflated_zeros(size: int) -> tuple[bytes, int]:
-    compressor, parts, block = zlib.compressobj(9, zlib.DEFLATED, -15), [], bytes(1 << 20)
-    for _ in range(size // len(block)):
-        parts.append(compressor.compress(block))
-    parts.append(compressor.flush())
-    return b"".join(parts), zlib.crc32(bytes(0)) if size == 0 else _zeros_crc(size)
+    """A raw deflate stream of `size` zero bytes (whole MiB) and their CRC-32. One MiB is compressed and fully flushed
+    (which resets the compressor: the next MiB would compress to the same bytes), then repeated, and a final empty
+    block ends the stream: 3 ms for a GiB, not 2.5 s of compressing it."""
+    block = bytes(1 << 20)
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
+    one = compressor.compress(block) + compressor.flush(zlib.Z_FULL_FLUSH)
+    end = zlib.compressobj(9, zlib.DEFLATED, -15).flush()
+    return one * (size // len(block)) + end, zlib.crc32(bytes(0)) if size == 0 else _zeros_crc(size)
 
 
 def _zeros_crc(size: int) -> int:
