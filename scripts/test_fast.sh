@@ -21,8 +21,8 @@ LIMIT=${TEST_FAST_TIMEOUT:-900}
 MARKS=${TEST_MARKS:-"not browser and not fuzz_replay"}
 EVERY=${TEST_PROGRESS_EVERY:-20}
 SHARD_1=(tests/local tests/release tests/plugin tests/docs tests/test_layout.py)
-SHARD_2=(tests/cli tests/citations tests/endpoint tests/js)
-SHARD_3=(tests/authoring tests/hostile)
+SHARD_2=(tests/cli tests/citations tests/js)
+SHARD_3=(tests/authoring tests/hostile tests/endpoint)
 SHARDS=3
 
 if [ "${1:-}" = "browser" ]; then  # the browser tests, one process
