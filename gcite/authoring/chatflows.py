@@ -15,6 +15,7 @@ Code-node chatflows' default, a Code node cannot call a model — and `clean` (w
 A test fails when the committed files differ from what this module generates with the default options.
 """
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -554,16 +555,79 @@ class _Dumper(yaml.SafeDumper):
     pass
 
 
+class _LibyamlDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # PyYAML's emitter in C, about 10 times faster
+    astral: dict[str, str] = {}  # an astral character -> its stand-in (set per document by `render`)
+
+
 def _text(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
     style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
+def _text_libyaml(dumper: _LibyamlDumper, value: str) -> yaml.Node:
+    if dumper.astral and not value.isascii():
+        for char in ASTRAL.findall(value):
+            value = value.replace(char, dumper.astral[char])
+    return _text(dumper, value)
+
+
 _Dumper.add_representer(str, _text)
+_LibyamlDumper.add_representer(str, _text_libyaml)
+
+# What libyaml's emitter writes exactly as PyYAML's own does (tests/authoring/test_render.py): text without a tab, a
+# line break other than \n or a BOM. An astral character too, but libyaml escapes it (an emoji as "\U0001F4DA") where
+# PyYAML writes it as it is, but in a double-quoted scalar (only a multi-line one here): in a line of text, `render`
+# hands libyaml a private-use character in its place (both write those as they are and count them as one column),
+# then puts it back.
+LIBYAML_ALIKE = re.compile("[\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010fffe]*")
+ASTRAL = re.compile("[\U00010000-\U0010fffe]")
+STAND_INS = re.compile("[\ue000-\uefff]")  # a private-use character, the stand-in of an astral one
 
 
-def render(document: dict[str, Any]) -> str:
-    return yaml.dump(document, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=120)
+def astral_stand_ins(document: Any) -> dict[str, str] | None:
+    """{astral character: stand-in} for every astral character in `document`'s strings (keys too), or None when
+    libyaml would write some string differently from PyYAML (or the document holds a stand-in already)."""
+    found: set[str] = set()
+    stand_in_held = False
+    stack = [document]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if not LIBYAML_ALIKE.fullmatch(value) or value == "\n" or value.endswith("\n\n"):
+                return None  # a block kept open ("|+"): libyaml ends the whole document with "..." then
+            if not value.isascii():
+                astral = ASTRAL.findall(value)
+                if astral and "\n" in value:  # PyYAML may write it double-quoted, with \U escapes as libyaml does
+                    return None
+                found.update(astral)
+                stand_in_held = stand_in_held or STAND_INS.search(value) is not None
+        elif isinstance(value, dict):
+            for key in value:  # a key both write simply: "? key" for an empty or long one (PyYAML counts a long
+                # one's characters, libyaml its UTF-8 bytes)
+                if not isinstance(key, str) or not 0 < len(key) <= (100 if key.isascii() else 31) or "\n" in key:
+                    return None
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    if not found:
+        return {}
+    if stand_in_held or len(found) > 0x1000:
+        return None
+    return {char: chr(0xE000 + n) for n, char in enumerate(sorted(found))}
+
+
+def render(document: Any) -> str:
+    """A DSL document as our chatflows write it (PyYAML, multi-line text as a block), through libyaml's emitter
+    where that writes the same text."""
+    astral = astral_stand_ins(document) if isinstance(document, (dict, list)) else None  # PyYAML ends a lone scalar
+    if astral is None:  # with "...", libyaml does not
+        return yaml.dump(document, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=120)
+    dumper = type("_LibyamlDumper", (_LibyamlDumper,), {"astral": astral})
+    text = yaml.dump(document, Dumper=dumper, allow_unicode=True, sort_keys=False, width=120)
+    for char, stand_in in astral.items():
+        text = text.replace(stand_in, char)
+    return text
 
 
 def variants(
