@@ -620,8 +620,9 @@ def astral_stand_ins(document: Any) -> dict[str, str] | None:
 def render(document: Any) -> str:
     """A DSL document as our chatflows write it (PyYAML, multi-line text as a block), through libyaml's emitter
     where that writes the same text."""
-    astral = astral_stand_ins(document) if isinstance(document, (dict, list)) else None  # PyYAML ends a lone scalar
-    if astral is None:  # with "...", libyaml does not
+    # a lone scalar: PyYAML ends the document with "...", libyaml does not
+    astral = astral_stand_ins(document) if isinstance(document, (dict, list)) else None
+    if astral is None:
         return yaml.dump(document, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=120)
     dumper = type("_LibyamlDumper", (_LibyamlDumper,), {"astral": astral})
     text = yaml.dump(document, Dumper=dumper, allow_unicode=True, sort_keys=False, width=120)
