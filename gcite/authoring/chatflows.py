@@ -575,10 +575,10 @@ _Dumper.add_representer(str, _text)
 _LibyamlDumper.add_representer(str, _text_libyaml)
 
 # What libyaml's emitter writes exactly as PyYAML's own does (tests/authoring/test_render.py): text without a tab, a
-# line break other than \n or a BOM. An astral character too, but libyaml escapes it (an emoji as "\U0001F4DA") where
-# PyYAML writes it as it is, but in a double-quoted scalar (only a multi-line one here): in a line of text, `render`
-# hands libyaml a private-use character in its place (both write those as they are and count them as one column),
-# then puts it back.
+# line break other than \n or a BOM, and multi-line text PyYAML writes as a block, not double-quoted (the two break a
+# long double-quoted line differently). An astral character too, but libyaml escapes it (an emoji as "\U0001F4DA")
+# where PyYAML writes it as it is: in a line of text, `render` hands libyaml a private-use character in its place
+# (both write those as they are and count them as one column), then puts it back.
 LIBYAML_ALIKE = re.compile("[\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010fffe]*")
 ASTRAL = re.compile("[\U00010000-\U0010fffe]")
 STAND_INS = re.compile("[\ue000-\uefff]")  # a private-use character, the stand-in of an astral one
@@ -586,30 +586,38 @@ STAND_INS = re.compile("[\ue000-\uefff]")  # a private-use character, the stand-
 
 def astral_stand_ins(document: Any) -> dict[str, str] | None:
     """{astral character: stand-in} for every astral character in `document`'s strings (keys too), or None when
-    libyaml would write some string differently from PyYAML (or the document holds a stand-in already)."""
+    libyaml would write some string differently from PyYAML (or the document holds a stand-in already, or a list or
+    mapping twice: PyYAML writes it once with an anchor, and a document holding itself never ends this walk)."""
     found: set[str] = set()
     stand_in_held = False
+    seen: set[int] = set()
     stack = [document]
     while stack:
         value = stack.pop()
         if isinstance(value, str):
             if not LIBYAML_ALIKE.fullmatch(value) or value == "\n" or value.endswith("\n\n"):
                 return None  # a block kept open ("|+"): libyaml ends the whole document with "..." then
+            if "\n" in value and (" \n" in value or value.endswith(" ")):
+                return None  # PyYAML writes it double-quoted, and breaks a long line of it otherwise than libyaml
             if not value.isascii():
                 astral = ASTRAL.findall(value)
-                if astral and "\n" in value:  # PyYAML may write it double-quoted, with \U escapes as libyaml does
+                if astral and "\n" in value:  # in case PyYAML writes it double-quoted: \U escapes, as libyaml
                     return None
                 found.update(astral)
                 stand_in_held = stand_in_held or STAND_INS.search(value) is not None
-        elif isinstance(value, dict):
+        elif isinstance(value, (dict, list)):
+            if id(value) in seen:
+                return None
+            seen.add(id(value))
+            if isinstance(value, list):
+                stack.extend(value)
+                continue
             for key in value:  # a key both write simply: "? key" for an empty or long one (PyYAML counts a long
                 # one's characters, libyaml its UTF-8 bytes)
                 if not isinstance(key, str) or not 0 < len(key) <= (100 if key.isascii() else 31) or "\n" in key:
                     return None
             stack.extend(value.keys())
             stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
     if not found:
         return {}
     if stand_in_held or len(found) > 0x1000:

@@ -26,8 +26,15 @@ FAST_ALPHABET = st.sampled_from(
 WORDS = st.sampled_from(["true", "null", "~", "1e3", "0x1F", "- a", "? b", ": c", "#d", "'", "0o7", "2001-12-14", ""])
 
 
+# multi-line text whose lines run past the width (120), some ending in a space
+LINE = st.text(st.sampled_from(list("ab 1:#'\"会议室")), min_size=60, max_size=200)  # no astral: see the guard
+LINES = st.lists(st.tuples(LINE, st.sampled_from(["\n", " \n", "\n "])), min_size=1, max_size=3).map(
+    lambda parts: "".join(line + end for line, end in parts).rstrip("\n")
+)
+
+
 def documents(alphabet):
-    text = st.text(alphabet, max_size=40) | st.text(alphabet, min_size=100, max_size=300) | WORDS
+    text = st.text(alphabet, max_size=40) | st.text(alphabet, min_size=100, max_size=300) | WORDS | LINES
     scalars = text | st.integers() | st.floats(allow_nan=False) | st.booleans() | st.none()
     return st.recursive(
         scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text, inner, max_size=4), max_leaves=25
@@ -58,5 +65,22 @@ def test_what_libyaml_writes_its_own_way_takes_pyyamls_emitter():
     assert astral_stand_ins({"a": " \n📚"}) is None  # PyYAML writes it double-quoted, the emoji escaped
     assert astral_stand_ins({"a": "x\n\n"}) is None  # "|+": libyaml would end the document with "..."
     assert astral_stand_ins({"": "x"}) is None and astral_stand_ins({"会" * 32: "x"}) is None  # "? key"
-    for document in ({"a": "x\ty"}, {"a": "📚", "b": "\ue000"}, {"k📚": ["\U0010ffff"]}, ["\n", "a"], {"": ""}):
+    # PyYAML writes multi-line text with a line ending in a space double-quoted, and breaks a long line of it with
+    # "\" (libyaml at a space)
+    prompt = "You are a helpful assistant. \nAnswer the question using only the context below, and cite " + "x " * 40
+    assert astral_stand_ins({"prompt": prompt}) is None and astral_stand_ins({"a": "x\ny "}) is None
+    looped: list = []
+    looped.append(looped)  # PyYAML writes it with an anchor; the walk must end
+    shared = {"k": "v"}
+    assert astral_stand_ins(looped) is None and astral_stand_ins([shared, shared]) is None
+    for document in (
+        {"a": "x\ty"},
+        {"a": "📚", "b": "\ue000"},
+        {"k📚": ["\U0010ffff"]},
+        ["\n", "a"],
+        {"": ""},
+        {"prompt": prompt},
+        looped,
+        [shared, shared],
+    ):
         assert render(document) == pyyaml(document)
