@@ -244,19 +244,18 @@ def test_web_text_is_wired_in_the_tavily_variant_only():
     assert "web_text" not in merge_inputs(chatflows.PLUGIN_DSL.read_text(encoding="utf-8"))
 
 
-def lingering_threads(before: set[threading.Thread]) -> list[str]:
-    """Threads of a search server or of a plugin process still alive, but for those alive `before` (the plugin
-    process other tests share, tests/support/plugins.py), after up to 3 s for them to end."""
+SERVER_THREADS = ("gcite-search-server", "process_request")  # a search server and its connections
+PLUGIN_THREADS = ("_read_stdout", "_read_stderr")  # a plugin process's readers
+
+
+def lingering_threads(before: set[threading.Thread] = frozenset(), kinds=SERVER_THREADS + PLUGIN_THREADS) -> list[str]:
+    """Threads of these kinds still alive, but for those alive `before`, after up to 3 s for them to end."""
     deadline = time.monotonic() + 3
     while True:
         names = [
             t.name
             for t in threading.enumerate()
-            if t not in before
-            and (
-                t.name == "gcite-search-server"
-                or any(part in t.name for part in ("process_request", "_read_stdout", "_read_stderr"))
-            )
+            if t not in before and (t.name in kinds or any(f"({kind}" in t.name for kind in kinds))
         ]
         if not names or time.monotonic() > deadline:
             return names
@@ -267,6 +266,8 @@ def test_no_thread_outlives_the_services():
     """Importing dify_plugin (gevent) while another thread is alive breaks that import, so closing the services
     must leave no thread behind: the search server's connections (a keep-alive client here), and one plugin process
     even when two tool nodes (acl_filter and web) start in parallel."""
+    # nothing earlier tests started is alive, but the plugin process they may share (tests/support/plugins.py)
+    assert lingering_threads(kinds=SERVER_THREADS if shared_plugins() else SERVER_THREADS + PLUGIN_THREADS) == []
     before = set(threading.enumerate())
     with local_services() as services, requests.Session() as session:
         server = services.search_server
