@@ -259,10 +259,11 @@ class SharedPlugins:
     """Plugin processes shared by every `Services` given them: one per plugin folder, started on first use and again
     when it died, as the daemon runs one process per installed plugin for every app and conversation. Each tool call
     brings its own Services' model (a tool's backwards `llm` call goes to the LLM of the conversation that called
-    it), so any number of conversations may use one process at once. `close()` stops them all."""
+    it), so any number of conversations may use one process at once. `close()` stops them all. (Services given none
+    keep one of their own.)"""
 
     def __init__(self) -> None:
-        # made after the caller's dify_plugin import, if any: then gevent's lock (see Services._plugin_lock)
+        # looked up when this is made: after a dify_plugin import it must be gevent's lock, not the original
         self._lock = threading.Lock()
         self._processes: dict[Path, PluginProcess] = {}
 
@@ -296,18 +297,13 @@ class Services:
     # the plugin process of G-Cite's tools: from these shared ones (which `close()` leaves running), or None to start
     # one for these services alone (which `close()` stops)
     shared_plugins: SharedPlugins | None = None
-    _plugin: PluginProcess | None = None
-    # tool nodes run in parallel (the plugin chatflow's acl_filter and web): one plugin process, started once.
-    # Looked up when Services is built: after a dify_plugin import it must be gevent's lock, not the original
-    _plugin_lock: Any = field(default_factory=lambda: threading.Lock(), repr=False, compare=False)
+    # those of these services alone: tool nodes run in parallel (the plugin chatflow's acl_filter and web), and one
+    # process is started once. Made with the services, so after a dify_plugin import, with gevent's lock
+    _own_plugins: SharedPlugins = field(default_factory=SharedPlugins, repr=False, compare=False)
 
     def plugin(self) -> PluginProcess:
-        if self.shared_plugins is not None:
-            return self.shared_plugins.process(self.plugin_dir)
-        with self._plugin_lock:
-            if self._plugin is None or not self._plugin.alive:
-                self._plugin = PluginProcess(self.plugin_dir, sys.executable)
-            return self._plugin
+        plugins = self.shared_plugins if self.shared_plugins is not None else self._own_plugins
+        return plugins.process(self.plugin_dir)
 
     def answer_model_call(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """A tool's backwards model call, answered by the same LLM the LLM nodes get (as Dify's inner API would:
@@ -315,10 +311,7 @@ class Services:
         return invocation_chunks(self.llm, request)
 
     def close(self) -> None:
-        with self._plugin_lock:
-            plugin, self._plugin = self._plugin, None
-        if plugin is not None:
-            plugin.close()
+        self._own_plugins.close()
 
     def credentials_for(self, plugin_id: str) -> dict[str, Any]:
         return next((v for k, v in self.tool_credentials.items() if plugin_id.startswith(k)), {})
