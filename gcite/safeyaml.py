@@ -34,7 +34,8 @@ def _where(mark: Any) -> str:
     return f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
 
 
-def _loader() -> type:
+def safe_loader() -> type:
+    """PyYAML's safe loader through libyaml (the C parser) where PyYAML has it, else in pure Python."""
     return getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
 
 
@@ -45,7 +46,7 @@ def check_events(text: str) -> None:
     sizes: dict[str, int] = {}
     open_anchors: list[tuple[str | None, int]] = []
     try:
-        for event in yaml.parse(text, Loader=_loader()):
+        for event in yaml.parse(text, Loader=safe_loader()):
             if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 total += 1
                 depth += 1
@@ -101,7 +102,7 @@ def load_bounded(text: str) -> Any:
     check_events(text)
     try:
         try:
-            return yaml.load(text, Loader=_loader())
+            return yaml.load(text, Loader=safe_loader())
         except yaml.YAMLError as error:
             try:
                 return yaml.safe_load(text)

@@ -76,7 +76,7 @@ def test_unreadable_text_is_one_line_with_the_position_and_the_next_step(text, r
 
 
 def test_an_escape_past_u10ffff_is_one_error_without_libyaml_too(monkeypatch):
-    monkeypatch.setattr(safeyaml, "_loader", lambda: yaml.SafeLoader)  # PyYAML without its C extension
+    monkeypatch.setattr(safeyaml, "safe_loader", lambda: yaml.SafeLoader)  # PyYAML without its C extension
     with pytest.raises(RetrofitRefusal, match=r"^not a Dify app DSL: not valid YAML \(chr\(\) arg not in range"):
         retrofit('app:\n  icon: "\\U0911F060"\n', options())
 

@@ -3,9 +3,9 @@ DSL), the same documents `yaml.safe_load` gives (tests/cli/test_load_yaml.py com
 
 import yaml
 
-LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from gcite.safeyaml import safe_loader
 
 
 def safe_load(stream):
-    """`yaml.safe_load(stream)`, parsed by libyaml where PyYAML has it."""
-    return yaml.load(stream, Loader=LOADER)
+    """`yaml.safe_load(stream)`, parsed by libyaml where PyYAML has it (`gcite.safeyaml.safe_loader`)."""
+    return yaml.load(stream, Loader=safe_loader())

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from gcite.authoring import chatflows as dsl_build
+from gcite.safeyaml import safe_loader
 
 
 class SpliceError(Exception):
@@ -27,7 +28,7 @@ class SpliceError(Exception):
 def splice(text: str, before: Any, after: Any) -> str:
     """`text` (the YAML `before` was read from) with the changes that make it `after`; or the rendered `after`."""
     try:
-        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        root = yaml.compose(text, Loader=safe_loader())
         lines = text.splitlines(keepends=True)
         if root is None or "&" in text and "*" in text:  # anchors and aliases: written again whole
             raise SpliceError
@@ -44,7 +45,7 @@ def splice(text: str, before: Any, after: Any) -> str:
             at = end
         out = "".join(out_lines + lines[at:])
         if (
-            yaml.load(out, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) != after
+            yaml.load(out, Loader=safe_loader()) != after
         ):  # never hand out a text that does not read as the rewired document
             raise SpliceError
         return out
