@@ -16,6 +16,7 @@ The rules that keep a bundle equal to its package (checked here, so a bundle nev
 from __future__ import annotations
 
 import ast
+import inspect
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -109,7 +110,7 @@ def parse_module(name: str, filename: str, where: str, text: str) -> Module:
         comments = start - 1
         while comments > previous_end and lines[comments - 1].lstrip().startswith("#"):
             comments -= 1
-        source = "".join(lines[comments : node.end_lineno])
+        source = "".join(docstrings_as_comments(node, lines)[comments : node.end_lineno])
         previous_end = node.end_lineno
         if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] == PACKAGE):
             if node.level:
@@ -140,6 +141,33 @@ def parse_module(name: str, filename: str, where: str, text: str) -> Module:
         if not in_function:  # in a top-level block or a class body: neither gathered at the top nor kept with a use
             raise BundleError(f"{where}:{node.lineno}: an import inside a block or class; import at the top")
     return Module(name, docstring, imports, needs, statements)
+
+
+def docstrings_as_comments(node: ast.stmt, lines: list[str]) -> list[str]:
+    """`lines` (a module's) with the docstrings of `node` and of the functions and classes in it written as comments
+    (a body left without a statement gets `pass`). A Code node is compiled at every run in a fresh process: a
+    docstring is a constant the compiler builds (about 5 % of the validator's compile time), a comment costs it
+    nothing, and the reader of the node keeps the text. A docstring sharing a line with other code, or holding a
+    character a comment cannot show, stays a docstring."""
+    out = None
+    for owner in ast.walk(node):
+        if not isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        text = ast.get_docstring(owner, clean=True)
+        if text is None:
+            continue
+        doc = owner.body[0]
+        first, last = lines[doc.lineno - 1], lines[doc.end_lineno - 1]  # type: ignore[operator]
+        indent = first[: doc.col_offset]
+        if indent.strip() or last[doc.end_col_offset :].strip() or not all(map(str.isprintable, text.split("\n"))):
+            continue
+        comment = [f"{indent}# {line}".rstrip() + "\n" for line in text.split("\n")]
+        if len(owner.body) == 1:
+            comment.append(f"{indent}pass\n")
+        out = out or list(lines)
+        out[doc.lineno - 1] = "".join(comment)  # the docstring's first line holds the comment, the rest go
+        out[doc.lineno : doc.end_lineno] = [""] * (doc.end_lineno - doc.lineno)  # type: ignore[operator]
+    return out or lines
 
 
 def _nested_imports(tree: ast.Module):
@@ -244,6 +272,15 @@ def header(node: str, entry: str, modules: list[Module]) -> str:
     )
 
 
+def module_comment(docstring: str) -> str:
+    """The entry module's docstring as the node's opening comment (as `docstrings_as_comments` does), or as a
+    docstring when a line holds a character a comment cannot show."""
+    text = inspect.cleandoc(docstring)
+    if not all(map(str.isprintable, text.split("\n"))):
+        return '"""' + docstring + '"""\n'
+    return "".join(f"# {line}".rstrip() + "\n" for line in text.split("\n"))
+
+
 def bundle(node: str, root: Path = ROOT) -> str:
     """The self-contained source of the Code node `node` (a key of NODES)."""
     entry = NODES[node]
@@ -253,7 +290,7 @@ def bundle(node: str, root: Path = ROOT) -> str:
     parts = [header(node, entry, modules)]
     docstring = modules[-1].docstring
     if docstring is not None:
-        parts.append('"""' + docstring + '"""\n')
+        parts.append(module_comment(docstring))
     imports = _import_lines(modules, used)
     if imports:
         parts.append("\n" + "\n".join(imports) + "\n")

@@ -185,3 +185,33 @@ def test_the_package_imports_nothing_but_the_standard_library_and_itself():
             )
             for name in roots:
                 assert name == "citations" or name in sys.stdlib_module_names, f"{path}: imports {name}"
+
+
+def test_docstrings_become_comments_in_the_bundle_and_a_bare_body_gets_pass(tmp_path, monkeypatch):
+    entry = (
+        '"""Entry module.\n\nSecond paragraph."""\n\n\n'
+        'class Refused(Exception):\n    """Raised when refused."""\n\n\n'
+        "class Box:\n"
+        '    """A box.\n\n    Holds one value."""\n\n'
+        "    def __init__(self, value):\n"
+        '        """Keep `value`."""\n'
+        "        self.value = value\n\n\n"
+        'def inline(x): """Kept: it shares its line."""; return x\n\n\n'
+        "def main(x):\n"
+        '    r"""Box `x`; refuse None (\\d stays as written)."""\n'
+        "    if x is None:\n        raise Refused\n"
+        "    return inline(Box(x).value), main.__doc__\n"
+    )
+    write_package(tmp_path, {"citations.entry": entry})
+    monkeypatch.setitem(bundler.NODES, "probe", "citations.entry")
+    text = bundler.bundle("probe", tmp_path)
+    assert text.count('"""') == 2  # only the docstring that shares its line with code
+    assert "# Entry module.\n#\n# Second paragraph.\n" in text
+    assert "    # Raised when refused.\n    pass\n" in text
+    assert "    # A box.\n    #\n    # Holds one value.\n" in text
+    assert "        # Keep `value`.\n        self.value = value\n" in text
+    assert "    # Box `x`; refuse None (\\d stays as written).\n" in text
+    node = load("probe", text)
+    assert node.main(3) == (3, None)
+    with pytest.raises(node.Refused):
+        node.main(None)
