@@ -20,9 +20,9 @@ PY=${PY:-.venv/bin/python}
 LIMIT=${TEST_FAST_TIMEOUT:-900}
 MARKS=${TEST_MARKS:-"not browser and not fuzz_replay"}
 EVERY=${TEST_PROGRESS_EVERY:-20}
-SHARD_1=(tests/local tests/release tests/plugin tests/docs tests/test_layout.py)
-SHARD_2=(tests/cli tests/citations tests/js)
-SHARD_3=(tests/authoring tests/hostile tests/endpoint)
+SHARD_1=(tests/local tests/release tests/plugin)
+SHARD_2=(tests/cli tests/citations tests/docs tests/test_layout.py)
+SHARD_3=(tests/authoring tests/hostile tests/endpoint tests/js)
 SHARDS=3
 
 if [ "${1:-}" = "browser" ]; then  # the browser tests, one process
