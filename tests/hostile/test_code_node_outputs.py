@@ -67,7 +67,11 @@ def test_every_string_and_array_of_the_validate_node_fits_a_code_node(count, tit
         }
         for n in range(1, count + 1)
     ]
-    answer = " ".join(f"The {word} room is on floor {n} [C:{n}]." * markers for n in range(1, count + 1))
+    # the word, up to 900,000 characters, in the first three sentences (an answer past every cap, reasons as long as
+    # the word); the others say "lift": as many ids as before, without the work of up to 108 MB of answer
+    answer = " ".join(
+        f"The {word if n <= 3 else 'lift'} room is on floor {n} [C:{n}]." * markers for n in range(1, count + 1)
+    )
     answer += " [C:999999999] [C:abc]"
     outputs = validate(answer, chunks)
     fits(outputs)
