@@ -215,3 +215,26 @@ def test_docstrings_become_comments_in_the_bundle_and_a_bare_body_gets_pass(tmp_
     assert node.main(3) == (3, None)
     with pytest.raises(node.Refused):
         node.main(None)
+
+
+def test_a_docstring_sharing_its_line_or_showing_no_character_stays_and_no_code_is_lost(tmp_path, monkeypatch):
+    entry = (
+        '"""Entry\\u200b."""\n\n\n'
+        "def add(x):\n"
+        '    """把 x 加一，返回结果。"""; x += 1\n'
+        "    return x\n\n\n"
+        "def hidden():\n"
+        '    """A zero-width space\\u200b: no comment shows it."""\n'
+        "    return hidden.__doc__\n\n\n"
+        "\x0c\n"  # a form feed: a line end for str.splitlines, not for Python
+        "def main(x):\n"
+        "    return add(x), hidden()\n"
+    )
+    write_package(tmp_path, {"citations.entry": entry})
+    monkeypatch.setitem(bundler.NODES, "probe", "citations.entry")
+    text = bundler.bundle("probe", tmp_path)
+    assert '"""把 x 加一，返回结果。"""; x += 1\n' in text
+    assert "'Entry\\u200b.'\n" in text  # the module's docstring, as a literal of the same value
+    node = load("probe", text)
+    assert node.__doc__ == "Entry\u200b."
+    assert node.main(1) == (2, "A zero-width space\u200b: no comment shows it.")
