@@ -1,16 +1,13 @@
-"""What every command shares: the one-line usage error, the chatflow file reader, the engine's log switch."""
+"""What every command shares: the one-line usage error (`gcite.cli.errors`), the chatflow file reader, the engine's log
+switch."""
 
 import contextlib
 import sys
 from collections.abc import Iterator
 
 from gcite import load_yaml
+from gcite.cli.errors import CliError
 from gcite.safeyaml import MAX_BYTES
-
-
-class CliError(Exception):
-    """A bad option or input: printed as one `error:` line, exit status 2."""
-
 
 ENGINE_LOGGERS = ("graphon", "dify_plugin")
 

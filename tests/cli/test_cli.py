@@ -75,6 +75,41 @@ def test_every_command_and_option_has_help_text():
     assert all(choice.help for choice in commands._choices_actions), "a command has no help text"
 
 
+HEAVY = ("requests", "yaml", "graphon", "dify_plugin", "gcite.client", "gcite.local", "gcite.authoring.retrofit")
+
+
+@pytest.mark.parametrize(
+    "argv,allowed",
+    [
+        (["secret"], set()),
+        (["--version"], {"yaml"}),  # the version is read from manifest.yaml
+        (["prefilter", "--roles", "a"], {"yaml"}),  # gcite.cli.common reads chatflow files
+    ],
+)
+def test_a_command_imports_only_what_it_runs(argv, allowed):
+    probe = (
+        "import sys; from gcite.cli.main import main\ntry: main(sys.argv[1:])\nexcept SystemExit: pass\n"
+        f"print([m for m in sys.modules if m.startswith({HEAVY!r})], file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, *argv], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    loaded = eval(done.stderr.strip().splitlines()[-1])  # noqa: S307 - the list this probe printed
+    assert {m if m.startswith("gcite") else m.split(".")[0] for m in loaded} <= allowed, loaded
+
+
+def test_every_command_parses_with_its_parser_alone():
+    from gcite.cli.main import COMMANDS, build_parser
+
+    whole = build_parser()
+    listed = next(a for a in whole._actions if hasattr(a, "choices") and a.choices).choices  # noqa: SLF001
+    assert set(listed) == COMMANDS
+    for command in COMMANDS:
+        alone = build_parser(command)
+        choices = next(a for a in alone._actions if hasattr(a, "choices") and a.choices).choices  # noqa: SLF001
+        assert command in choices and set(choices) <= COMMANDS
+        assert choices[command].format_help() == listed[command].format_help()
+
+
 def test_version(capsys):
     with pytest.raises(SystemExit) as done:
         main(["--version"])
