@@ -1,3 +1,4 @@
+import ast
 import json
 import os
 import subprocess
@@ -93,7 +94,7 @@ def test_a_command_imports_only_what_it_runs(argv, allowed):
     )
     done = subprocess.run([sys.executable, "-c", probe, *argv], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    loaded = eval(done.stderr.strip().splitlines()[-1])  # noqa: S307 - the list this probe printed
+    loaded = ast.literal_eval(done.stderr.strip().splitlines()[-1])  # the list this probe printed
     assert {m if m.startswith("gcite") else m.split(".")[0] for m in loaded} <= allowed, loaded
 
 
