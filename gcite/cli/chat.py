@@ -225,7 +225,7 @@ def sample_user_token(url: str, user: str) -> str:
 
 def local_chatflow(choice: str | None) -> str | None:
     """The text of the local run's chatflow (`plugin`, `code` or a path), checked as `gcite run` checks it; a
-    CliError of `gcite.cli.main` when it is not a chatflow."""
+    CliError (`gcite.cli.errors`) when it is not a chatflow."""
     from pathlib import Path
 
     from gcite.cli.common import read_chatflow_file

@@ -34,12 +34,17 @@ class VersionAction(argparse.Action):
         super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        print(version_text())
+        try:
+            sys.stdout.write(version_text() + "\n")
+            sys.stdout.flush()
+        except OSError:  # a closed pipe or a full disk: nothing to tell, as argparse's own action does
+            pass
         parser.exit()
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The parser of every command, or, given one of COMMANDS, of that command alone (given "--version", of none):
+    """The parser of every command, or, given one of COMMANDS, of that command alone (given anything else, such as
+    "--version", of none):
     each command's options come from the module that runs it, and a command should not wait for the others' imports
     (`gcite secret` took 0.16 s, importing the HTTP client, the local Dify and the retrofit passes; now 0.04 s)."""
     parser = argparse.ArgumentParser(prog="python -m gcite", description="G-Cite command line")

@@ -76,39 +76,73 @@ def test_every_command_and_option_has_help_text():
     assert all(choice.help for choice in commands._choices_actions), "a command has no help text"
 
 
-HEAVY = ("requests", "yaml", "graphon", "dify_plugin", "gcite.client", "gcite.local", "gcite.authoring.retrofit")
+HEAVY = (
+    "requests",
+    "yaml",
+    "jwt",
+    "cryptography",
+    "graphon",
+    "dify_plugin",
+    "citations",
+    "gcite.client",
+    "gcite.local",
+    "gcite.authoring",
+    "gcite.cli.",
+)
 
 
 @pytest.mark.parametrize(
     "argv,allowed",
     [
-        (["secret"], set()),
-        (["--version"], {"yaml"}),  # the version is read from manifest.yaml
-        (["prefilter", "--roles", "a"], {"yaml"}),  # gcite.cli.common reads chatflow files
+        (["secret"], {"gcite.cli.errors", "gcite.cli.main"}),
+        (["--version"], {"yaml", "gcite.cli.main"}),  # the version is read from manifest.yaml
+        (
+            ["prefilter", "--roles", "a"],  # gcite.cli.common reads chatflow files; the conditions come from authoring
+            {"yaml", "gcite.cli.main", "gcite.cli.errors", "gcite.cli.build", "gcite.cli.common"}
+            | {"gcite.authoring", "gcite.authoring.prefilter", "gcite.authoring.variants", "citations"},
+        ),
     ],
 )
 def test_a_command_imports_only_what_it_runs(argv, allowed):
     probe = (
-        "import sys; from gcite.cli.main import main\ntry: main(sys.argv[1:])\nexcept SystemExit: pass\n"
-        f"print([m for m in sys.modules if m.startswith({HEAVY!r})], file=sys.stderr)"
+        "import sys; from gcite.cli.main import main\n"
+        "try: code = main(sys.argv[1:])\nexcept SystemExit as done: code = done.code\n"
+        f"print(code, [m for m in sys.modules if m.startswith({HEAVY!r})], file=sys.stderr)"
     )
     done = subprocess.run([sys.executable, "-c", probe, *argv], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    loaded = ast.literal_eval(done.stderr.strip().splitlines()[-1])  # the list this probe printed
+    code, _, loaded = done.stderr.strip().splitlines()[-1].partition(" ")
+    assert code in ("0", "None") and done.stdout.strip(), done.stderr  # it ran, and printed what it makes
+    loaded = ast.literal_eval(loaded)
     assert {m if m.startswith("gcite") else m.split(".")[0] for m in loaded} <= allowed, loaded
 
 
-def test_every_command_parses_with_its_parser_alone():
-    from gcite.cli.main import COMMANDS, build_parser
+def test_each_command_alone_has_its_own_parser_and_no_other():
+    from gcite.cli.main import COMMANDS, PARSERS, build_parser
 
     whole = build_parser()
     listed = next(a for a in whole._actions if hasattr(a, "choices") and a.choices).choices  # noqa: SLF001
     assert set(listed) == COMMANDS
-    for command in COMMANDS:
-        alone = build_parser(command)
-        choices = next(a for a in alone._actions if hasattr(a, "choices") and a.choices).choices  # noqa: SLF001
-        assert command in choices and set(choices) <= COMMANDS
-        assert choices[command].format_help() == listed[command].format_help()
+    for names, _ in PARSERS:
+        for command in names:
+            alone = build_parser(command)
+            choices = next(a for a in alone._actions if hasattr(a, "choices") and a.choices).choices  # noqa: SLF001
+            assert set(choices) == set(names)
+            assert choices[command].format_help() == listed[command].format_help()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_version_into_a_full_disk_is_no_traceback():
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "gcite", "--version"],
+            cwd=ROOT,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
 
 
 def test_version(capsys):
