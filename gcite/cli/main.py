@@ -44,9 +44,9 @@ class VersionAction(argparse.Action):
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command, or, given one of COMMANDS, of that command alone (given anything else, such as
-    "--version", of none):
-    each command's options come from the module that runs it, and a command should not wait for the others' imports
-    (`gcite secret` took 0.16 s, importing the HTTP client, the local Dify and the retrofit passes; now 0.04 s)."""
+    "--version", of none): each command's options come from the module that runs it, and a command should not wait
+    for the others' imports (`gcite secret` took 0.16 s, importing the HTTP client, the local Dify and the retrofit
+    passes; now 0.04 s)."""
     parser = argparse.ArgumentParser(prog="python -m gcite", description="G-Cite command line")
     parser.add_argument("--version", action=VersionAction, help="print the version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
