@@ -96,6 +96,7 @@ def parse_module(name: str, filename: str, where: str, text: str) -> Module:
     """`read_module` of a module's `text` (`filename`: its path; `where`: that path as an error names it)."""
     tree = ast.parse(text, filename=filename)
     lines = source_lines(text)
+    code_lines = docstrings_as_comments(tree, lines)  # what each statement's source is cut from
     body = list(tree.body)
     docstring = ast.get_docstring(tree, clean=False)
     if docstring is not None:
@@ -111,7 +112,7 @@ def parse_module(name: str, filename: str, where: str, text: str) -> Module:
         comments = start - 1
         while comments > previous_end and lines[comments - 1].lstrip().startswith("#"):
             comments -= 1
-        source = "".join(docstrings_as_comments(node, lines)[comments : node.end_lineno])
+        source = "".join(code_lines[comments : node.end_lineno])
         previous_end = node.end_lineno
         if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] == PACKAGE):
             if node.level:
@@ -144,15 +145,15 @@ def parse_module(name: str, filename: str, where: str, text: str) -> Module:
     return Module(name, docstring, imports, needs, statements)
 
 
-def docstrings_as_comments(node: ast.stmt, lines: list[str]) -> list[str]:
-    """`lines` (a module's) with the docstrings of `node` and of the functions and classes in it written as comments
+def docstrings_as_comments(tree: ast.AST, lines: list[str]) -> list[str]:
+    """`lines` (a module's) with the docstrings of the functions and classes in `tree` written as comments
     (a body left without a statement gets `pass`). A Code node is compiled at every run in a fresh process: a
     docstring is a constant the compiler builds (about 4 % of the validator's compile time), a comment costs it
     nothing, and the reader of the node keeps the text. A docstring sharing a line with other code, or holding a
     character a comment cannot show, stays a docstring. (The node's `__doc__`s are None: nothing in the package
     reads one.)"""
     out = None
-    for owner in ast.walk(node):
+    for owner in ast.walk(tree):
         if not isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         text = ast.get_docstring(owner, clean=True)
