@@ -24,6 +24,10 @@ PART_SPLIT = re.compile(
     r"[，；：]|(?<!\d)[,:](?!\d)|;"
     r"|\s(?:and|but|while|whereas|although|though|which|who|whose|where)\s|但是|但|并且|而且|同时"
 )
+# what every PART_SPLIT match holds: one of PART_MARKS, or one of PART_WORDS between two spaces (`\s`, the spaces
+# str.split splits at)
+PART_MARKS = ("，", "；", "：", ",", ":", ";", "但", "并且", "而且", "同时")
+PART_WORDS = frozenset("and but while whereas although though which who whose where".split())
 
 
 @cache
@@ -148,6 +152,17 @@ def sentence_of(spans, starts, text, position):
 
 
 def sentence_parts(text):
-    """The clauses of a sentence (`folded`), when it has two or more; else []."""
+    """The clauses of a sentence (`folded`), when it has two or more; else []. A sentence without a separator is
+    one clause: found with `in` and str.split, at a third of what PART_SPLIT costs reading it."""
+    if PART_WORDS.isdisjoint(text.split()) and not has_part_mark(text):
+        return []
     parts = [part for part in PART_SPLIT.split(text) if part.strip()]
     return parts if len(parts) >= 2 else []
+
+
+def has_part_mark(text):
+    """Does `text` hold one of PART_MARKS?"""
+    for mark in PART_MARKS:
+        if mark in text:
+            return True
+    return False

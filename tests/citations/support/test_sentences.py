@@ -1,9 +1,11 @@
 """Sentences and their parts (citations/support/sentences.py)."""
 
+import re
+
 import pytest
 
 from citations.stream import CitationStream
-from citations.support.sentences import sentence_parts, sentence_spans
+from citations.support.sentences import PART_MARKS, sentence_parts, sentence_spans
 from citations.support.text import folded
 
 
@@ -77,3 +79,15 @@ def test_citations_attach_to_the_sentence_they_end_or_stand_in():
     result = stream.result()
     assert [c["weak"] for c in result["citations"]] == [False, False, False]
     assert result["uncited_sentences"] == [] and result["citation_recall_proxy"] == 1.0
+
+
+def test_a_sentence_without_a_separator_is_one_clause():
+    """`sentence_parts` answers [] without PART_SPLIT when the sentence holds none of its marks or words; with one,
+    it splits as PART_SPLIT does, at any space `\\s` reads (the ones str.split splits at)."""
+    assert sentence_parts("the gym desk on floor 3 answers within 5 hours.") == []
+    assert sentence_parts("android butter whoever wherein 但") == []  # 但 alone leaves one part
+    for space in [chr(c) for c in range(0x3001) if re.fullmatch(r"\s", chr(c))]:
+        assert sentence_parts(f"open{space}and{space}closed") == ["open", "closed"]
+    for mark in PART_MARKS:
+        assert sentence_parts(f"巡更{mark}费用") == ["巡更", "费用"]
+    assert sentence_parts("巡更从22:00开始") == []
