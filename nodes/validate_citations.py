@@ -866,6 +866,25 @@ def words_of(text):
     return words
 
 
+def inflections(words):
+    # The words whose `word_forms` may hold one of `words`: each as written and with -s, -d, -es, -ed or -ing (-ing
+    # in place of a final e); a word of no other form has none of them among its forms.
+    return frozenset(
+        [word + ending for word in words for ending in ("", "s", "d", "es", "ed", "ing")]
+        + [word[:-1] + "ing" for word in words if word.endswith("e")]
+    )
+
+
+def words_saying(text, forms):
+    # `words_of(text)` when one of the text's words is in `forms` (the `inflections` of the words a rule looks
+    # for), else an empty set: the text says none of those words, in any form.
+    words = set(WORD_TOKENS.findall(text))
+    if forms.isdisjoint(words):
+        return set()
+    words.update(*map(word_forms, words))
+    return words
+
+
 def said_at(text, word):
     # Where a casefolded text first says `word`: a Chinese word as written, an English one in any of its
     # `word_forms`; len(text) when it does not.
@@ -1433,7 +1452,8 @@ def opposites():
 def antonym_candidates(sentence_text, units, view, words=None):
     # [(word, opposite, shown, shown opposite)]: antonym-table words of the sentence (its `folded` text and units)
     # whose opposite the chunk holds somewhere and the sentence does not (the cheap first step of the antonym rule),
-    # in the order the sentence says them. `words`: the sentence's `words_of`, when the caller has it.
+    # in the order the sentence says them. `words`: the sentence's `words_of`, when the caller has it (or a set
+    # holding the same ANTONYMS_EN words: empty when it says none).
     opposites_zh, opposites_en = opposites()
     found = []
     for word in opposites_zh.keys() & units.keys():  # the Chinese table's words are one or two characters: units
@@ -1596,7 +1616,8 @@ def roles_cue(sentence_text, passage, view=None):
 # --- citations/support/scope.py ----------------------------------------
 def scope_cue(sentence_text, view, words=None):
     # {"kind": "scope", "claim": w}: the sentence says all/only/always… (SCOPE_ZH, SCOPE_EN) and the chunk does not;
-    # the first such word of the sentence. `words`: the sentence's `words_of`, when the caller has it.
+    # the first such word of the sentence. `words`: the sentence's `words_of`, when the caller has it (or a set
+    # holding the same SCOPE_EN words: empty when it says none).
     said = (
         []
         if sentence_text.isascii()
@@ -1779,6 +1800,12 @@ def has_part_mark(text):
 
 
 # --- citations/support/score.py ----------------------------------------
+@cache
+def cue_word_forms():
+    # The words that may say a word the scope or antonym rule looks for (SCOPE_EN, ANTONYMS_EN) in some form.
+    return inflections(SCOPE_EN.union(*ANTONYMS_EN))
+
+
 def coverage(units, chunk, others=None, converted=(), weights=DEFAULT_WEIGHTS):
     # (found weight, needed weight, numbers and codes missing, words missing) of `units` in the set `chunk` (or,
     # for a number, in `converted`); the units only another cited chunk contains (`others`) are left out. Words
@@ -1870,7 +1897,7 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
     if cue:
         reasons.append(cue)
     if found:
-        words = words_of(text) if LATIN.search(text) else None
+        words = words_saying(text, cue_word_forms()) if LATIN.search(text) else None  # the words both rules read
         cue = scope_cue(text, view, words)
         if cue:
             reasons.append(cue)

@@ -31,7 +31,8 @@ def opposites():
 def antonym_candidates(sentence_text, units, view, words=None):
     """[(word, opposite, shown, shown opposite)]: antonym-table words of the sentence (its `folded` text and units)
     whose opposite the chunk holds somewhere and the sentence does not (the cheap first step of the antonym rule),
-    in the order the sentence says them. `words`: the sentence's `words_of`, when the caller has it."""
+    in the order the sentence says them. `words`: the sentence's `words_of`, when the caller has it (or a set
+    holding the same ANTONYMS_EN words: empty when it says none)."""
     opposites_zh, opposites_en = opposites()
     found = []
     for word in opposites_zh.keys() & units.keys():  # the Chinese table's words are one or two characters: units

@@ -8,7 +8,8 @@ from citations.support.words import words_of
 
 def scope_cue(sentence_text, view, words=None):
     """{"kind": "scope", "claim": w}: the sentence says all/only/always… (SCOPE_ZH, SCOPE_EN) and the chunk does not;
-    the first such word of the sentence. `words`: the sentence's `words_of`, when the caller has it."""
+    the first such word of the sentence. `words`: the sentence's `words_of`, when the caller has it (or a set
+    holding the same SCOPE_EN words: empty when it says none)."""
     said = (
         []
         if sentence_text.isascii()

@@ -2,6 +2,8 @@
 what is missing, pulled toward the weakest clause and cut by each contradiction cue (docs/support-check.md,
 steps 3-7)."""
 
+from functools import cache
+
 from citations.support.antonym import antonym_candidates, antonym_cue
 from citations.support.measure import measure_cue, measure_hints, short_measure
 from citations.support.negation import negated, negation_cue
@@ -9,10 +11,17 @@ from citations.support.number import number_cue
 from citations.support.roles import ROLE_HINT, roles_cue
 from citations.support.scope import scope_cue
 from citations.support.sentences import sentence_parts
+from citations.support.tables import ANTONYMS_EN, SCOPE_EN
 from citations.support.text import DIGIT, LATIN
 from citations.support.units import is_chinese
 from citations.support.weights import DEFAULT_WEIGHTS
-from citations.support.words import words_of
+from citations.support.words import inflections, words_saying
+
+
+@cache
+def cue_word_forms():
+    """The words that may say a word the scope or antonym rule looks for (SCOPE_EN, ANTONYMS_EN) in some form."""
+    return inflections(SCOPE_EN.union(*ANTONYMS_EN))
 
 
 def coverage(units, chunk, others=None, converted=(), weights=DEFAULT_WEIGHTS):
@@ -106,7 +115,7 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
     if cue:
         reasons.append(cue)
     if found:
-        words = words_of(text) if LATIN.search(text) else None
+        words = words_saying(text, cue_word_forms()) if LATIN.search(text) else None  # the words both rules read
         cue = scope_cue(text, view, words)
         if cue:
             reasons.append(cue)

@@ -26,6 +26,25 @@ def words_of(text):
     return words
 
 
+def inflections(words):
+    """The words whose `word_forms` may hold one of `words`: each as written and with -s, -d, -es, -ed or -ing (-ing
+    in place of a final e); a word of no other form has none of them among its forms."""
+    return frozenset(
+        [word + ending for word in words for ending in ("", "s", "d", "es", "ed", "ing")]
+        + [word[:-1] + "ing" for word in words if word.endswith("e")]
+    )
+
+
+def words_saying(text, forms):
+    """`words_of(text)` when one of the text's words is in `forms` (the `inflections` of the words a rule looks
+    for), else an empty set: the text says none of those words, in any form."""
+    words = set(WORD_TOKENS.findall(text))
+    if forms.isdisjoint(words):
+        return set()
+    words.update(*map(word_forms, words))
+    return words
+
+
 def said_at(text, word):
     """Where a casefolded text first says `word`: a Chinese word as written, an English one in any of its
     `word_forms`; len(text) when it does not."""

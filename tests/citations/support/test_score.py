@@ -1,11 +1,15 @@
 """The score of a (sentence, chunk) pair (citations/support/score.py): partial support, the weakest part."""
 
+from itertools import product
+
 from citations.support.chunk import ChunkView
-from citations.support.score import judge, weakest_part
+from citations.support.score import cue_word_forms, judge, weakest_part
 from citations.support.sentences import sentence_parts
+from citations.support.tables import ANTONYMS_EN, SCOPE_EN
 from citations.support.text import folded
 from citations.support.units import content_units
 from citations.support.weights import DEFAULT_WEIGHTS
+from citations.support.words import word_forms, words_of, words_saying
 
 
 def score(sentence, chunk):
@@ -45,3 +49,17 @@ def test_a_part_with_too_little_content_is_not_judged_alone():
     units = content_units("Rooms seat 40 people, yes")
     parts = sentence_parts(folded("Rooms seat 40 people, yes"))
     assert weakest_part(units, parts, ChunkView("Rooms seat 40 people").units) is None
+
+
+def test_a_word_not_in_cue_word_forms_says_no_word_the_scope_or_antonym_rule_reads():
+    """`judge` reads a sentence's `words_of` only when one of its words is in `cue_word_forms`: every word whose
+    forms hold a SCOPE_EN or ANTONYMS_EN word must be in it (each is the word and at most three letters more)."""
+    wanted = SCOPE_EN.union(*ANTONYMS_EN)
+    endings = [""] + ["".join(letters) for size in (1, 2, 3) for letters in product("sdeingx", repeat=size)]
+    for word in wanted:
+        for said in {word + ending for ending in endings} | {word[:-1] + ending for ending in endings}:
+            if wanted.intersection(word_forms(said)):
+                assert said in cue_word_forms(), said
+    assert words_saying("the desk answers within 5 hours", cue_word_forms()) == set()
+    for said in ("the doors opened at 5", "only the desk closes", "the hall is opening"):
+        assert words_saying(said, cue_word_forms()) == words_of(said)
