@@ -6,7 +6,7 @@ from functools import cache
 
 from citations.support.quantities import NUMBER_AFTER, unit_name
 from citations.support.tables import MONTH_NAMES, MONTHS, UNIT_SCALE
-from citations.support.text import DIGIT, LATIN
+from citations.support.text import LATIN
 from citations.support.units import number_unit, word_unit
 
 
@@ -33,10 +33,19 @@ def measure_hints():
     ) - {""}
 
 
+def names_a_month(text):
+    """Does a casefolded text hold a month's first three letters (MONTHS)? (A loop of `in`: no pattern to compile,
+    and cheaper than `any` over a generator.)"""
+    for month in MONTHS:
+        if month in text:
+            return True
+    return False
+
+
 def month_numbers(text):
     """{(number, month): None} of the dates in a casefolded text (`march 1`, `1 march`, `march 2017`), in the
     text's order."""
-    if not any(month in text for month in MONTHS):  # `month_number` needs one (no pattern: 0.2 ms to compile)
+    if not names_a_month(text):  # `month_number` needs one
         return {}
     return dict.fromkeys(
         (number_unit(number or day), month or month_after)
@@ -48,16 +57,15 @@ def measure_cue(sentence_text, view):
     """{"kind": "number", "claim": "march 1", "source": "may 1"} when the chunk gives the sentence's number with
     another month, or {"claim": "5 km", "source": "5 miles"} with another unit of its kind (and never as the
     sentence writes it, nor as its conversion)."""
-    if LATIN.search(sentence_text) and DIGIT.search(sentence_text):
-        said = month_numbers(sentence_text)
-        if said:
-            chunk = view.memo("month_numbers", lambda: month_numbers(view.text))  # once per chunk
-            for number, month in said:
-                if (number, month) in chunk:
-                    continue
-                other = sorted(m for n, m in chunk if n == number and m != month)
-                if other:
-                    return {"kind": "number", "claim": f"{month} {number[1:]}", "source": f"{other[0]} {number[1:]}"}
+    said = month_numbers(sentence_text) if LATIN.search(sentence_text) else None  # a month and a number to compare
+    if said:
+        chunk = view.memo("month_numbers", lambda: month_numbers(view.text))  # once per chunk
+        for number, month in said:
+            if (number, month) in chunk:
+                continue
+            other = sorted(m for n, m in chunk if n == number and m != month)
+            if other:
+                return {"kind": "number", "claim": f"{month} {number[1:]}", "source": f"{other[0]} {number[1:]}"}
     for number, thing in NUMBER_AFTER.findall(sentence_text):
         name = unit_name(thing) if thing else None
         if name is None:
