@@ -1514,6 +1514,29 @@ def measure_hints():
     ) - {""}
 
 
+@cache
+def unit_names_zh():
+    # UNIT_SCALE's names beyond ASCII (米, 公里): `unit_name` finds one at the start of what follows a number
+    # when that is beyond ASCII.
+    return frozenset(name for name in UNIT_SCALE if not name.isascii())
+
+
+def after_a_number(text, words):
+    # Does one of `words` stand right after a number in `text`, or after a number and spaces, where NUMBER_AFTER
+    # reads what a number counts? (Its digits are `\d`, which str.isdecimal reads alike, its spaces `\s`, which
+    # str.isspace does.)
+    for word in words:
+        at = text.find(word)
+        while at >= 0:
+            before = at - 1
+            while before >= 0 and text[before].isspace():
+                before -= 1
+            if before >= 0 and text[before].isdecimal():
+                return True
+            at = text.find(word, at + 1)
+    return False
+
+
 def names_a_month(text):
     # Does a casefolded text hold a month's first three letters (MONTHS)? (A loop of `in`: no pattern to compile,
     # and cheaper than `any` over a generator.)
@@ -1534,11 +1557,13 @@ def month_numbers(text):
     )
 
 
-def measure_cue(sentence_text, view):
+def measure_cue(sentence_text, view, hinted=None):
     # {"kind": "number", "claim": "march 1", "source": "may 1"} when the chunk gives the sentence's number with
     # another month, or {"claim": "5 km", "source": "5 miles"} with another unit of its kind (and never as the
-    # sentence writes it, nor as its conversion).
-    said = month_numbers(sentence_text) if LATIN.search(sentence_text) else None  # a month and a number to compare
+    # sentence writes it, nor as its conversion). `hinted`: the sentence's units among `measure_hints`, when the
+    # caller has them (its `content_units`, which hold each unit name beyond ASCII it says).
+    latin = LATIN.search(sentence_text)
+    said = month_numbers(sentence_text) if latin else None  # a month and a number to compare
     if said:
         chunk = view.memo("month_numbers", lambda: month_numbers(view.text))  # once per chunk
         for number, month in said:
@@ -1547,6 +1572,8 @@ def measure_cue(sentence_text, view):
             other = sorted(m for n, m in chunk if n == number and m != month)
             if other:
                 return {"kind": "number", "claim": f"{month} {number[1:]}", "source": f"{other[0]} {number[1:]}"}
+    if not latin and not after_a_number(sentence_text, unit_names_zh() if hinted is None else hinted):
+        return None  # without a Latin letter only a unit's name beyond ASCII can follow a number, and none does
     for number, thing in NUMBER_AFTER.findall(sentence_text):
         name = unit_name(thing) if thing else None
         if name is None:
@@ -1895,13 +1922,13 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
     if weakest is not None:
         score = min(score, (1 - weights.part_weight) * score + weights.part_weight * weakest)
     reasons = []
-    cue = (
-        number_cue(text, units, view)
-        if missing
-        else measure_cue(text, view)
-        if (not measure_hints().isdisjoint(units) or short_measure().search(text)) and DIGIT.search(text)
-        else None
-    )
+    if missing:
+        cue = number_cue(text, units, view)
+    else:
+        hinted = measure_hints().intersection(units)
+        cue = (
+            measure_cue(text, view, hinted) if (hinted or short_measure().search(text)) and DIGIT.search(text) else None
+        )
     if cue:
         reasons.append(cue)
     if found:

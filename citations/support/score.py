@@ -105,13 +105,13 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
     if weakest is not None:
         score = min(score, (1 - weights.part_weight) * score + weights.part_weight * weakest)
     reasons = []
-    cue = (
-        number_cue(text, units, view)
-        if missing
-        else measure_cue(text, view)
-        if (not measure_hints().isdisjoint(units) or short_measure().search(text)) and DIGIT.search(text)
-        else None
-    )
+    if missing:
+        cue = number_cue(text, units, view)
+    else:
+        hinted = measure_hints().intersection(units)
+        cue = (
+            measure_cue(text, view, hinted) if (hinted or short_measure().search(text)) and DIGIT.search(text) else None
+        )
     if cue:
         reasons.append(cue)
     if found:

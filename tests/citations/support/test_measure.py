@@ -1,8 +1,19 @@
 """The measure cue: another month or unit for the same number (citations/support/measure.py)."""
 
+import random
+
 from citations.support.chunk import ChunkView
-from citations.support.measure import measure_cue, month_numbers, names_a_month
+from citations.support.measure import (
+    after_a_number,
+    measure_cue,
+    measure_hints,
+    month_numbers,
+    names_a_month,
+    unit_names_zh,
+)
+from citations.support.quantities import NUMBER_AFTER, unit_name
 from citations.support.text import folded
+from citations.support.units import content_units
 from citations.validate import main
 
 
@@ -37,3 +48,47 @@ def test_a_date_needs_a_month_and_a_number():
     assert month_numbers("in may 2017 the mayor met us") == {("#2017", "may"): None}
     assert measure_cue(folded("It opened in March."), ChunkView("It opened on May 1, 2017.")) is None
     assert not names_a_month("报修服务时间为每天8:00至20:00")
+
+
+def test_a_sentence_without_a_latin_letter_is_read_for_units_only_after_a_number():
+    """Without a Latin letter, `measure_cue` reads a sentence's numbers only when a unit's name beyond ASCII stands
+    right after one (or after one and spaces): NUMBER_AFTER then finds it, and never otherwise; nor does the
+    caller's `hinted` (the sentence's units among `measure_hints`) leave such a name out."""
+    for sentence, source in [
+        ("每天步行约2公里。", "每天步行约2米即可到达。"),
+        ("每天步行约2 公里。", "每天步行约2米即可到达。"),
+        ("每天步行约2\u3000公里。", "每天步行约2米即可到达。"),
+        ("每天步行约٢公里。", "每天步行约٢米即可到达。"),
+    ]:
+        said, chunk = folded(sentence), ChunkView(source)
+        hinted = measure_hints().intersection(content_units(sentence))
+        assert measure_cue(said, chunk) == measure_cue(said, chunk, hinted) != None  # noqa: E711
+        assert "number" in kinds(cite(sentence, source))
+    pieces = [
+        "2",
+        "٢",
+        "10",
+        ".5",
+        " ",
+        "\u3000",
+        "\t",
+        "每",
+        "天",
+        "公里",
+        "千米",
+        "三",
+        "千",
+        "个",
+        "的",
+        "米",
+        "约",
+        ",",
+    ]
+    draw = random.Random(7)
+    for _ in range(3000):
+        sentence = "".join(draw.choice(pieces) for _ in range(draw.randint(1, 8)))
+        said = folded(sentence)
+        named = any(unit_name(thing) for _, thing in NUMBER_AFTER.findall(said) if thing and not thing.isascii())
+        hinted = measure_hints().intersection(content_units(sentence))
+        assert named <= after_a_number(said, unit_names_zh()), sentence
+        assert named <= after_a_number(said, hinted), sentence
