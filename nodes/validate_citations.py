@@ -1581,8 +1581,10 @@ def measure_cue(sentence_text, view, hinted=None):
         unit = number_unit(number)
         kind, scale = UNIT_SCALE[name]
         same = view.quantities().get(unit)
-        if not same or any(UNIT_SCALE[other][1] == scale for other in same) or unit in view.converted():
-            continue
+        if not same or name in same or any(UNIT_SCALE[other][1] == scale for other in same):
+            continue  # the chunk lacks the number, or gives it in this unit (found at once) or one of its size
+        if unit in view.converted():
+            continue  # or it is a conversion of another of its quantities
         for other in sorted(same):
             if UNIT_SCALE[other][0] == kind:
                 return {"kind": "number", "claim": f"{number} {name}", "source": f"{number} {other}"}

@@ -40,6 +40,7 @@ def test_measure_cue_another_month_or_unit_for_the_same_number():
     assert "number" in kinds(cite("步行约2公里。", "步行约2米即可到达。"))
     assert measure_cue(folded("步行约2公里"), ChunkView("步行约2千米")) is None  # the same unit
     assert measure_cue(folded("It opened on 1 May 2017."), ChunkView("It opened on May 1, 2017.")) is None
+    assert measure_cue(folded("It takes 5 hours."), ChunkView("It takes 5 hours (not 5 days).")) is None  # as said
 
 
 def test_a_date_needs_a_month_and_a_number():
