@@ -125,14 +125,17 @@ def sentence_spans(text):
         kind = "heading" if stripped.startswith("#") else "text"
         masked = inline_code().sub(lambda m: "x" * len(m.group()), line) if "`" in line else line
         begin = LINE_MARK.match(line).end()
-        counts = Counts(masked, begin)
+        counts = None  # made at the sentence's first . ; ! or ? (a Chinese sentence has none)
         for end in SENTENCE_END.finditer(masked, begin):
-            if end.group()[0] in ".;!?" and not_an_end(masked, begin, end.start(), counts):
-                continue
+            if masked[end.start()] in ".;!?":
+                if counts is None:
+                    counts = Counts(masked, begin)
+                if not_an_end(masked, begin, end.start(), counts):
+                    continue
             if end.end() > begin:
                 spans.append((at + begin, at + end.end(), kind))
                 begin = end.end()
-                counts = Counts(masked, begin)
+                counts = None
         if line[begin:].strip():
             spans.append((at + begin, at + len(line), kind))
     return spans
