@@ -777,8 +777,9 @@ def content_units(text, question=None, normalized=False, weights=DEFAULT_WEIGHTS
         text = zh_numbers(text)
     exact = set()
     numbers = NUMBER_TOKENS.findall(text)
-    if numbers:  # numbers and codes (a code holds a digit)
-        codes = code_tokens().findall(text) if CODE_HINT.search(text) else None
+    words = WORD_TOKENS.findall(text)
+    if numbers:  # numbers and codes (a code holds a digit and a Latin letter, which a text without words lacks)
+        codes = code_tokens().findall(text) if words and CODE_HINT.search(text) else None
         if codes:
             text = code_tokens().sub(" ", text)
             exact.update(
@@ -788,10 +789,10 @@ def content_units(text, question=None, normalized=False, weights=DEFAULT_WEIGHTS
                 for code in codes
             )
             numbers = NUMBER_TOKENS.findall(text)
+            words = WORD_TOKENS.findall(text)
         exact.update(
             {"#" + number if number[0] != "0" and "." not in number else number_unit(number) for number in set(numbers)}
         )
-    words = WORD_TOKENS.findall(text)
     if words and not EN_NUMBERS.keys().isdisjoint(map(str.casefold, words)):
         words = number_words(words, exact)
     runs = [] if ascii_only else CJK_RUNS.findall(text)

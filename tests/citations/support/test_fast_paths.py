@@ -183,5 +183,6 @@ def test_the_patterns_match_as_their_plain_forms(text):
 def test_the_hints_are_found_wherever_their_patterns_match(text):
     if code_tokens().search(text):
         assert CODE_HINT.search(text)
+        assert WORD_TOKENS.search(text)  # `content_units` looks for codes only in a text with words
     if negated_en().search(text):
         assert NEGATION_HINT_EN.search(text)
