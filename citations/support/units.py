@@ -167,16 +167,19 @@ def content_units(text, question=None, normalized=False, weights=DEFAULT_WEIGHTS
         exact.update(
             {"#" + number if number[0] != "0" and "." not in number else number_unit(number) for number in set(numbers)}
         )
-    if words and not EN_NUMBERS.keys().isdisjoint(map(str.casefold, words)):
-        words = number_words(words, exact)
     runs = [] if ascii_only else CJK_RUNS.findall(text)
     grams = {run[i : i + 2] for run in runs for i in range(len(run) - 1)}
-    if weights is None:
+    if weights is None:  # a long text repeats its words: each distinct word is read once
+        distinct = set(words)
+        if distinct and not EN_NUMBERS.keys().isdisjoint(map(str.casefold, distinct)):
+            distinct = set(number_words(words, exact))
         units = grams | exact
-        units.update(*runs)
-        units.update(map(word_unit, {word.casefold() for word in set(words)}))
+        units.update("".join(runs))
+        units.update({word_kinds(word)[0] for word in distinct})
         units.discard("")
         return units
+    if words and not EN_NUMBERS.keys().isdisjoint(map(str.casefold, words)):
+        words = number_words(words, exact)
     units = dict.fromkeys(grams, 1.0)
     if runs:
         chars = set(runs[0]) if len(runs) == 1 else set("".join(runs))

@@ -13,7 +13,16 @@ from citations.support.quantities import NUMBER_AFTER, number_before, thing_key,
 from citations.support.roles import role_patterns
 from citations.support.sentences import PART_SPLIT, SENTENCE_END, full_stop_ends
 from citations.support.text import CJK, CJK_RUNS, COMMON_COMPATIBILITY, WORD_TOKENS, nfkc
-from citations.support.units import CODE_HINT, NUMBER_TOKENS, THOUSANDS, ZH_MEASURE, ZH_NUMBER, code_tokens
+from citations.support.units import (
+    CODE_HINT,
+    NUMBER_TOKENS,
+    THOUSANDS,
+    ZH_MEASURE,
+    ZH_NUMBER,
+    code_tokens,
+    word_kinds,
+    word_unit,
+)
 
 COMPAT_TEXT = st.lists(
     st.sampled_from(
@@ -186,3 +195,14 @@ def test_the_hints_are_found_wherever_their_patterns_match(text):
         assert WORD_TOKENS.search(text)  # `content_units` looks for codes only in a text with words
     if negated_en().search(text):
         assert NEGATION_HINT_EN.search(text)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.sampled_from(["Desk", "desk", "DESKS", "ſix", "İstanbul", "Straße", "STRASSE", "Éa", "the", "a", "Opening"])
+    )
+)
+def test_a_words_unit_as_written_is_its_casefolded_unit(words):
+    # `unit_set` reads each distinct word as written (`word_kinds`) instead of each distinct casefolded word
+    assert {word_kinds(word)[0] for word in set(words)} == set(map(word_unit, {word.casefold() for word in words}))
