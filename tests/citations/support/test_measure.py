@@ -63,7 +63,8 @@ def test_a_sentence_without_a_latin_letter_is_read_for_units_only_after_a_number
     ]:
         said, chunk = folded(sentence), ChunkView(source)
         hinted = measure_hints().intersection(content_units(sentence))
-        assert measure_cue(said, chunk) == measure_cue(said, chunk, hinted) != None  # noqa: E711
+        cue = measure_cue(said, chunk)
+        assert cue is not None and measure_cue(said, chunk, hinted) == cue
         assert "number" in kinds(cite(sentence, source))
     pieces = [
         "2",
