@@ -882,9 +882,10 @@ def inflections(words):
 def words_saying(text, forms):
     # `words_of(text)` when one of the text's words is in `forms` (the `inflections` of the words a rule looks
     # for), else an empty set: the text says none of those words, in any form.
-    words = set(WORD_TOKENS.findall(text))
+    words = WORD_TOKENS.findall(text)
     if forms.isdisjoint(words):
         return set()
+    words = set(words)
     words.update(*map(word_forms, words))
     return words
 
@@ -1561,12 +1562,13 @@ def month_numbers(text):
     )
 
 
-def measure_cue(sentence_text, view, hinted=None):
+def measure_cue(sentence_text, view, hinted=None, latin=None):
     # {"kind": "number", "claim": "march 1", "source": "may 1"} when the chunk gives the sentence's number with
     # another month, or {"claim": "5 km", "source": "5 miles"} with another unit of its kind (and never as the
     # sentence writes it, nor as its conversion). `hinted`: the sentence's units among `measure_hints`, when the
-    # caller has them (its `content_units`, which hold each unit name beyond ASCII it says).
-    latin = LATIN.search(sentence_text)
+    # caller has them (its `content_units`, which hold each unit name beyond ASCII it says); `latin`: whether the
+    # sentence holds a Latin letter (`LATIN`), when the caller knows.
+    latin = LATIN.search(sentence_text) if latin is None else latin
     said = month_numbers(sentence_text) if latin else None  # a month and a number to compare
     if said:
         chunk = view.memo("month_numbers", lambda: month_numbers(view.text))  # once per chunk
@@ -1931,17 +1933,20 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
     if weakest is not None:
         score = min(score, (1 - weights.part_weight) * score + weights.part_weight * weakest)
     reasons = []
+    latin = LATIN.search(text) is not None  # read once for the rules below
     if missing:
         cue = number_cue(text, units, view)
     else:
         hinted = measure_hints().intersection(units)
         cue = (
-            measure_cue(text, view, hinted) if (hinted or short_measure().search(text)) and DIGIT.search(text) else None
+            measure_cue(text, view, hinted, latin)
+            if (hinted or short_measure().search(text)) and DIGIT.search(text)
+            else None
         )
     if cue:
         reasons.append(cue)
     if found:
-        words = words_saying(text, cue_word_forms()) if LATIN.search(text) else None  # the words both rules read
+        words = words_saying(text, cue_word_forms()) if latin else set()  # the words both rules read: none here
         cue = scope_cue(text, view, words)
         if cue:
             reasons.append(cue)

@@ -76,12 +76,13 @@ def month_numbers(text):
     )
 
 
-def measure_cue(sentence_text, view, hinted=None):
+def measure_cue(sentence_text, view, hinted=None, latin=None):
     """{"kind": "number", "claim": "march 1", "source": "may 1"} when the chunk gives the sentence's number with
     another month, or {"claim": "5 km", "source": "5 miles"} with another unit of its kind (and never as the
     sentence writes it, nor as its conversion). `hinted`: the sentence's units among `measure_hints`, when the
-    caller has them (its `content_units`, which hold each unit name beyond ASCII it says)."""
-    latin = LATIN.search(sentence_text)
+    caller has them (its `content_units`, which hold each unit name beyond ASCII it says); `latin`: whether the
+    sentence holds a Latin letter (`LATIN`), when the caller knows."""
+    latin = LATIN.search(sentence_text) if latin is None else latin
     said = month_numbers(sentence_text) if latin else None  # a month and a number to compare
     if said:
         chunk = view.memo("month_numbers", lambda: month_numbers(view.text))  # once per chunk

@@ -105,17 +105,20 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
     if weakest is not None:
         score = min(score, (1 - weights.part_weight) * score + weights.part_weight * weakest)
     reasons = []
+    latin = LATIN.search(text) is not None  # read once for the rules below
     if missing:
         cue = number_cue(text, units, view)
     else:
         hinted = measure_hints().intersection(units)
         cue = (
-            measure_cue(text, view, hinted) if (hinted or short_measure().search(text)) and DIGIT.search(text) else None
+            measure_cue(text, view, hinted, latin)
+            if (hinted or short_measure().search(text)) and DIGIT.search(text)
+            else None
         )
     if cue:
         reasons.append(cue)
     if found:
-        words = words_saying(text, cue_word_forms()) if LATIN.search(text) else None  # the words both rules read
+        words = words_saying(text, cue_word_forms()) if latin else set()  # the words both rules read: none here
         cue = scope_cue(text, view, words)
         if cue:
             reasons.append(cue)

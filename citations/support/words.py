@@ -38,9 +38,10 @@ def inflections(words):
 def words_saying(text, forms):
     """`words_of(text)` when one of the text's words is in `forms` (the `inflections` of the words a rule looks
     for), else an empty set: the text says none of those words, in any form."""
-    words = set(WORD_TOKENS.findall(text))
+    words = WORD_TOKENS.findall(text)
     if forms.isdisjoint(words):
         return set()
+    words = set(words)
     words.update(*map(word_forms, words))
     return words
 

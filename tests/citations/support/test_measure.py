@@ -12,7 +12,7 @@ from citations.support.measure import (
     unit_names_zh,
 )
 from citations.support.quantities import NUMBER_AFTER, unit_name
-from citations.support.text import folded
+from citations.support.text import LATIN, folded
 from citations.support.units import content_units
 from citations.validate import main
 
@@ -94,3 +94,18 @@ def test_a_sentence_without_a_latin_letter_is_read_for_units_only_after_a_number
         hinted = measure_hints().intersection(content_units(sentence))
         assert named <= after_a_number(said, unit_names_zh()), sentence
         assert named <= after_a_number(said, hinted), sentence
+
+
+def test_the_callers_latin_flag_reads_as_the_sentence_would():
+    """`measure_cue` given whether the sentence holds a Latin letter (`judge` reads it once for all its rules) finds
+    what it finds reading the sentence itself."""
+    for sentence, source in [
+        ("It opened on March 1, 2017.", "It opened on May 1, 2017."),
+        ("The race is 5 km long.", "The race is 5 miles long."),
+        ("步行约2公里", "步行约2米即可到达。"),
+        ("步行约2公里", "步行约2千米"),
+        ("The 访客 desk answers within 4 hours.", "The 访客 desk answers within 4 days."),
+    ]:
+        said, chunk = folded(sentence), ChunkView(source)
+        latin = LATIN.search(said) is not None
+        assert measure_cue(said, chunk, None, latin) == measure_cue(said, chunk)
