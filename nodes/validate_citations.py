@@ -1454,14 +1454,16 @@ def opposites():
     return zh, en
 
 
-def antonym_candidates(sentence_text, units, view, words=None):
+def antonym_candidates(sentence_text, units, view, words=None, keys=None):
     # [(word, opposite, shown, shown opposite)]: antonym-table words of the sentence (its `folded` text and units)
     # whose opposite the chunk holds somewhere and the sentence does not (the cheap first step of the antonym rule),
     # in the order the sentence says them. `words`: the sentence's `words_of`, when the caller has it (or a set
-    # holding the same ANTONYMS_EN words: empty when it says none).
+    # holding the same ANTONYMS_EN words: empty when it says none); `keys`: the sentence's units among a set holding
+    # the Chinese table's words, when the caller has them.
     opposites_zh, opposites_en = opposites()
     found = []
-    for word in opposites_zh.keys() & units.keys():  # the Chinese table's words are one or two characters: units
+    # the Chinese table's words are one or two characters: units
+    for word in opposites_zh.keys() & (units.keys() if keys is None else keys):
         for other in opposites_zh[word]:
             if other not in sentence_text and view.holds(other):
                 found.append((word, other, word, other))
@@ -1657,19 +1659,39 @@ def roles_cue(sentence_text, passage, view=None):
 
 
 # --- citations/support/scope.py ----------------------------------------
-def scope_cue(sentence_text, view, words=None):
+@cache
+def scope_zh_units():
+    # (the SCOPE_ZH words that are units of every sentence saying them, the others). `content_units` keeps a
+    # Chinese character that is no stop character and a bigram of at most one; a Chinese numeral it may write in
+    # digits, so a word holding one is among the others.
+    units = frozenset(
+        word
+        for word in SCOPE_ZH
+        if len(word) <= 2
+        and all(map(is_cjk, word))
+        and not STOP_CHARS.issuperset(word)
+        and ZH_DIGITS.keys().isdisjoint(word)
+        and "十" not in word
+        and "百" not in word
+        and "千" not in word
+    )
+    return units, tuple(word for word in SCOPE_ZH if word not in units)
+
+
+def scope_cue(sentence_text, view, words=None, keys=None):
     # {"kind": "scope", "claim": w}: the sentence says all/only/always… (SCOPE_ZH, SCOPE_EN) and the chunk does not;
     # the first such word of the sentence. `words`: the sentence's `words_of`, when the caller has it (or a set
-    # holding the same SCOPE_EN words: empty when it says none).
-    said = (
-        []
-        if sentence_text.isascii()
-        else [
+    # holding the same SCOPE_EN words: empty when it says none); `keys`: the sentence's `content_units` among a set
+    # holding `scope_zh_units`'s first, when the caller has them (then only those words and the others are read).
+    if sentence_text.isascii():
+        said = []
+    else:
+        units, others = scope_zh_units()
+        said = [
             (sentence_text.find(word), -len(word), word)
-            for word in SCOPE_ZH
+            for word in (SCOPE_ZH if keys is None else [*units.intersection(keys), *others])
             if word in sentence_text and not view.holds(word)
         ]
-    )
     if words is None and LATIN.search(sentence_text):
         words = words_of(sentence_text)
     if words and not SCOPE_EN.isdisjoint(words):  # `words` holds every word of the sentence (and more forms)
@@ -1847,6 +1869,14 @@ def has_part_mark(text):
 
 # --- citations/support/score.py ----------------------------------------
 @cache
+def cue_units():
+    # The units a cue rule looks for among a sentence's: a unit's or a month's name (`measure_hints`), the words
+    # of the Chinese antonym table (`opposites`) and the scope words that are units (`scope_zh_units`). The sentence's
+    # ones are found in one pass over its units.
+    return measure_hints().union(opposites()[0], scope_zh_units()[0])
+
+
+@cache
 def cue_word_forms():
     # The words that may say a word the scope or antonym rule looks for (SCOPE_EN, ANTONYMS_EN) in some form.
     return inflections(SCOPE_EN.union(*ANTONYMS_EN))
@@ -1933,11 +1963,12 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
     if weakest is not None:
         score = min(score, (1 - weights.part_weight) * score + weights.part_weight * weakest)
     reasons = []
-    latin = LATIN.search(text) is not None  # read once for the rules below
+    latin = LATIN.search(text) is not None  # read once for the rules below, as are the units they look for
+    cues = cue_units().intersection(units)
     if missing:
         cue = number_cue(text, units, view)
     else:
-        hinted = measure_hints().intersection(units)
+        hinted = measure_hints().intersection(cues)
         cue = (
             measure_cue(text, view, hinted, latin)
             if (hinted or short_measure().search(text)) and DIGIT.search(text)
@@ -1947,10 +1978,10 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
         reasons.append(cue)
     if found:
         words = words_saying(text, cue_word_forms()) if latin else set()  # the words both rules read: none here
-        cue = scope_cue(text, view, words)
+        cue = scope_cue(text, view, words, cues)
         if cue:
             reasons.append(cue)
-        candidates = antonym_candidates(text, units, view, words)
+        candidates = antonym_candidates(text, units, view, words, cues)
         roles = "比" in text or ROLE_HINT.search(text)
         said = negated(text)
         negation, antonym = said or view.negated(), candidates and not said  # the rules that may find a cue

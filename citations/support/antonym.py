@@ -28,14 +28,16 @@ def opposites():
     return zh, en
 
 
-def antonym_candidates(sentence_text, units, view, words=None):
+def antonym_candidates(sentence_text, units, view, words=None, keys=None):
     """[(word, opposite, shown, shown opposite)]: antonym-table words of the sentence (its `folded` text and units)
     whose opposite the chunk holds somewhere and the sentence does not (the cheap first step of the antonym rule),
     in the order the sentence says them. `words`: the sentence's `words_of`, when the caller has it (or a set
-    holding the same ANTONYMS_EN words: empty when it says none)."""
+    holding the same ANTONYMS_EN words: empty when it says none); `keys`: the sentence's units among a set holding
+    the Chinese table's words, when the caller has them."""
     opposites_zh, opposites_en = opposites()
     found = []
-    for word in opposites_zh.keys() & units.keys():  # the Chinese table's words are one or two characters: units
+    # the Chinese table's words are one or two characters: units
+    for word in opposites_zh.keys() & (units.keys() if keys is None else keys):
         for other in opposites_zh[word]:
             if other not in sentence_text and view.holds(other):
                 found.append((word, other, word, other))

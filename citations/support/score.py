@@ -4,18 +4,26 @@ steps 3-7)."""
 
 from functools import cache
 
-from citations.support.antonym import antonym_candidates, antonym_cue
+from citations.support.antonym import antonym_candidates, antonym_cue, opposites
 from citations.support.measure import measure_cue, measure_hints, short_measure
 from citations.support.negation import negated, negation_cue
 from citations.support.number import number_cue
 from citations.support.roles import ROLE_HINT, roles_cue
-from citations.support.scope import scope_cue
+from citations.support.scope import scope_cue, scope_zh_units
 from citations.support.sentences import sentence_parts
 from citations.support.tables import ANTONYMS_EN, SCOPE_EN
 from citations.support.text import DIGIT, LATIN
 from citations.support.units import is_chinese
 from citations.support.weights import DEFAULT_WEIGHTS
 from citations.support.words import inflections, words_saying
+
+
+@cache
+def cue_units():
+    """The units a cue rule looks for among a sentence's: a unit's or a month's name (`measure_hints`), the words
+    of the Chinese antonym table (`opposites`) and the scope words that are units (`scope_zh_units`). The sentence's
+    ones are found in one pass over its units."""
+    return measure_hints().union(opposites()[0], scope_zh_units()[0])
 
 
 @cache
@@ -105,11 +113,12 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
     if weakest is not None:
         score = min(score, (1 - weights.part_weight) * score + weights.part_weight * weakest)
     reasons = []
-    latin = LATIN.search(text) is not None  # read once for the rules below
+    latin = LATIN.search(text) is not None  # read once for the rules below, as are the units they look for
+    cues = cue_units().intersection(units)
     if missing:
         cue = number_cue(text, units, view)
     else:
-        hinted = measure_hints().intersection(units)
+        hinted = measure_hints().intersection(cues)
         cue = (
             measure_cue(text, view, hinted, latin)
             if (hinted or short_measure().search(text)) and DIGIT.search(text)
@@ -119,10 +128,10 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
         reasons.append(cue)
     if found:
         words = words_saying(text, cue_word_forms()) if latin else set()  # the words both rules read: none here
-        cue = scope_cue(text, view, words)
+        cue = scope_cue(text, view, words, cues)
         if cue:
             reasons.append(cue)
-        candidates = antonym_candidates(text, units, view, words)
+        candidates = antonym_candidates(text, units, view, words, cues)
         roles = "比" in text or ROLE_HINT.search(text)
         said = negated(text)
         negation, antonym = said or view.negated(), candidates and not said  # the rules that may find a cue

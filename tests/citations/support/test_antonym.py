@@ -2,8 +2,10 @@
 
 from citations.support.antonym import antonym_candidates, antonym_cue, compounds_zh
 from citations.support.chunk import ChunkView
+from citations.support.score import cue_units
 from citations.support.text import folded
 from citations.support.units import content_units
+from citations.support.words import words_of
 from citations.validate import main
 
 
@@ -45,3 +47,19 @@ def test_no_antonym_cue_for_a_negated_opposite_or_a_compound():
     assert "antonym" not in kinds(
         cite("想用大会议室，需要提前一天申请。", "大会议室预订须提前1天申请，单次不超过4小时。")
     )
+
+
+def test_antonym_candidates_from_the_callers_cue_units():
+    """Given the sentence's units among `cue_units` (as `judge` gives them), the candidates are the same."""
+    for sentence, chunk in [
+        ("访问量有增加也有减少", "访问量增加"),
+        ("访问量增加", "访问量先增加后减少"),
+        ("该市的人均收入居全省之末。", "该市的人均收入居全省之首，连续五年增长。"),
+        ("The permit must be renewed after the 检查 before noon.", "The permit must be renewed before 检查."),
+        ("价格上涨，气温升高，会议提前结束", "价格下跌，气温降低，会议推迟开始，早晚都行"),
+    ]:
+        text, units = folded(sentence), content_units(sentence)
+        keys = cue_units().intersection(units)
+        view = ChunkView(chunk)
+        words = words_of(text)
+        assert antonym_candidates(text, units, view, words, keys) == antonym_candidates(text, units, view, words)
