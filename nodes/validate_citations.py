@@ -954,11 +954,12 @@ def without_not_negations(text):
     return not_negations().sub(lambda m: " " * len(m.group()), text)
 
 
-def negated(text):
-    # Does `text` (casefolded) hold a negation? (the negation rule; NOT_NEGATIONS words do not count)
+def negated(text, latin=True):
+    # Does `text` (casefolded) hold a negation? (the negation rule; NOT_NEGATIONS words do not count) `latin`:
+    # False when the caller knows the text holds no Latin letter (`LATIN`), and so no English negation.
     if NEGATION_CHARS.search(text) and NEGATION_CHARS.search(not_negations().sub("", text)):
         return True
-    return NEGATION_HINT_EN.search(text) is not None and negated_en().search(text) is not None
+    return latin and NEGATION_HINT_EN.search(text) is not None and negated_en().search(text) is not None
 
 
 def negation_word(text):
@@ -1969,11 +1970,14 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
         cue = number_cue(text, units, view)
     else:
         hinted = measure_hints().intersection(cues)
-        cue = (
-            measure_cue(text, view, hinted, latin)
-            if (hinted or short_measure().search(text)) and DIGIT.search(text)
-            else None
-        )
+        if latin:
+            cue = (
+                measure_cue(text, view, hinted, latin)
+                if (hinted or short_measure().search(text)) and DIGIT.search(text)
+                else None
+            )
+        else:  # short_measure finds only Latin letters, and measure_cue a unit's name only after a digit
+            cue = measure_cue(text, view, hinted, latin) if hinted else None
     if cue:
         reasons.append(cue)
     if found:
@@ -1982,8 +1986,8 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
         if cue:
             reasons.append(cue)
         candidates = antonym_candidates(text, units, view, words, cues)
-        roles = "比" in text or ROLE_HINT.search(text)
-        said = negated(text)
+        roles = "比" in text or (latin and ROLE_HINT.search(text))  # ROLE_HINT's words are Latin
+        said = negated(text, latin)
         negation, antonym = said or view.negated(), candidates and not said  # the rules that may find a cue
         if negation or antonym or roles:
             passage, share = view.passage(units)

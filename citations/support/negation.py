@@ -50,11 +50,12 @@ def without_not_negations(text):
     return not_negations().sub(lambda m: " " * len(m.group()), text)
 
 
-def negated(text):
-    """Does `text` (casefolded) hold a negation? (the negation rule; NOT_NEGATIONS words do not count)"""
+def negated(text, latin=True):
+    """Does `text` (casefolded) hold a negation? (the negation rule; NOT_NEGATIONS words do not count) `latin`:
+    False when the caller knows the text holds no Latin letter (`LATIN`), and so no English negation."""
     if NEGATION_CHARS.search(text) and NEGATION_CHARS.search(not_negations().sub("", text)):
         return True
-    return NEGATION_HINT_EN.search(text) is not None and negated_en().search(text) is not None
+    return latin and NEGATION_HINT_EN.search(text) is not None and negated_en().search(text) is not None
 
 
 def negation_word(text):

@@ -119,11 +119,14 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
         cue = number_cue(text, units, view)
     else:
         hinted = measure_hints().intersection(cues)
-        cue = (
-            measure_cue(text, view, hinted, latin)
-            if (hinted or short_measure().search(text)) and DIGIT.search(text)
-            else None
-        )
+        if latin:
+            cue = (
+                measure_cue(text, view, hinted, latin)
+                if (hinted or short_measure().search(text)) and DIGIT.search(text)
+                else None
+            )
+        else:  # short_measure finds only Latin letters, and measure_cue a unit's name only after a digit
+            cue = measure_cue(text, view, hinted, latin) if hinted else None
     if cue:
         reasons.append(cue)
     if found:
@@ -132,8 +135,8 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
         if cue:
             reasons.append(cue)
         candidates = antonym_candidates(text, units, view, words, cues)
-        roles = "比" in text or ROLE_HINT.search(text)
-        said = negated(text)
+        roles = "比" in text or (latin and ROLE_HINT.search(text))  # ROLE_HINT's words are Latin
+        said = negated(text, latin)
         negation, antonym = said or view.negated(), candidates and not said  # the rules that may find a cue
         if negation or antonym or roles:
             passage, share = view.passage(units)

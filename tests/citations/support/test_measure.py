@@ -109,3 +109,13 @@ def test_the_callers_latin_flag_reads_as_the_sentence_would():
         said, chunk = folded(sentence), ChunkView(source)
         latin = LATIN.search(said) is not None
         assert measure_cue(said, chunk, None, latin) == measure_cue(said, chunk)
+
+
+def test_without_a_latin_letter_or_a_digit_no_measure_cue():
+    """`judge` calls `measure_cue` on a sentence without a Latin letter whenever it names a unit (`hinted`), with or
+    without a digit: without one, `after_a_number` finds none, as DIGIT would not."""
+    for sentence in ["每天步行约两公里。", "每天步行约二公里。", "步行约几千米", "周一至周五开放"]:
+        said = folded(sentence)
+        hinted = measure_hints().intersection(content_units(sentence))
+        assert hinted and not LATIN.search(said) and not after_a_number(said, hinted)
+        assert measure_cue(said, ChunkView("每天步行约2米即可到达，周一至周五5天"), hinted, False) is None

@@ -4,7 +4,7 @@ import pytest
 
 from citations.support.chunk import ChunkView
 from citations.support.negation import negated, negated_thing_cue, negation_cue, not_negations
-from citations.support.text import folded
+from citations.support.text import LATIN, folded
 from citations.support.units import content_units
 from citations.validate import main
 
@@ -36,7 +36,10 @@ def kinds(citation):
     ],
 )
 def test_negation_table(text, expected):
-    assert negated(folded(text)) is expected
+    said = folded(text)
+    assert negated(said) is expected
+    if not LATIN.search(said):  # `judge` tells a text without a Latin letter so: the same answer
+        assert negated(said, False) is expected
 
 
 def test_not_negations_hold_a_negation_character_without_negating():
