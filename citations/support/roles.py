@@ -7,9 +7,16 @@ from functools import cache
 from citations.support.tables import ROLE_VERBS
 from citations.support.text import CJK
 
-# what every `role_patterns` match holds, found fast: 比 (looked for on its own: with it, the pattern's prefix would
-# be a set beyond Latin-1, dearer to compile), than, or a verb of ROLE_VERBS
-ROLE_HINT = re.compile("than|" + "|".join(ROLE_VERBS))
+# what every `role_patterns` match holds besides 比: than, or a verb of ROLE_VERBS
+ROLE_HINTS = ("than", *ROLE_VERBS)
+
+
+def role_hinted(text):
+    """Does `text` hold one of ROLE_HINTS? (A loop of `in`: on a sentence cheaper than a pattern of them.)"""
+    for hint in ROLE_HINTS:
+        if hint in text:
+            return True
+    return False
 
 
 @cache

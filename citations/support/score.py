@@ -8,11 +8,11 @@ from citations.support.antonym import antonym_candidates, antonym_cue, opposites
 from citations.support.measure import measure_cue, measure_hints, short_measure
 from citations.support.negation import negated, negation_cue
 from citations.support.number import number_cue
-from citations.support.roles import ROLE_HINT, roles_cue
+from citations.support.roles import role_hinted, roles_cue
 from citations.support.scope import scope_cue, scope_zh_units
 from citations.support.sentences import sentence_parts
 from citations.support.tables import ANTONYMS_EN, SCOPE_EN
-from citations.support.text import DIGIT, LATIN
+from citations.support.text import DIGIT, LATIN, WORD_TOKENS
 from citations.support.units import is_chinese
 from citations.support.weights import DEFAULT_WEIGHTS
 from citations.support.words import inflections, words_saying
@@ -105,15 +105,16 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
     if missing and view.converted():
         found, needed, missing, lacking = coverage(units, view.units, others, view.converted(), weights)
     score = found / needed * weights.missing_exact**missing * weights.missing_decay**lacking
+    latin = LATIN.search(text) is not None  # read once for the rules below, as are the words and units they read
+    tokens = WORD_TOKENS.findall(text) if latin else ()  # a word of PART_WORDS or of `cue_word_forms` is Latin
     if found < needed and parts is None:
-        parts = sentence_parts(text)
+        parts = sentence_parts(text, tokens)
     if parts and found < needed:  # each part is read once per unit: the sentence's length times its units
         view.spend(len(units) * (len(text) // 2 + 50 * len(parts)))
     weakest = weakest_part(units, parts, view.units, others, weights) if parts and found < needed else None
     if weakest is not None:
         score = min(score, (1 - weights.part_weight) * score + weights.part_weight * weakest)
     reasons = []
-    latin = LATIN.search(text) is not None  # read once for the rules below, as are the units they look for
     cues = cue_units().intersection(units)
     if missing:
         cue = number_cue(text, units, view)
@@ -130,12 +131,12 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
     if cue:
         reasons.append(cue)
     if found:
-        words = words_saying(text, cue_word_forms()) if latin else set()  # the words both rules read: none here
+        words = words_saying(text, cue_word_forms(), tokens) if latin else set()  # the words both rules read
         cue = scope_cue(text, view, words, cues)
         if cue:
             reasons.append(cue)
         candidates = antonym_candidates(text, units, view, words, cues)
-        roles = "比" in text or (latin and ROLE_HINT.search(text))  # ROLE_HINT's words are Latin
+        roles = "比" in text or (latin and role_hinted(text))  # ROLE_HINTS are Latin words
         said = negated(text, latin)
         negation, antonym = said or view.negated(), candidates and not said  # the rules that may find a cue
         if negation or antonym or roles:

@@ -218,6 +218,6 @@ def is_chinese(units):
     chinese = total = 0.0
     for unit, weight in units.items():
         total += weight
-        if unit[0] >= "\u3400":
+        if unit >= "\u3400":  # its first character (a unit is never empty), without making it a string
             chinese += weight
     return chinese * 2 > total

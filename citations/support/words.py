@@ -35,10 +35,11 @@ def inflections(words):
     )
 
 
-def words_saying(text, forms):
+def words_saying(text, forms, words=None):
     """`words_of(text)` when one of the text's words is in `forms` (the `inflections` of the words a rule looks
-    for), else an empty set: the text says none of those words, in any form."""
-    words = WORD_TOKENS.findall(text)
+    for), else an empty set: the text says none of those words, in any form. `words`: the text's WORD_TOKENS,
+    when the caller has them."""
+    words = WORD_TOKENS.findall(text) if words is None else words
     if forms.isdisjoint(words):
         return set()
     words = set(words)

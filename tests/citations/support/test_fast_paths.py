@@ -10,9 +10,11 @@ from hypothesis import strategies as st
 from citations.support.measure import short_measure
 from citations.support.negation import NEGATION_HINT_EN, negated_en, negated_zh
 from citations.support.quantities import NUMBER_AFTER, number_before, thing_key, unit_name
-from citations.support.roles import role_patterns
-from citations.support.sentences import PART_SPLIT, SENTENCE_END, full_stop_ends
-from citations.support.text import CJK, CJK_RUNS, COMMON_COMPATIBILITY, WORD_TOKENS, nfkc
+from citations.support.roles import role_hinted, role_patterns
+from citations.support.score import cue_word_forms
+from citations.support.sentences import PART_SPLIT, SENTENCE_END, full_stop_ends, sentence_parts
+from citations.support.tables import ROLE_VERBS
+from citations.support.text import CJK, CJK_RUNS, COMMON_COMPATIBILITY, LATIN, WORD_TOKENS, nfkc
 from citations.support.units import (
     CODE_HINT,
     NUMBER_TOKENS,
@@ -23,6 +25,7 @@ from citations.support.units import (
     word_kinds,
     word_unit,
 )
+from citations.support.words import words_saying
 
 COMPAT_TEXT = st.lists(
     st.sampled_from(
@@ -206,3 +209,18 @@ def test_the_hints_are_found_wherever_their_patterns_match(text):
 def test_a_words_unit_as_written_is_its_casefolded_unit(words):
     # `unit_set` reads each distinct word as written (`word_kinds`) instead of each distinct casefolded word
     assert {word_kinds(word)[0] for word in set(words)} == set(map(word_unit, {word.casefold() for word in words}))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(PATTERN_TEXT)
+def test_judge_reads_a_sentences_words_once_for_the_parts_and_the_cue_words(text):
+    said = text.casefold()
+    latin = LATIN.search(said) is not None
+    tokens = WORD_TOKENS.findall(said) if latin else ()  # as `judge` reads them
+    assert sentence_parts(said, tokens) == sentence_parts(said)
+    if latin:
+        assert words_saying(said, cue_word_forms(), tokens) == words_saying(said, cue_word_forms())
+    # `role_hinted`: what the pattern it replaces found; every role pattern's match holds 比 or one of its words
+    assert role_hinted(said) == bool(re.search("than|" + "|".join(ROLE_VERBS), said))
+    if any(pattern.search(said) for pattern in role_patterns()):
+        assert "比" in said or (latin and role_hinted(said))
