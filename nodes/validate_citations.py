@@ -915,6 +915,7 @@ def said_in(line, phrase):
 
 
 # --- citations/support/negation.py ----------------------------------------
+NEGATION_CHARACTERS = frozenset("不没无非未别勿莫")
 NEGATION_CHARS = re.compile("[不没无非未别勿莫]")
 NEGATION_HINT_EN = re.compile(r"n(?:o|e[vi]|[’']t)|without")  # what every `negated_en` match holds, found fast
 
@@ -955,10 +956,11 @@ def without_not_negations(text):
     return not_negations().sub(lambda m: " " * len(m.group()), text)
 
 
-def negated(text, latin=True):
-    # Does `text` (casefolded) hold a negation? (the negation rule; NOT_NEGATIONS words do not count) `latin`:
-    # False when the caller knows the text holds no Latin letter (`LATIN`), and so no English negation.
-    if NEGATION_CHARS.search(text) and NEGATION_CHARS.search(not_negations().sub("", text)):
+def negated(text, latin=True, chars=True):
+    # Does `text` (casefolded) hold a negation? (the negation rule; NOT_NEGATIONS words do not count) `latin`,
+    # `chars`: False when the caller knows the text holds no Latin letter (`LATIN`), and so no English negation, or
+    # no NEGATION_CHARACTERS (none among its units).
+    if chars and NEGATION_CHARS.search(text) and NEGATION_CHARS.search(not_negations().sub("", text)):
         return True
     return latin and NEGATION_HINT_EN.search(text) is not None and negated_en().search(text) is not None
 
@@ -1178,7 +1180,7 @@ def cjk_units(word):
 @cache
 def synonym_groups():
     # ({Chinese word: the indexes of its groups in SYNONYMS_ZH}, the Chinese synonyms longer than two characters,
-    # sorted; {English stem: the stems of its groups}).
+    # sorted; {English stem: the stems of its groups}; the Chinese words and English stems together).
     groups_zh = {}
     for index, group in enumerate(SYNONYMS_ZH):
         for word in group:
@@ -1189,7 +1191,7 @@ def synonym_groups():
         stems = frozenset(map(stem, group))
         for word_stem in stems:
             units_en.setdefault(word_stem, set()).update(stems)
-    return groups_zh, long_zh, units_en
+    return groups_zh, long_zh, units_en, frozenset(groups_zh).union(units_en)
 
 
 @cache
@@ -1199,17 +1201,17 @@ def group_units_zh(index):
 
 
 def expand_chunk(text, units):
-    # `units` (a chunk's) plus the units of the synonyms of its words.
-    groups_zh, long_zh, units_en = synonym_groups()
-    extra = set()
+    # `units` (a chunk's set, updated in place and returned) plus the units of the synonyms of its words.
+    groups_zh, long_zh, units_en, keys = synonym_groups()
+    said = keys.intersection(units)  # the table's words among the units, found before any is added
     if CJK_RUNS.search(text):
         # a one- or two-character word is one of the chunk's units; a longer one is looked for in its text
-        for word in [*(groups_zh.keys() & units), *(word for word in long_zh if word in text)]:
+        for word in [*(groups_zh.keys() & said), *(word for word in long_zh if word in text)]:
             for index in groups_zh[word]:
-                extra.update(group_units_zh(index))
-    for word_stem in units_en.keys() & units:
-        extra.update(units_en[word_stem])
-    return units | extra
+                units.update(group_units_zh(index))
+    for word_stem in units_en.keys() & said:
+        units.update(units_en[word_stem])
+    return units
 
 
 class OverBudgetError(Exception):
@@ -1276,7 +1278,8 @@ class ChunkView:
 
     def negated(self):
         if self._negated is None:
-            self._negated = negated(self.text)
+            # a negation character in the text is one of its units (a character of a Chinese run)
+            self._negated = negated(self.text, True, not NEGATION_CHARACTERS.isdisjoint(self.units))
         return self._negated
 
     def words(self):
@@ -1319,7 +1322,7 @@ class ChunkView:
         if self._quantities is None:
             self._quantities = {}
             for number, thing in self.found():
-                name = unit_name(thing)
+                name = thing if thing in UNIT_SCALE else None if thing.isascii() else unit_name(thing)  # inlined
                 if name is not None:
                     self._quantities.setdefault(number_unit(number), set()).add(name)
         return self._quantities
@@ -1881,9 +1884,9 @@ def has_part_mark(text):
 @cache
 def cue_units():
     # The units a cue rule looks for among a sentence's: a unit's or a month's name (`measure_hints`), the words
-    # of the Chinese antonym table (`opposites`) and the scope words that are units (`scope_zh_units`). The sentence's
-    # ones are found in one pass over its units.
-    return measure_hints().union(opposites()[0], scope_zh_units()[0])
+    # of the Chinese antonym table (`opposites`), the scope words that are units (`scope_zh_units`) and the negation
+    # characters. The sentence's ones are found in one pass over its units.
+    return measure_hints().union(opposites()[0], scope_zh_units()[0], NEGATION_CHARACTERS)
 
 
 @cache
@@ -1997,7 +2000,7 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
             reasons.append(cue)
         candidates = antonym_candidates(text, units, view, words, cues)
         roles = "比" in text or (latin and role_hinted(text))  # ROLE_HINTS are Latin words
-        said = negated(text, latin)
+        said = negated(text, latin, not NEGATION_CHARACTERS.isdisjoint(cues))  # no stop characters: units
         negation, antonym = said or view.negated(), candidates and not said  # the rules that may find a cue
         if negation or antonym or roles:
             passage, share = view.passage(units)

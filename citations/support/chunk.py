@@ -5,9 +5,9 @@ the other units of its kind: docs/support-check.md, step 2), and on first use it
 import re
 from functools import cache
 
-from citations.support.negation import negated
+from citations.support.negation import NEGATION_CHARACTERS, negated
 from citations.support.quantities import NUMBER_AFTER, converted_numbers, number_before, thing_key, unit_name
-from citations.support.tables import SYNONYMS_EN, SYNONYMS_ZH
+from citations.support.tables import SYNONYMS_EN, SYNONYMS_ZH, UNIT_SCALE
 from citations.support.text import CJK_RUNS, DIGIT, normal_form
 from citations.support.units import THOUSANDS, number_unit, stem, unit_set
 from citations.support.words import word_line, words_of
@@ -25,7 +25,7 @@ def cjk_units(word):
 @cache
 def synonym_groups():
     """({Chinese word: the indexes of its groups in SYNONYMS_ZH}, the Chinese synonyms longer than two characters,
-    sorted; {English stem: the stems of its groups})."""
+    sorted; {English stem: the stems of its groups}; the Chinese words and English stems together)."""
     groups_zh = {}
     for index, group in enumerate(SYNONYMS_ZH):
         for word in group:
@@ -36,7 +36,7 @@ def synonym_groups():
         stems = frozenset(map(stem, group))
         for word_stem in stems:
             units_en.setdefault(word_stem, set()).update(stems)
-    return groups_zh, long_zh, units_en
+    return groups_zh, long_zh, units_en, frozenset(groups_zh).union(units_en)
 
 
 @cache
@@ -46,17 +46,17 @@ def group_units_zh(index):
 
 
 def expand_chunk(text, units):
-    """`units` (a chunk's) plus the units of the synonyms of its words."""
-    groups_zh, long_zh, units_en = synonym_groups()
-    extra = set()
+    """`units` (a chunk's set, updated in place and returned) plus the units of the synonyms of its words."""
+    groups_zh, long_zh, units_en, keys = synonym_groups()
+    said = keys.intersection(units)  # the table's words among the units, found before any is added
     if CJK_RUNS.search(text):
         # a one- or two-character word is one of the chunk's units; a longer one is looked for in its text
-        for word in [*(groups_zh.keys() & units), *(word for word in long_zh if word in text)]:
+        for word in [*(groups_zh.keys() & said), *(word for word in long_zh if word in text)]:
             for index in groups_zh[word]:
-                extra.update(group_units_zh(index))
-    for word_stem in units_en.keys() & units:
-        extra.update(units_en[word_stem])
-    return units | extra
+                units.update(group_units_zh(index))
+    for word_stem in units_en.keys() & said:
+        units.update(units_en[word_stem])
+    return units
 
 
 class OverBudgetError(Exception):
@@ -122,7 +122,8 @@ class ChunkView:
 
     def negated(self):
         if self._negated is None:
-            self._negated = negated(self.text)
+            # a negation character in the text is one of its units (a character of a Chinese run)
+            self._negated = negated(self.text, True, not NEGATION_CHARACTERS.isdisjoint(self.units))
         return self._negated
 
     def words(self):
@@ -165,7 +166,7 @@ class ChunkView:
         if self._quantities is None:
             self._quantities = {}
             for number, thing in self.found():
-                name = unit_name(thing)
+                name = thing if thing in UNIT_SCALE else None if thing.isascii() else unit_name(thing)  # inlined
                 if name is not None:
                     self._quantities.setdefault(number_unit(number), set()).add(name)
         return self._quantities

@@ -10,6 +10,7 @@ from citations.support.text import CJK_RUNS, WORD_TOKENS
 from citations.support.units import word_unit
 from citations.support.words import said_in
 
+NEGATION_CHARACTERS = frozenset("不没无非未别勿莫")
 NEGATION_CHARS = re.compile("[不没无非未别勿莫]")
 NEGATION_HINT_EN = re.compile(r"n(?:o|e[vi]|[’']t)|without")  # what every `negated_en` match holds, found fast
 
@@ -50,10 +51,11 @@ def without_not_negations(text):
     return not_negations().sub(lambda m: " " * len(m.group()), text)
 
 
-def negated(text, latin=True):
-    """Does `text` (casefolded) hold a negation? (the negation rule; NOT_NEGATIONS words do not count) `latin`:
-    False when the caller knows the text holds no Latin letter (`LATIN`), and so no English negation."""
-    if NEGATION_CHARS.search(text) and NEGATION_CHARS.search(not_negations().sub("", text)):
+def negated(text, latin=True, chars=True):
+    """Does `text` (casefolded) hold a negation? (the negation rule; NOT_NEGATIONS words do not count) `latin`,
+    `chars`: False when the caller knows the text holds no Latin letter (`LATIN`), and so no English negation, or
+    no NEGATION_CHARACTERS (none among its units)."""
+    if chars and NEGATION_CHARS.search(text) and NEGATION_CHARS.search(not_negations().sub("", text)):
         return True
     return latin and NEGATION_HINT_EN.search(text) is not None and negated_en().search(text) is not None
 

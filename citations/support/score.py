@@ -6,7 +6,7 @@ from functools import cache
 
 from citations.support.antonym import antonym_candidates, antonym_cue, opposites
 from citations.support.measure import measure_cue, measure_hints, short_measure
-from citations.support.negation import negated, negation_cue
+from citations.support.negation import NEGATION_CHARACTERS, negated, negation_cue
 from citations.support.number import number_cue
 from citations.support.roles import role_hinted, roles_cue
 from citations.support.scope import scope_cue, scope_zh_units
@@ -21,9 +21,9 @@ from citations.support.words import inflections, words_saying
 @cache
 def cue_units():
     """The units a cue rule looks for among a sentence's: a unit's or a month's name (`measure_hints`), the words
-    of the Chinese antonym table (`opposites`) and the scope words that are units (`scope_zh_units`). The sentence's
-    ones are found in one pass over its units."""
-    return measure_hints().union(opposites()[0], scope_zh_units()[0])
+    of the Chinese antonym table (`opposites`), the scope words that are units (`scope_zh_units`) and the negation
+    characters. The sentence's ones are found in one pass over its units."""
+    return measure_hints().union(opposites()[0], scope_zh_units()[0], NEGATION_CHARACTERS)
 
 
 @cache
@@ -137,7 +137,7 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
             reasons.append(cue)
         candidates = antonym_candidates(text, units, view, words, cues)
         roles = "比" in text or (latin and role_hinted(text))  # ROLE_HINTS are Latin words
-        said = negated(text, latin)
+        said = negated(text, latin, not NEGATION_CHARACTERS.isdisjoint(cues))  # no stop characters: units
         negation, antonym = said or view.negated(), candidates and not said  # the rules that may find a cue
         if negation or antonym or roles:
             passage, share = view.passage(units)
