@@ -186,11 +186,14 @@ def content_units(text, question=None, normalized=False, weights=DEFAULT_WEIGHTS
         units.update(dict.fromkeys(chars - STOP_CHARS, weights.weight_char))
         stops = chars & STOP_CHARS
         if stops:  # a bigram with one stop character weighs 0.5, with two nothing
-            for gram in [gram for gram in grams if gram[0] in stops or gram[1] in stops]:
-                if gram[0] in stops and gram[1] in stops:
-                    del units[gram]
-                else:
+            # gram.strip(marks) drops the stop characters at both ends of a bigram: it is the bigram when it holds
+            # none, "" when both are stops. (No new 1-char string to hash, as gram[0] in stops would make.)
+            marks = "".join(stops)
+            for gram in [gram for gram in grams if gram.strip(marks) != gram]:
+                if gram.strip(marks):
                     units[gram] = 0.5
+                else:
+                    del units[gram]
         for gram in GENERIC_ZH.intersection(grams):
             units[gram] = weights.weight_generic
     if words:

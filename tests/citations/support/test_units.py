@@ -22,3 +22,13 @@ def test_a_word_and_its_inflections_share_one_unit():
     assert stem("installation") == "insta"  # then the first five letters
     units = content_units("The school opened in 2016")
     assert "open" in units and "open" in ChunkView("The school opens its doors in 2016.").units
+
+
+def test_a_bigram_with_stop_characters_weighs_less():
+    # 这 个 的 是 are stop characters: a bigram with one weighs 0.5, with two nothing, unless it is a generic word
+    # (这个: it comes last, weighing weight_generic); a stop character is no unit of its own
+    units = content_units("这个费用的是每次的")
+    assert {unit for unit, weight in units.items() if weight == 0.5} == {"个费", "用的", "是每", "次的"}
+    assert units["费用"] == units["每次"] == 1.0 and "的是" not in units
+    assert {unit for unit in units if len(unit) == 1} == {"费", "用", "每", "次"}
+    assert list(units)[-1] == "这个" and units["这个"] == DEFAULT_WEIGHTS.weight_generic
