@@ -85,14 +85,14 @@ def checked_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEI
     uncited = []
     for (start, end, kind), ids in zip(spans, cited):
         sentence = text[start:end].strip()
-        normal = normal_form(sentence)
-        units = content_units(normal, question_units, True, weights)
         if ids:
-            said = normal.casefold()
-            parts = None  # `judge` splits the sentence when it needs its parts
             known = [i for i in ids if view_of(i) is not None]
             if not known:
                 continue
+            normal = normal_form(sentence)
+            units = content_units(normal, question_units, True, weights)
+            said = normal.casefold()
+            parts = None  # `judge` splits the sentence when it needs its parts
             claims += 1
             holders = {unit: sum(unit in views[i].units for i in known) for unit in units} if len(known) > 1 else None
             if holders is None:  # one chunk: its coverage is the plain share's and the start of `judge`'s score
@@ -117,6 +117,9 @@ def checked_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEI
                 pairs += 1
                 good_pairs += score >= threshold
             continue
+        if kind == "heading" or is_open(sentence):
+            continue  # states no fact (`is_factual`): its units are not needed
+        units = content_units(normal_form(sentence), question_units, True, weights)
         factual = is_factual(sentence, units, kind, phrases, weights)
         if factual or (factual is False and backing.backs(units, threshold)):
             claims += 1
@@ -150,7 +153,7 @@ def is_factual(sentence, units, kind, phrases, weights=DEFAULT_WEIGHTS):
     """None when an uncited sentence cannot state a fact (a heading, a question, an introduction ending with a
     colon, a refusal, too little content), True when it holds a number or code, else False (then it states a fact
     when some chunk of this turn backs it: its content came from the sources, yet it cites nothing)."""
-    if kind == "heading" or sentence.rstrip("*_ ").endswith(("?", "？", ":", "：")):
+    if kind == "heading" or is_open(sentence):
         return None
     if sum(units.values()) < weights.min_factual_weight:
         return None
@@ -158,6 +161,11 @@ def is_factual(sentence, units, kind, phrases, weights=DEFAULT_WEIGHTS):
     if any(phrase in said for phrase in phrases):
         return None
     return any(unit[0] == "#" for unit in units)
+
+
+def is_open(sentence):
+    """Does a sentence end with a question mark or a colon (a question, or an introduction to what follows)?"""
+    return sentence.rstrip("*_ ").endswith(("?", "？", ":", "："))
 
 
 class Backing:

@@ -94,12 +94,24 @@ def test_the_questions_own_words_weigh_less():
         ("有什么可以帮您？", False),
         ("具体步骤如下：", False),
         ("# 巡更人员须在每个点位用手持终端打卡", False),
+        ("## 2024年费用为35元", False),  # a heading, though it holds numbers
+        ("费用是35元吗？", False),
+        ("The fees for 2024:", False),
         ("根据现有资料无法确定。", False),
         ("希望这些信息对您有所帮助。", False),
     ],
 )
 def test_uncited_sentences_are_the_factual_looking_ones(sentence, factual):
     assert main(sentence, BUILDING)["uncited_sentences"] == ([sentence.lstrip("# ")] if factual else [])
+
+
+def test_an_uncited_heading_or_question_is_not_read(monkeypatch):
+    read = []
+    monkeypatch.setattr(
+        support_check, "content_units", lambda text, *rest: read.append(text) or content_units(text, *rest)
+    )
+    result = main("## 2024年费用\n费用是35元吗？\n费用为35元。\nThe fees for 2024:\n", BUILDING)
+    assert result["uncited_sentences"] == ["费用为35元。"] and read == ["费用为35元。"]
 
 
 def test_the_proxies_follow_their_definitions():
