@@ -28,3 +28,17 @@ def parse_phrases(value):
 def normal_text(text):
     """Text for phrase matching: case folded, every run of whitespace one space."""
     return " ".join(text.split()).casefold()
+
+
+def holds_phrase(text, phrases):
+    """Does normal_text(text) hold one of `phrases`? A phrase it holds has each of its words (runs without
+    whitespace) in text.casefold() (casefolding goes character by character), a test that is cheaper than
+    normal_text and rules out most answers before it is made."""
+    if not phrases:
+        return False
+    folded = text.casefold()
+    maybe = [phrase for phrase in phrases if all(word in folded for word in phrase.split())]
+    if not maybe:
+        return False
+    said = normal_text(text)
+    return any(phrase in said for phrase in maybe)

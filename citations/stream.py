@@ -11,8 +11,8 @@ from citations.answer_layout import SOURCE_LIST
 from citations.chunk_list import CITATION_FIELDS, field_text, parse_chunk_metadata
 from citations.joiner import HSPACE, MAX_HELD_SPACE, Joiner
 from citations.markers import BRACKETS, FENCE, could_become_marker, marker_ids
-from citations.phrases import INSUFFICIENT_DEFAULT, normal_text, parse_phrases
-from citations.references import references_by_marker_markdown, references_markdown
+from citations.phrases import INSUFFICIENT_DEFAULT, holds_phrase, parse_phrases
+from citations.references import reference_line, references_by_marker_markdown, references_markdown
 from citations.support.check import check_support
 from citations.support.weights import DEFAULT_WEIGHTS
 
@@ -141,8 +141,7 @@ class CitationStream:
             )
         checked = self._checked if support else unchecked(self._plain)
         plain = checked["text"]
-        said = normal_text(plain) if self._phrases else ""
-        if any(p in said for p in self._phrases):
+        if holds_phrase(plain, self._phrases):
             status = "insufficient_evidence"
         else:
             status = "cited" if self._citations else "uncited"
@@ -158,6 +157,7 @@ class CitationStream:
                     "reason": checked["reason"].get(citation["id"], ""),
                 }
             )
+        lines = [reference_line(citation) for citation in citations]  # each made once, for both lists
         return {
             "answer": "".join(self._shown),
             "answer_without_markers": plain,
@@ -165,8 +165,8 @@ class CitationStream:
             "id_map": {c["id"]: c["index"] for c in citations},
             "invalid_ids": list(self._invalid),
             "status": status,
-            "references_markdown": references_markdown(citations),
-            SOURCE_LIST: references_by_marker_markdown(citations),
+            "references_markdown": references_markdown(citations, lines),
+            SOURCE_LIST: references_by_marker_markdown(citations, lines),
             "uncited_sentences": list(checked["uncited_sentences"]),
             "citation_recall_proxy": checked["citation_recall_proxy"],
             "citation_precision_proxy": checked["citation_precision_proxy"],

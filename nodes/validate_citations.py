@@ -41,6 +41,20 @@ def normal_text(text):
     return " ".join(text.split()).casefold()
 
 
+def holds_phrase(text, phrases):
+    # Does normal_text(text) hold one of `phrases`? A phrase it holds has each of its words (runs without
+    # whitespace) in text.casefold() (casefolding goes character by character), a test that is cheaper than
+    # normal_text and rules out most answers before it is made.
+    if not phrases:
+        return False
+    folded = text.casefold()
+    maybe = [phrase for phrase in phrases if all(word in folded for word in phrase.split())]
+    if not maybe:
+        return False
+    said = normal_text(text)
+    return any(phrase in said for phrase in maybe)
+
+
 # --- citations/dify_inputs.py ----------------------------------------
 @cache
 def lone_surrogate():
@@ -151,12 +165,16 @@ def bounded_lines(lines, count):
     return "\n".join(out)
 
 
-def references_markdown(citations):
-    return bounded_lines((f"{c['index']}. {reference_line(c)}" for c in citations), len(citations))
+def references_markdown(citations, lines=None):
+    # The numbered list; `lines`: the citations' `reference_line`s, when the caller has made them.
+    lines = map(reference_line, citations) if lines is None else lines
+    return bounded_lines((f"{c['index']}. {line}" for c, line in zip(citations, lines)), len(citations))
 
 
-def references_by_marker_markdown(citations):
-    return bounded_lines((f"- [C:{c['id']}] {reference_line(c)}" for c in citations), len(citations))
+def references_by_marker_markdown(citations, lines=None):
+    # The list by marker ([C:id]); `lines` as for `references_markdown`.
+    lines = map(reference_line, citations) if lines is None else lines
+    return bounded_lines((f"- [C:{c['id']}] {line}" for c, line in zip(citations, lines)), len(citations))
 
 
 # --- citations/answer_layout.py ----------------------------------------
@@ -554,6 +572,11 @@ def normal_form(text):
     # Text as the check reads it: NFKC, a shortened second year written out (2018–19 -> 2018–2019).
     text = nfkc(text)
     return year_range().sub(full_year, text) if "–" in text or "-" in text else text
+
+
+def folded(text):
+    # Text as the cue rules read it: `normal_form`, casefolded.
+    return normal_form(text).casefold()
 
 
 # --- citations/support/weights.py ----------------------------------------
@@ -2335,8 +2358,7 @@ class CitationStream:
             )
         checked = self._checked if support else unchecked(self._plain)
         plain = checked["text"]
-        said = normal_text(plain) if self._phrases else ""
-        if any(p in said for p in self._phrases):
+        if holds_phrase(plain, self._phrases):
             status = "insufficient_evidence"
         else:
             status = "cited" if self._citations else "uncited"
@@ -2352,6 +2374,7 @@ class CitationStream:
                     "reason": checked["reason"].get(citation["id"], ""),
                 }
             )
+        lines = [reference_line(citation) for citation in citations]  # each made once, for both lists
         return {
             "answer": "".join(self._shown),
             "answer_without_markers": plain,
@@ -2359,8 +2382,8 @@ class CitationStream:
             "id_map": {c["id"]: c["index"] for c in citations},
             "invalid_ids": list(self._invalid),
             "status": status,
-            "references_markdown": references_markdown(citations),
-            SOURCE_LIST: references_by_marker_markdown(citations),
+            "references_markdown": references_markdown(citations, lines),
+            SOURCE_LIST: references_by_marker_markdown(citations, lines),
             "uncited_sentences": list(checked["uncited_sentences"]),
             "citation_recall_proxy": checked["citation_recall_proxy"],
             "citation_precision_proxy": checked["citation_precision_proxy"],

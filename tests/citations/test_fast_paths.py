@@ -306,3 +306,25 @@ def test_every_provider_shape_is_found_past_the_quick_envelope_check():
     for name, (response, _) in WEB_SHAPES.items():
         for obj in dicts_in(response):
             assert merge_chunks.envelope_results(obj) is envelope_read_in_full(obj), name
+
+
+def test_no_character_folds_into_whitespace():
+    # holds_phrase: a phrase's word (no whitespace) found in normal_text(text) stands within one folded word of text
+    for code in range(0x110000):
+        char = chr(code)
+        if not 0xD800 <= code <= 0xDFFF:
+            assert char.isspace() or not any(c.isspace() for c in char.casefold()), hex(code)
+
+
+PHRASE_ALPHABET = st.sampled_from(list("aAbBßSsſKkΣσςİi 根据无法\t\n\u3000Ａ"))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(PHRASE_ALPHABET, max_size=30), st.lists(st.text(PHRASE_ALPHABET, max_size=6), max_size=3))
+def test_the_quick_phrase_test_answers_as_normal_text_does(text, phrases):
+    from citations.phrases import holds_phrase, normal_text
+
+    said = normal_text(text)
+    assert holds_phrase(text, phrases) == any(phrase in said for phrase in phrases)
+    normal = [normal_text(phrase) for phrase in phrases]
+    assert holds_phrase(text, normal) == any(phrase in said for phrase in normal)
