@@ -57,6 +57,13 @@ def test_sentence_splitting(text, expected):
         ("他是第1名。她是第2名！", ["他是第1名。", "她是第2名！"]),
         ("先拍照；再上报。", ["先拍照；", "再上报。"]),
         ("Plan B.", ["Plan B."]),
+        # a line without ( or " counts nothing at its stops; a line with one counts as before
+        ("Rooms close at 9) then. Next.", ["Rooms close at 9) then.", "Next."]),
+        ("Open ( here. Still. Closed) now. Next.", ["Open ( here. Still. Closed) now.", "Next."]),
+        (
+            'It ended. "He said. Yes." Done.\nNo quotes here. Next.',
+            ["It ended.", '"He said. Yes." Done.', "No quotes here.", "Next."],
+        ),
     ],
 )
 def test_sentences_do_not_break_at_abbreviations_initials_decimals_or_ordinals(text, expected):
