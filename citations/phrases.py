@@ -31,13 +31,11 @@ def normal_text(text):
 
 
 def holds_phrase(text, phrases):
-    """Does normal_text(text) hold one of `phrases`? A phrase it holds has each of its words (runs without
-    whitespace) in text.casefold() (casefolding goes character by character), a test that is cheaper than
-    normal_text and rules out most answers before it is made."""
+    """Does normal_text(text) hold one of `phrases`? Only if each word of one is in text.casefold(), a cheaper test."""
     if not phrases:
         return False
-    folded = text.casefold()
-    maybe = [phrase for phrase in phrases if all(word in folded for word in phrase.split())]
+    caseless = text.casefold()
+    maybe = [phrase for phrase in phrases if all(word in caseless for word in phrase.split())]
     if not maybe:
         return False
     said = normal_text(text)

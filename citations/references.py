@@ -90,12 +90,12 @@ def bounded_lines(lines, count):
 
 
 def references_markdown(citations, lines=None):
-    """The numbered list; `lines`: the citations' `reference_line`s, when the caller has made them."""
+    """`lines`: the citations' `reference_line`s, if made."""
     lines = map(reference_line, citations) if lines is None else lines
     return bounded_lines((f"{c['index']}. {line}" for c, line in zip(citations, lines)), len(citations))
 
 
 def references_by_marker_markdown(citations, lines=None):
-    """The list by marker ([C:id]); `lines` as for `references_markdown`."""
+    """`lines`: the citations' `reference_line`s, if made."""
     lines = map(reference_line, citations) if lines is None else lines
     return bounded_lines((f"- [C:{c['id']}] {line}" for c, line in zip(citations, lines)), len(citations))

@@ -42,13 +42,11 @@ def normal_text(text):
 
 
 def holds_phrase(text, phrases):
-    # Does normal_text(text) hold one of `phrases`? A phrase it holds has each of its words (runs without
-    # whitespace) in text.casefold() (casefolding goes character by character), a test that is cheaper than
-    # normal_text and rules out most answers before it is made.
+    # Does normal_text(text) hold one of `phrases`? Only if each word of one is in text.casefold(), a cheaper test.
     if not phrases:
         return False
-    folded = text.casefold()
-    maybe = [phrase for phrase in phrases if all(word in folded for word in phrase.split())]
+    caseless = text.casefold()
+    maybe = [phrase for phrase in phrases if all(word in caseless for word in phrase.split())]
     if not maybe:
         return False
     said = normal_text(text)
@@ -166,13 +164,13 @@ def bounded_lines(lines, count):
 
 
 def references_markdown(citations, lines=None):
-    # The numbered list; `lines`: the citations' `reference_line`s, when the caller has made them.
+    # `lines`: the citations' `reference_line`s, if made.
     lines = map(reference_line, citations) if lines is None else lines
     return bounded_lines((f"{c['index']}. {line}" for c, line in zip(citations, lines)), len(citations))
 
 
 def references_by_marker_markdown(citations, lines=None):
-    # The list by marker ([C:id]); `lines` as for `references_markdown`.
+    # `lines`: the citations' `reference_line`s, if made.
     lines = map(reference_line, citations) if lines is None else lines
     return bounded_lines((f"- [C:{c['id']}] {line}" for c, line in zip(citations, lines)), len(citations))
 
@@ -574,11 +572,6 @@ def normal_form(text):
     return year_range().sub(full_year, text) if "–" in text or "-" in text else text
 
 
-def folded(text):
-    # Text as the cue rules read it: `normal_form`, casefolded.
-    return normal_form(text).casefold()
-
-
 # --- citations/support/weights.py ----------------------------------------
 # name -> shipped value
 SHIPPED = {
@@ -835,8 +828,7 @@ def content_units(text, question=None, normalized=False, weights=DEFAULT_WEIGHTS
         units.update(dict.fromkeys(chars - STOP_CHARS, weights.weight_char))
         stops = chars & STOP_CHARS
         if stops:  # a bigram with one stop character weighs 0.5, with two nothing
-            # gram.strip(marks) drops the stop characters at both ends of a bigram: it is the bigram when it holds
-            # none, "" when both are stops. (No new 1-char string to hash, as gram[0] in stops would make.)
+            # strip: the bigram itself without a stop, "" with two (gram[0] would make a string to hash)
             marks = "".join(stops)
             for gram in [gram for gram in grams if gram.strip(marks) != gram]:
                 if gram.strip(marks):
@@ -1790,8 +1782,7 @@ def not_an_end(text, begin, dot, counts=None):
     # Does the . ; ! or ? at `text[dot]` (in a sentence starting at `begin`) end nothing? When a lower-case word
     # follows, inside brackets or quotes still open, and for a full stop of an abbreviation (`Co.`, `e.g.`, `U.S.`,
     # `v.`) or an initial (`Mark T. Smith`), and for a full stop before a character beyond ASCII that is neither a space
-    # nor a Chinese character (`full_stop_ends`). `counts`: the sentence's `Counts`, False in a line without ( or " (none
-    # is open), None to count here.
+    # nor a Chinese character (`full_stop_ends`). `counts`: a `Counts`, None, or False (no ( or " in the line).
     if text[dot] == "." and not text[dot + 1 : dot + 2].isascii() and not full_stop_ends(text, dot):
         return True
     following = text[dot + 1 : dot + 3].lstrip()
@@ -1861,7 +1852,7 @@ def sentence_spans(text):
         masked = inline_code().sub(lambda m: "x" * len(m.group()), line) if "`" in line else line
         begin = LINE_MARK.match(line).end()
         counts = None  # made at the sentence's first . ; ! or ? (a Chinese sentence has none)
-        bare = "(" not in masked and '"' not in masked  # no bracket or quote to count at any stop
+        bare = "(" not in masked and '"' not in masked
         for end in SENTENCE_END.finditer(masked, begin):
             if masked[end.start()] in ".;!?":
                 if counts is None:

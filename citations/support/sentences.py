@@ -56,8 +56,7 @@ def not_an_end(text, begin, dot, counts=None):
     """Does the . ; ! or ? at `text[dot]` (in a sentence starting at `begin`) end nothing? When a lower-case word
     follows, inside brackets or quotes still open, and for a full stop of an abbreviation (`Co.`, `e.g.`, `U.S.`,
     `v.`) or an initial (`Mark T. Smith`), and for a full stop before a character beyond ASCII that is neither a space
-    nor a Chinese character (`full_stop_ends`). `counts`: the sentence's `Counts`, False in a line without ( or " (none
-    is open), None to count here."""
+    nor a Chinese character (`full_stop_ends`). `counts`: a `Counts`, None, or False (no ( or " in the line)."""
     if text[dot] == "." and not text[dot + 1 : dot + 2].isascii() and not full_stop_ends(text, dot):
         return True
     following = text[dot + 1 : dot + 3].lstrip()
@@ -127,7 +126,7 @@ def sentence_spans(text):
         masked = inline_code().sub(lambda m: "x" * len(m.group()), line) if "`" in line else line
         begin = LINE_MARK.match(line).end()
         counts = None  # made at the sentence's first . ; ! or ? (a Chinese sentence has none)
-        bare = "(" not in masked and '"' not in masked  # no bracket or quote to count at any stop
+        bare = "(" not in masked and '"' not in masked
         for end in SENTENCE_END.finditer(masked, begin):
             if masked[end.start()] in ".;!?":
                 if counts is None:

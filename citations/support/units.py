@@ -186,8 +186,7 @@ def content_units(text, question=None, normalized=False, weights=DEFAULT_WEIGHTS
         units.update(dict.fromkeys(chars - STOP_CHARS, weights.weight_char))
         stops = chars & STOP_CHARS
         if stops:  # a bigram with one stop character weighs 0.5, with two nothing
-            # gram.strip(marks) drops the stop characters at both ends of a bigram: it is the bigram when it holds
-            # none, "" when both are stops. (No new 1-char string to hash, as gram[0] in stops would make.)
+            # strip: the bigram itself without a stop, "" with two (gram[0] would make a string to hash)
             marks = "".join(stops)
             for gram in [gram for gram in grams if gram.strip(marks) != gram]:
                 if gram.strip(marks):
