@@ -25,12 +25,13 @@ ZH_MEASURE = frozenset("个天次楼层人元分年月日点号周岁小倍位�
 
 def zh_numbers(text):
     """`text` with each run of Chinese numerals before a measure word written in digits."""
+    return ZH_NUMBER.sub(zh_digits, text)
 
-    def digits(match):
-        end = match.end()
-        return str(zh_number(match.group())) if end < len(text) and text[end] in ZH_MEASURE else match.group()
 
-    return ZH_NUMBER.sub(digits, text)
+def zh_digits(match):
+    """A ZH_NUMBER match in digits when a measure word follows it, else as it is."""
+    end, text = match.end(), match.string
+    return str(zh_number(match.group())) if end < len(text) and text[end] in ZH_MEASURE else match.group()
 
 
 @cache
@@ -77,6 +78,7 @@ def number_words(words, exact):
 
 
 WORD_UNITS = {}  # word -> its unit ("" for a stop word), a bounded cache
+PLAIN_WORDS = set()  # words as written whose casefold is no number word (EN_NUMBERS), a bounded cache
 INFLECTIONS = ("ing", "ed", "es", "s")
 VOWELS = frozenset("aeiou")
 
@@ -178,8 +180,12 @@ def content_units(text, question=None, normalized=False, weights=DEFAULT_WEIGHTS
         units.update({word_kinds(word)[0] for word in distinct})
         units.discard("")
         return units
-    if words and not EN_NUMBERS.keys().isdisjoint(map(str.casefold, words)):
-        words = number_words(words, exact)
+    if words and not PLAIN_WORDS.issuperset(words):  # a word not known to be no number word
+        if EN_NUMBERS.keys().isdisjoint(map(str.casefold, words)):
+            if len(PLAIN_WORDS) < 20_000:
+                PLAIN_WORDS.update(words)
+        else:
+            words = number_words(words, exact)
     units = dict.fromkeys(grams, 1.0)
     if runs:
         chars = set(runs[0]) if len(runs) == 1 else set("".join(runs))
@@ -203,7 +209,8 @@ def content_units(text, question=None, normalized=False, weights=DEFAULT_WEIGHTS
                 weight = word_weights[inside if position else first]
                 if units.get(unit, 0.0) < weight:
                     units[unit] = weight
-    units.update(dict.fromkeys(exact, weights.weight_exact))
+    if exact:
+        units.update(dict.fromkeys(exact, weights.weight_exact))
     if question:
         for unit in units.keys() & question:
             units[unit] *= weights.weight_question

@@ -32,3 +32,12 @@ def test_a_bigram_with_stop_characters_weighs_less():
     assert units["费用"] == units["每次"] == 1.0 and "的是" not in units
     assert {unit for unit in units if len(unit) == 1} == {"费", "用", "每", "次"}
     assert list(units)[-1] == "这个" and units["这个"] == DEFAULT_WEIGHTS.weight_generic
+
+
+def test_number_words_count_after_their_sentences_other_words_were_seen():
+    from citations.support.units import PLAIN_WORDS
+
+    assert not any(unit[0] == "#" for unit in content_units("Rooms open at the Oaks"))
+    assert {"Rooms", "open", "at", "Oaks"} <= PLAIN_WORDS  # known to be no number word
+    assert "#2" in content_units("Rooms open at Two Oaks") and "Two" not in PLAIN_WORDS
+    assert "#25" in content_units("Rooms open at twenty five") and "#6" in content_units("Rooms open at ſix")
