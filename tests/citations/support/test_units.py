@@ -2,7 +2,7 @@
 
 from citations.support.chunk import ChunkView
 from citations.support.tables import GENERIC_WORDS, GENERIC_ZH
-from citations.support.units import content_units, stem
+from citations.support.units import content_units, is_chinese, stem
 from citations.support.weights import DEFAULT_WEIGHTS
 
 
@@ -41,3 +41,9 @@ def test_number_words_count_after_their_sentences_other_words_were_seen():
     assert {"Rooms", "open", "at", "Oaks"} <= PLAIN_WORDS  # known to be no number word
     assert "#2" in content_units("Rooms open at Two Oaks") and "Two" not in PLAIN_WORDS
     assert "#25" in content_units("Rooms open at twenty five") and "#6" in content_units("Rooms open at ſix")
+
+
+def test_a_unit_is_chinese_by_its_first_character():
+    assert is_chinese({"\u3400": 1.0, "#5": 0.9}) and is_chinese({"\u3400\u0041": 1.0, "#5": 0.9})
+    assert not is_chinese({"\u33ff\uffff": 1.0, "#5": 0.9}) and not is_chinese({"\u33ff": 1.0, "abc": 1.0})
+    assert is_chinese({"会议": 0.5, "会": 1.0, "room": 1.0}) and not is_chinese({"会议": 0.5, "room": 1.0})
