@@ -32,11 +32,8 @@ def normal_text(text):
 
 def holds_phrase(text, phrases):
     """Does normal_text(text) hold one of `phrases`? Only if each word of one is in text.casefold(), a cheaper test."""
-    if not phrases:
-        return False
-    caseless = text.casefold()
-    maybe = [phrase for phrase in phrases if all(word in caseless for word in phrase.split())]
-    if not maybe:
-        return False
-    said = normal_text(text)
-    return any(phrase in said for phrase in maybe)
+    caseless = text.casefold() if phrases else ""
+    if any(all(word in caseless for word in phrase.split()) for phrase in phrases):
+        said = normal_text(text)
+        return any(phrase in said for phrase in phrases)
+    return False
