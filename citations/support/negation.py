@@ -11,8 +11,13 @@ from citations.support.units import word_unit
 from citations.support.words import said_in
 
 NEGATION_CHARACTERS = frozenset("不没无非未别勿莫")
-NEGATION_CHARS = re.compile("[不没无非未别勿莫]")
 NEGATION_HINT_EN = re.compile(r"n(?:o|e[vi]|[’']t)|without")  # what every `negated_en` match holds, found fast
+
+
+@cache
+def negation_chars():
+    """One of NEGATION_CHARACTERS (compiled on first use: a text with none among its units never needs it)."""
+    return re.compile("[不没无非未别勿莫]")
 
 
 @cache
@@ -55,7 +60,7 @@ def negated(text, latin=True, chars=True):
     """Does `text` (casefolded) hold a negation? (the negation rule; NOT_NEGATIONS words do not count) `latin`,
     `chars`: False when the caller knows the text holds no Latin letter (`LATIN`), and so no English negation, or
     no NEGATION_CHARACTERS (none among its units)."""
-    if chars and NEGATION_CHARS.search(text) and NEGATION_CHARS.search(not_negations().sub("", text)):
+    if chars and negation_chars().search(text) and negation_chars().search(not_negations().sub("", text)):
         return True
     return latin and NEGATION_HINT_EN.search(text) is not None and negated_en().search(text) is not None
 
@@ -131,7 +136,7 @@ def negated_somewhere(text, word):
     """Does a negation stand just before some place `word` occurs in `text`?"""
     start = text.find(word)
     while start >= 0:
-        if NEGATION_CHARS.search(text, max(0, start - 3), start):
+        if negation_chars().search(text, max(0, start - 3), start):
             return True
         start = text.find(word, start + 1)
     return False
@@ -143,7 +148,7 @@ def negated_before(text, word):
     if start < 0:
         return False
     while start >= 0:
-        if not NEGATION_CHARS.search(text, max(0, start - 3), start):
+        if not negation_chars().search(text, max(0, start - 3), start):
             return False
         start = text.find(word, start + 1)
     return True
@@ -158,7 +163,7 @@ def negation_cue(sentence_text, view, passage, said=None):
     if said:
         if negated(passage):
             return negated_thing_cue(sentence_text, passage, view)
-        if NEGATION_CHARS.search(not_negations().sub("", sentence_text)):
+        if negation_chars().search(not_negations().sub("", sentence_text)):
             return {"kind": "negation", "claim": negation_word(sentence_text)}
         # English: the negated word itself must stand in the passage ("do not need" against "need"); a negation
         # whose word the passage lacks is a paraphrase at least as often as a contradiction (WiCE dev); and where
