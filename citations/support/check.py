@@ -21,6 +21,9 @@ WORK_PER_CHARACTER = 700
 SENTENCE_WORK_BASE = 2_000_000
 UNCHECKED = {"kind": "unchecked", "why": "work budget"}
 MAX_SENTENCE_SHOWN = 300
+# Two scores closer than this are the same score: a sum of weights can differ in its last bits with the order of a
+# set, which changes from process to process; the first sentence with the lowest score gives the reasons.
+SAME_SCORE = 1e-12
 # Where the check runs: None = in the caller's thread. The plugin sets a function `(function, *args) -> its result`
 # that runs it in a real OS thread (endpoints/chat.py, `check_off_loop`): one answer's check never holds the event loop
 # every other stream shares.
@@ -111,7 +114,7 @@ def checked_support(pieces, chunks, question="", phrases=(), weights=DEFAULT_WEI
                 except OverBudgetError:
                     unchecked.add(chunk_id)
                     continue
-                if chunk_id not in support or score < support[chunk_id]:
+                if chunk_id not in support or score < support[chunk_id] - SAME_SCORE:
                     support[chunk_id] = score
                     lowest[chunk_id] = (sentence, cues, holders)
                 pairs += 1
