@@ -79,6 +79,7 @@ def number_words(words, exact):
 
 WORD_UNITS = {}  # word -> its unit ("" for a stop word), a bounded cache
 PLAIN_WORDS = set()  # words as written whose casefold is no number word (EN_NUMBERS), a bounded cache
+MAX_PLAIN_WORDS = 20_000
 INFLECTIONS = ("ing", "ed", "es", "s")
 VOWELS = frozenset("aeiou")
 
@@ -182,8 +183,8 @@ def content_units(text, question=None, normalized=False, weights=DEFAULT_WEIGHTS
         return units
     if words and not PLAIN_WORDS.issuperset(words):  # a word not known to be no number word
         if EN_NUMBERS.keys().isdisjoint(map(str.casefold, words)):
-            if len(PLAIN_WORDS) < 20_000:
-                PLAIN_WORDS.update(words)
+            if len(PLAIN_WORDS) < MAX_PLAIN_WORDS:  # at most the room left: one sentence may hold many words
+                PLAIN_WORDS.update(words[: MAX_PLAIN_WORDS - len(PLAIN_WORDS)])
         else:
             words = number_words(words, exact)
     units = dict.fromkeys(grams, 1.0)

@@ -1,5 +1,7 @@
 """Content units (citations/support/units.py): what the check counts of a text and what each weighs."""
 
+from itertools import product
+
 from citations.support.chunk import ChunkView
 from citations.support.tables import GENERIC_WORDS, GENERIC_ZH
 from citations.support.units import content_units, is_chinese, stem
@@ -37,10 +39,21 @@ def test_a_bigram_with_stop_characters_weighs_less():
 def test_number_words_count_after_their_sentences_other_words_were_seen():
     from citations.support.units import PLAIN_WORDS
 
+    PLAIN_WORDS.clear()  # the cache is the process's: other tests may have filled it
     assert not any(unit[0] == "#" for unit in content_units("Rooms open at the Oaks"))
     assert {"Rooms", "open", "at", "Oaks"} <= PLAIN_WORDS  # known to be no number word
     assert "#2" in content_units("Rooms open at Two Oaks") and "Two" not in PLAIN_WORDS
-    assert "#25" in content_units("Rooms open at twenty five") and "#6" in content_units("Rooms open at ſix")
+
+
+def test_the_plain_words_cache_stays_within_its_bound():
+    from citations.support.units import MAX_PLAIN_WORDS, PLAIN_WORDS
+
+    words = ["".join(letters) for letters in product("bcdfghjklmnpqrstvwxz", repeat=4)]  # 160,000 of no number
+    PLAIN_WORDS.clear()
+    content_units(" ".join(words[: MAX_PLAIN_WORDS - 10]))
+    content_units(" ".join(words[MAX_PLAIN_WORDS : MAX_PLAIN_WORDS + 100]))  # more than the room left
+    assert len(PLAIN_WORDS) == MAX_PLAIN_WORDS
+    PLAIN_WORDS.clear()
 
 
 def test_a_unit_is_chinese_by_its_first_character():
