@@ -521,6 +521,15 @@ ROLE_VERBS = ("defeated", "beat", "overtook", "succeeded", "replaced")  # A defe
 CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 
 
+def holds_any(text, pieces):
+    # Does `text` hold one of `pieces`? (A loop of `in`: on a sentence cheaper than a pattern of them, or `any` over a
+    # generator, and no pattern to compile.)
+    for piece in pieces:
+        if piece in text:
+            return True
+    return False
+
+
 def is_cjk(char):
     # Is `char` one of CJK's?
     return "\u3400" <= char <= "\u4dbf" or "\u4e00" <= char <= "\u9fff" or "\uf900" <= char <= "\ufaff"
@@ -1577,19 +1586,10 @@ def after_a_number(text, words):
     return False
 
 
-def names_a_month(text):
-    # Does a casefolded text hold a month's first three letters (MONTHS)? (A loop of `in`: no pattern to compile,
-    # and cheaper than `any` over a generator.)
-    for month in MONTHS:
-        if month in text:
-            return True
-    return False
-
-
 def month_numbers(text):
     # {(number, month): None} of the dates in a casefolded text (`march 1`, `1 march`, `march 2017`), in the
     # text's order.
-    if not names_a_month(text):  # `month_number` needs one
+    if not holds_any(text, MONTHS):  # `month_number` needs a month's first three letters
         return {}
     return dict.fromkeys(
         (number_unit(number or day), month or month_after)
@@ -1665,14 +1665,6 @@ def number_cue(sentence_text, units, view):
 # --- citations/support/roles.py ----------------------------------------
 # what every `role_patterns` match holds besides 比: than, or a verb of ROLE_VERBS
 ROLE_HINTS = ("than", *ROLE_VERBS)
-
-
-def role_hinted(text):
-    # Does `text` hold one of ROLE_HINTS? (A loop of `in`: on a sentence cheaper than a pattern of them.)
-    for hint in ROLE_HINTS:
-        if hint in text:
-            return True
-    return False
 
 
 @cache
@@ -1895,18 +1887,10 @@ def sentence_parts(text, words=None):
     # The clauses of a sentence (`folded`), when it has two or more; else []. A sentence without a separator is
     # one clause: found with `in` and str.split, at a third of what PART_SPLIT costs reading it. `words`: its Latin
     # words (WORD_TOKENS), when the caller has them: a word of PART_WORDS between spaces is one of them.
-    if PART_WORDS.isdisjoint(text.split() if words is None else words) and not has_part_mark(text):
+    if PART_WORDS.isdisjoint(text.split() if words is None else words) and not holds_any(text, PART_MARKS):
         return []
     parts = [part for part in PART_SPLIT.split(text) if part.strip()]
     return parts if len(parts) >= 2 else []
-
-
-def has_part_mark(text):
-    # Does `text` hold one of PART_MARKS?
-    for mark in PART_MARKS:
-        if mark in text:
-            return True
-    return False
 
 
 # --- citations/support/score.py ----------------------------------------
@@ -2028,7 +2012,7 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
         if cue:
             reasons.append(cue)
         candidates = antonym_candidates(text, units, view, words, cues)
-        roles = "比" in text or (latin and role_hinted(text))  # ROLE_HINTS are Latin words
+        roles = "比" in text or (latin and holds_any(text, ROLE_HINTS))  # ROLE_HINTS are Latin words
         said = negated(text, latin, not NEGATION_CHARACTERS.isdisjoint(cues))  # no stop characters: units
         negation, antonym = said or view.negated(), candidates and not said  # the rules that may find a cue
         if negation or antonym or roles:

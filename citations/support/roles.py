@@ -11,14 +11,6 @@ from citations.support.text import CJK
 ROLE_HINTS = ("than", *ROLE_VERBS)
 
 
-def role_hinted(text):
-    """Does `text` hold one of ROLE_HINTS? (A loop of `in`: on a sentence cheaper than a pattern of them.)"""
-    for hint in ROLE_HINTS:
-        if hint in text:
-            return True
-    return False
-
-
 @cache
 def role_patterns():
     return (

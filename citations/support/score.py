@@ -8,11 +8,11 @@ from citations.support.antonym import antonym_candidates, antonym_cue, opposites
 from citations.support.measure import measure_cue, measure_hints, short_measure
 from citations.support.negation import NEGATION_CHARACTERS, negated, negation_cue
 from citations.support.number import number_cue
-from citations.support.roles import role_hinted, roles_cue
+from citations.support.roles import ROLE_HINTS, roles_cue
 from citations.support.scope import scope_cue, scope_zh_units
 from citations.support.sentences import sentence_parts
 from citations.support.tables import ANTONYMS_EN, SCOPE_EN
-from citations.support.text import DIGIT, LATIN, WORD_TOKENS
+from citations.support.text import DIGIT, LATIN, WORD_TOKENS, holds_any
 from citations.support.units import is_chinese
 from citations.support.weights import DEFAULT_WEIGHTS
 from citations.support.words import inflections, words_saying
@@ -136,7 +136,7 @@ def judge(text, units, view, others=None, parts=(), covered=None, weights=DEFAUL
         if cue:
             reasons.append(cue)
         candidates = antonym_candidates(text, units, view, words, cues)
-        roles = "比" in text or (latin and role_hinted(text))  # ROLE_HINTS are Latin words
+        roles = "比" in text or (latin and holds_any(text, ROLE_HINTS))  # ROLE_HINTS are Latin words
         said = negated(text, latin, not NEGATION_CHARACTERS.isdisjoint(cues))  # no stop characters: units
         negation, antonym = said or view.negated(), candidates and not said  # the rules that may find a cue
         if negation or antonym or roles:

@@ -6,7 +6,7 @@ from bisect import bisect_left
 from functools import cache
 
 from citations.support.tables import ABBREVIATIONS
-from citations.support.text import is_cjk
+from citations.support.text import holds_any, is_cjk
 
 # a run of 。！？!?；;, or a full stop before a space, the end or a character beyond ASCII, or a run of … before a
 # space or the end; with the closing quotes or brackets after it. (A full stop before a character beyond ASCII ends
@@ -159,15 +159,7 @@ def sentence_parts(text, words=None):
     """The clauses of a sentence (`folded`), when it has two or more; else []. A sentence without a separator is
     one clause: found with `in` and str.split, at a third of what PART_SPLIT costs reading it. `words`: its Latin
     words (WORD_TOKENS), when the caller has them: a word of PART_WORDS between spaces is one of them."""
-    if PART_WORDS.isdisjoint(text.split() if words is None else words) and not has_part_mark(text):
+    if PART_WORDS.isdisjoint(text.split() if words is None else words) and not holds_any(text, PART_MARKS):
         return []
     parts = [part for part in PART_SPLIT.split(text) if part.strip()]
     return parts if len(parts) >= 2 else []
-
-
-def has_part_mark(text):
-    """Does `text` hold one of PART_MARKS?"""
-    for mark in PART_MARKS:
-        if mark in text:
-            return True
-    return False

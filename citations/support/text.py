@@ -16,6 +16,15 @@ from functools import cache
 CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 
 
+def holds_any(text, pieces):
+    """Does `text` hold one of `pieces`? (A loop of `in`: on a sentence cheaper than a pattern of them, or `any` over a
+    generator, and no pattern to compile.)"""
+    for piece in pieces:
+        if piece in text:
+            return True
+    return False
+
+
 def is_cjk(char):
     """Is `char` one of CJK's?"""
     return "\u3400" <= char <= "\u4dbf" or "\u4e00" <= char <= "\u9fff" or "\uf900" <= char <= "\ufaff"

@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 from citations.support.measure import short_measure
 from citations.support.negation import NEGATION_HINT_EN, negated_en, negated_zh
 from citations.support.quantities import NUMBER_AFTER, number_before, thing_key, unit_name
-from citations.support.roles import role_hinted, role_patterns
+from citations.support.roles import ROLE_HINTS, role_patterns
 from citations.support.score import cue_word_forms
 from citations.support.sentences import PART_SPLIT, SENTENCE_END, full_stop_ends, sentence_parts
 from citations.support.tables import ANTONYMS_EN, ROLE_VERBS, SCOPE_EN
-from citations.support.text import CJK, CJK_RUNS, COMMON_COMPATIBILITY, LATIN, WORD_TOKENS, nfkc
+from citations.support.text import CJK, CJK_RUNS, COMMON_COMPATIBILITY, LATIN, WORD_TOKENS, holds_any, nfkc
 from citations.support.units import (
     CODE_HINT,
     NUMBER_TOKENS,
@@ -221,7 +221,7 @@ def test_judge_reads_a_sentences_words_once_for_the_parts_and_the_cue_words(text
     if latin:  # the words the scope and antonym rules read: all of them, or none when they say no word of theirs
         words = words_saying(said, cue_word_forms(), tokens)
         assert words == words_of(said) or (not words and SCOPE_EN.union(*ANTONYMS_EN).isdisjoint(words_of(said)))
-    # `role_hinted`: what the pattern it replaces found; every role pattern's match holds 比 or one of its words
-    assert role_hinted(said) == bool(re.search("than|" + "|".join(ROLE_VERBS), said))
+    # ROLE_HINTS held: what the pattern they replace found; every role pattern's match holds 比 or one of its words
+    assert holds_any(said, ROLE_HINTS) == bool(re.search("than|" + "|".join(ROLE_VERBS), said))
     if any(pattern.search(said) for pattern in role_patterns()):
-        assert "比" in said or (latin and role_hinted(said))
+        assert "比" in said or (latin and holds_any(said, ROLE_HINTS))

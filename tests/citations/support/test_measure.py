@@ -8,11 +8,11 @@ from citations.support.measure import (
     measure_cue,
     measure_hints,
     month_numbers,
-    names_a_month,
     unit_names_zh,
 )
 from citations.support.quantities import NUMBER_AFTER, unit_name
-from citations.support.text import LATIN, folded
+from citations.support.tables import MONTHS
+from citations.support.text import LATIN, folded, holds_any
 from citations.support.units import content_units
 from citations.validate import main
 
@@ -48,7 +48,7 @@ def test_a_date_needs_a_month_and_a_number():
     assert month_numbers("in may the mayor met us") == {}
     assert month_numbers("in may 2017 the mayor met us") == {("#2017", "may"): None}
     assert measure_cue(folded("It opened in March."), ChunkView("It opened on May 1, 2017.")) is None
-    assert not names_a_month("报修服务时间为每天8:00至20:00")
+    assert not holds_any("报修服务时间为每天8:00至20:00", MONTHS)
 
 
 def test_a_sentence_without_a_latin_letter_is_read_for_units_only_after_a_number():
