@@ -667,7 +667,8 @@ NUMBER_TOKENS = re.compile(r"\d\d*(?:\.\d+)?")  # digits, with a decimal part
 # a run of Chinese numerals, which counts as a number before a measure word (三十个, 两天: ZH_MEASURE). Found as a whole
 # run and the next character tested: a pattern with the measure word as a lookahead would read a long run without
 # one again from each of its characters (quadratic).
-ZH_NUMBER = re.compile("[零一二两三四五六七八九十百千][零一二两三四五六七八九十百千]*")
+ZH_NUMERALS = "零一二两三四五六七八九十百千"
+ZH_NUMBER = re.compile(f"[{ZH_NUMERALS}][{ZH_NUMERALS}]*")
 ZH_MEASURE = frozenset("个天次楼层人元分年月日点号周岁小倍位条")
 
 
@@ -1702,10 +1703,7 @@ def scope_zh_units():
         if len(word) <= 2
         and all(map(is_cjk, word))
         and not STOP_CHARS.issuperset(word)
-        and ZH_DIGITS.keys().isdisjoint(word)
-        and "十" not in word
-        and "百" not in word
-        and "千" not in word
+        and not any(char in ZH_NUMERALS for char in word)
     )
     return units, tuple(word for word in SCOPE_ZH if word not in units)
 

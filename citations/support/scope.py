@@ -3,8 +3,9 @@ SCOPE_EN) that the chunk does not use (docs/support-check.md, step 5)."""
 
 from functools import cache
 
-from citations.support.tables import SCOPE_EN, SCOPE_ZH, STOP_CHARS, ZH_DIGITS
+from citations.support.tables import SCOPE_EN, SCOPE_ZH, STOP_CHARS
 from citations.support.text import LATIN, WORD_TOKENS, is_cjk
+from citations.support.units import ZH_NUMERALS
 from citations.support.words import words_of
 
 
@@ -19,10 +20,7 @@ def scope_zh_units():
         if len(word) <= 2
         and all(map(is_cjk, word))
         and not STOP_CHARS.issuperset(word)
-        and ZH_DIGITS.keys().isdisjoint(word)
-        and "十" not in word
-        and "百" not in word
-        and "千" not in word
+        and not any(char in ZH_NUMERALS for char in word)
     )
     return units, tuple(word for word in SCOPE_ZH if word not in units)
 

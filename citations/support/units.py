@@ -19,7 +19,8 @@ NUMBER_TOKENS = re.compile(r"\d\d*(?:\.\d+)?")  # digits, with a decimal part
 # a run of Chinese numerals, which counts as a number before a measure word (三十个, 两天: ZH_MEASURE). Found as a whole
 # run and the next character tested: a pattern with the measure word as a lookahead would read a long run without
 # one again from each of its characters (quadratic).
-ZH_NUMBER = re.compile("[零一二两三四五六七八九十百千][零一二两三四五六七八九十百千]*")
+ZH_NUMERALS = "零一二两三四五六七八九十百千"
+ZH_NUMBER = re.compile(f"[{ZH_NUMERALS}][{ZH_NUMERALS}]*")
 ZH_MEASURE = frozenset("个天次楼层人元分年月日点号周岁小倍位条")
 
 
