@@ -18,9 +18,10 @@ def word_forms(word):
     return (word,)
 
 
-def words_of(text):
-    """The words of a casefolded text and their `word_forms`: the antonym and scope rules' view."""
-    words = set(WORD_TOKENS.findall(text))
+def words_of(text, tokens=None):
+    """The words of a casefolded text and their `word_forms`: the antonym and scope rules' view. `tokens`: its
+    WORD_TOKENS, when the caller has them."""
+    words = set(WORD_TOKENS.findall(text) if tokens is None else tokens)
     if words:
         words.update(*map(word_forms, words))
     return words
@@ -40,11 +41,7 @@ def words_saying(text, forms, words=None):
     for), else an empty set: the text says none of those words, in any form. `words`: the text's WORD_TOKENS,
     when the caller has them."""
     words = WORD_TOKENS.findall(text) if words is None else words
-    if forms.isdisjoint(words):
-        return set()
-    words = set(words)
-    words.update(*map(word_forms, words))
-    return words
+    return set() if forms.isdisjoint(words) else words_of(text, words)
 
 
 def said_at(text, word):
