@@ -163,15 +163,24 @@ def docstrings_as_comments(tree: ast.AST, lines: list[str]) -> list[str]:
         # the offsets count UTF-8 bytes
         first, last = lines[doc.lineno - 1].encode(), lines[doc.end_lineno - 1].encode()  # type: ignore[operator]
         indent = first[: doc.col_offset].decode()
-        if indent.strip() or last[doc.end_col_offset :].strip() or not all(map(str.isprintable, text.split("\n"))):
+        comment = as_comment(text, indent)
+        if indent.strip() or last[doc.end_col_offset :].strip() or comment is None:
             continue
-        comment = [f"{indent}# {line}".rstrip() + "\n" for line in text.split("\n")]
         if len(owner.body) == 1:
-            comment.append(f"{indent}pass\n")
+            comment += f"{indent}pass\n"
         out = out or list(lines)
-        out[doc.lineno - 1] = "".join(comment)  # the docstring's first line holds the comment, the rest go
+        out[doc.lineno - 1] = comment  # the docstring's first line holds the comment, the rest go
         out[doc.lineno : doc.end_lineno] = [""] * (doc.end_lineno - doc.lineno)  # type: ignore[operator]
     return out or lines
+
+
+def as_comment(text: str, indent: str = "") -> str | None:
+    """`text` (a cleaned docstring) as comment lines at `indent`, or None when a line holds a character a comment
+    cannot show."""
+    lines = text.split("\n")
+    if not all(map(str.isprintable, lines)):
+        return None
+    return "".join(f"{indent}# {line}".rstrip() + "\n" for line in lines)
 
 
 LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
@@ -289,10 +298,8 @@ def header(node: str, entry: str, modules: list[Module]) -> str:
 def module_comment(docstring: str) -> str:
     """The entry module's docstring as the node's opening comment (as `docstrings_as_comments` does), or as a
     docstring when a line holds a character a comment cannot show."""
-    text = inspect.cleandoc(docstring)
-    if not all(map(str.isprintable, text.split("\n"))):
-        return repr(docstring) + "\n"
-    return "".join(f"# {line}".rstrip() + "\n" for line in text.split("\n"))
+    comment = as_comment(inspect.cleandoc(docstring))
+    return repr(docstring) + "\n" if comment is None else comment
 
 
 def bundle(node: str, root: Path = ROOT) -> str:
